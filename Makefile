@@ -1,0 +1,49 @@
+# agentjudge — every target sets itself up (uv is installed with pip when missing).
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+UV := $(PYTHON) -m uv
+RUN := $(UV) run --frozen --all-extras
+
+.PHONY: help uv install run test lint typecheck cov bench docs all clean
+
+help: ## Show this help
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
+
+uv: ## Install uv with pip if it is missing
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+
+install: uv ## Create .venv from uv.lock (all extras, dev group)
+	$(UV) sync --frozen --all-extras --quiet
+
+run: install ## Run the shipped example end to end (offline) and print its report
+	$(RUN) python -m agentjudge run examples/rag_qa/agentjudge.toml --out .agentjudge/rag_qa
+	$(RUN) python -m agentjudge report .agentjudge/rag_qa
+
+test: install ## Run the whole test suite
+	$(RUN) pytest -q
+
+lint: install ## ruff + import-linter layer contracts
+	$(RUN) ruff check agentjudge tests benchmarks examples
+	$(RUN) ruff format --check agentjudge tests benchmarks examples
+	$(RUN) lint-imports
+
+typecheck: install ## mypy --strict
+	$(RUN) mypy
+
+cov: install ## Tests with branch coverage
+	$(RUN) coverage run -m pytest -q
+	$(RUN) coverage report --skip-covered --show-missing
+
+bench: install ## Run the benchmarks (engine, llm, harness)
+	$(RUN) python benchmarks/bench_engine.py
+	@if [ -f benchmarks/bench_llm.py ]; then $(RUN) python benchmarks/bench_llm.py; fi
+	@if [ -f benchmarks/bench_harness.py ]; then $(RUN) python benchmarks/bench_harness.py; fi
+
+docs: install ## Build the docs (mkdocs, strict)
+	$(RUN) mkdocs build --strict --site-dir .site
+
+all: lint typecheck cov ## The whole quality gate
+
+clean: ## Remove build and run artefacts
+	rm -rf .venv .site .agentjudge .mypy_cache .ruff_cache .pytest_cache dist

@@ -1,0 +1,27 @@
+"""Layer 1: the values (pydantic and the standard library only)."""
+
+from __future__ import annotations
+
+from agentjudge.core._context import Context, ExecutionStatus, Message
+from agentjudge.core._judgment import AGGREGATION_KEY, Check, Judgment, PortableMetadata, Status
+from agentjudge.core._portable import freeze_metadata, freeze_portable, thaw
+from agentjudge.core._results import CaseResult, JudgeResult, TierAttempt, TierPolicy, Verdict
+
+__all__ = [
+    "AGGREGATION_KEY",
+    "CaseResult",
+    "Check",
+    "Context",
+    "ExecutionStatus",
+    "JudgeResult",
+    "Judgment",
+    "Message",
+    "PortableMetadata",
+    "Status",
+    "TierAttempt",
+    "TierPolicy",
+    "Verdict",
+    "freeze_metadata",
+    "freeze_portable",
+    "thaw",
+]

@@ -1,0 +1,224 @@
+"""What a judge says: `Status`, `Check` and `Judgment`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+
+from agentjudge.core._portable import freeze_metadata, thaw
+
+__all__ = ["AGGREGATION_KEY", "Check", "Judgment", "PortableMetadata", "Status"]
+
+AGGREGATION_KEY = "aggregation"
+"""Metadata key reserved for voting evidence; the factories refuse it."""
+
+
+class Status(StrEnum):
+    """The outcome of one judgment. Wire values are lower case."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    ABSTAIN = "abstain"
+    ERROR = "error"
+
+
+PortableMetadata = Annotated[
+    Mapping[str, Any],
+    PlainValidator(freeze_metadata),
+    PlainSerializer(thaw),
+    WithJsonSchema({"type": "object", "additionalProperties": True}),
+]
+"""A JSON-portable metadata mapping, deep-validated and stored read-only."""
+
+
+class Check(BaseModel):
+    """One granular sub-assertion of a judgment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """Non-blank name of the check."""
+    passed: bool = Field(strict=True)
+    """Whether the assertion held."""
+    message: str = ""
+    """Human-readable detail."""
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("check name must be non-blank")
+        return v
+
+    @classmethod
+    def ok(cls, name: str, message: str = "") -> Check:
+        """A passing check."""
+        return cls(name=name, passed=True, message=message)
+
+    @classmethod
+    def fail(cls, name: str, message: str = "") -> Check:
+        """A failing check."""
+        return cls(name=name, passed=False, message=message)
+
+
+class Judgment(BaseModel):
+    """What a judge says about one context.
+
+    Invariants (enforced at construction): ``score`` is finite and within [0, 1] and is forbidden
+    on ABSTAIN and ERROR; ``label`` is non-blank when set and forbidden on ERROR; ``reasoning``
+    must be non-blank on ABSTAIN and ERROR; ``metadata`` is JSON-portable and read-only.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: Status = Field(strict=False)
+    """PASS, FAIL, ABSTAIN or ERROR."""
+    score: float | None = None
+    """Normalised score in [0, 1]; None when the judge measured none."""
+    label: str | None = None
+    """Categorical label, e.g. the word a classifier matched."""
+    reasoning: str = ""
+    """Why; required on ABSTAIN and ERROR."""
+    checks: tuple[Check, ...] = ()
+    """Granular sub-assertions."""
+    metadata: PortableMetadata = Field(default_factory=lambda: MappingProxyType({}))
+    """JSON-portable, read-only extra facts. Key ``aggregation`` holds voting evidence."""
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _wire_status(cls, v: object) -> object:
+        if isinstance(v, str) and not isinstance(v, Status) and v not in Status._value2member_map_:
+            allowed = ", ".join(repr(s.value) for s in Status)
+            raise ValueError(f"status must be one of {allowed} (lower case), got {v!r}")
+        return v
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _score_number(cls, v: object) -> object:
+        if v is None:
+            return v
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            raise ValueError(f"score must be a real number, got {type(v).__name__}")
+        if not math.isfinite(v):
+            raise ValueError(f"score must be finite, got {v}")
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"score must be between 0.0 and 1.0, got {v}")
+        return float(v)
+
+    @model_validator(mode="after")
+    def _invariants(self) -> Judgment:
+        status = self.status
+        if status in (Status.ABSTAIN, Status.ERROR):
+            if self.score is not None:
+                raise ValueError(
+                    f"score: {status.value} represents no completed measurement, "
+                    "so it must not carry a score"
+                )
+            if not self.reasoning.strip():
+                raise ValueError(f"reasoning: must be non-blank on {status.value}")
+        if self.label is not None:
+            if not self.label.strip():
+                raise ValueError("label: must be non-blank when set")
+            if status is Status.ERROR:
+                raise ValueError("label: an error judgment must not carry a label")
+        return self
+
+    # ----------------------------------------------------------------- factories
+    @classmethod
+    def _make(cls, status: Status, reasoning: str, fields: dict[str, Any]) -> Judgment:
+        metadata = fields.get("metadata")
+        if isinstance(metadata, Mapping) and AGGREGATION_KEY in metadata:
+            raise ValueError(
+                "metadata: key 'aggregation' is reserved for voting evidence; "
+                "construct Judgment(...) directly if you really mean it"
+            )
+        return cls(status=status, reasoning=reasoning, **fields)
+
+    @classmethod
+    def passed(cls, reasoning: str = "", **fields: Any) -> Judgment:
+        """A PASS judgment; extra fields (score, label, checks, metadata) pass through."""
+        return cls._make(Status.PASS, reasoning, fields)
+
+    @classmethod
+    def failed(cls, reasoning: str = "", **fields: Any) -> Judgment:
+        """A FAIL judgment; extra fields pass through."""
+        return cls._make(Status.FAIL, reasoning, fields)
+
+    @classmethod
+    def abstained(cls, reasoning: str, **fields: Any) -> Judgment:
+        """An ABSTAIN judgment (no finding); reasoning is required."""
+        return cls._make(Status.ABSTAIN, reasoning, fields)
+
+    @classmethod
+    def errored(cls, reasoning: str, **fields: Any) -> Judgment:
+        """An ERROR judgment (the judge could not measure); reasoning is required."""
+        return cls._make(Status.ERROR, reasoning, fields)
+
+    @classmethod
+    def from_score(
+        cls,
+        score: float,
+        *,
+        threshold: float = 0.5,
+        low: float = 0.0,
+        high: float = 1.0,
+        reasoning: str = "",
+        **fields: Any,
+    ) -> Judgment:
+        """Normalise ``score`` from [low, high] into [0, 1]; PASS iff normalised >= threshold.
+
+        Raises:
+            ValueError: non-finite inputs, ``high <= low``, ``score`` outside [low, high] or
+                ``threshold`` outside [0, 1].
+        """
+        for name, value in (("score", score), ("threshold", threshold), ("low", low)):
+            _require_real(name, value)
+        _require_real("high", high)
+        if not high > low:
+            raise ValueError(f"high must be greater than low, got low={low}, high={high}")
+        if not low <= score <= high:
+            raise ValueError(f"score {score} is outside [{low}, {high}]")
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be within [0, 1], got {threshold}")
+        normalised = (score - low) / (high - low)
+        normalised = min(1.0, max(0.0, normalised))
+        status = Status.PASS if normalised >= threshold else Status.FAIL
+        return cls._make(status, reasoning, {**fields, "score": normalised})
+
+    # ----------------------------------------------------------------- derived
+    @property
+    def is_pass(self) -> bool:
+        """True iff the status is PASS."""
+        return self.status is Status.PASS
+
+    @property
+    def effective_score(self) -> float | None:
+        """The score if set, else 1.0 for PASS and 0.0 for FAIL, None for ABSTAIN and ERROR."""
+        if self.score is not None:
+            return self.score
+        if self.status is Status.PASS:
+            return 1.0
+        if self.status is Status.FAIL:
+            return 0.0
+        return None
+
+
+def _require_real(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a real number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")

@@ -1,0 +1,72 @@
+"""JSON-portable, read-only metadata values."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+MAX_SAFE_INT = 2**53 - 1
+
+JSONValue = str | bool | int | float | tuple["JSONValue", ...] | Mapping[str, "JSONValue"]
+
+
+def freeze_portable(value: object, path: str) -> Any:
+    """Validate that ``value`` is JSON-portable and return a deep read-only copy.
+
+    Allowed: str (well-formed), bool, int within +-(2**53-1), finite float, list/tuple, and dict
+    with str keys. Lists become tuples and dicts become read-only mappings.
+
+    Raises:
+        ValueError: naming the offending path, e.g. ``metadata.a.b[1]``.
+    """
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"{path}: string is not well-formed UTF-8 (lone surrogate)") from None
+        return value
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if not -MAX_SAFE_INT <= value <= MAX_SAFE_INT:
+            raise ValueError(f"{path}: integer {value} is outside +-(2**53-1) and not portable")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{path}: float {value} is not finite")
+        return value
+    if value is None:
+        raise ValueError(f"{path}: null is not a portable metadata value")
+    if isinstance(value, list | tuple):
+        return tuple(freeze_portable(item, f"{path}[{i}]") for i, item in enumerate(value))
+    if isinstance(value, Mapping):
+        frozen: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"{path}: key {key!r} is not a string")
+            frozen[key] = freeze_portable(item, f"{path}.{key}")
+        return MappingProxyType(frozen)
+    raise ValueError(
+        f"{path}: {type(value).__name__} is not a portable metadata value "
+        "(use str, bool, int, finite float, list or dict with str keys)"
+    )
+
+
+def thaw(value: Any) -> Any:
+    """Return a plain (mutable, JSON-serialisable) copy of a frozen value."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple | list):
+        return [thaw(v) for v in value]
+    return value
+
+
+def freeze_metadata(value: object, path: str = "metadata") -> Mapping[str, Any]:
+    """Validate a metadata mapping (see `freeze_portable`)."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{path}: expected a mapping with str keys, got {type(value).__name__}")
+    frozen = freeze_portable(value, path)
+    assert isinstance(frozen, Mapping)
+    return frozen

@@ -1,0 +1,132 @@
+"""What the engine records: `JudgeResult`, `TierAttempt`, `Verdict`, `CaseResult`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from agentjudge.core._context import Context
+from agentjudge.core._judgment import Judgment, Status
+
+__all__ = ["CaseResult", "JudgeResult", "TierAttempt", "TierPolicy", "Verdict"]
+
+
+class JudgeResult(BaseModel):
+    """What the engine records for one judge on one context."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """The judge's name, unique inside one evaluation."""
+    judgment: Judgment | None
+    """What the judge said; None only when the judge was not sampled."""
+    sampled: bool = True
+    """False when sampling drew this judge out (it was never called)."""
+    metric_key: str | None = None
+    """The metric this judge reports under, if configured."""
+    tier: str | None = None
+    """The cascade tier that ran it."""
+    attempts: int = Field(default=1, ge=0)
+    """1 + retries actually made (0 when never called)."""
+    duration_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    """Working time of the judge, excluding time queued for a slot."""
+    queued_s: float = Field(default=0.0, ge=0.0, allow_inf_nan=False)
+    """Time spent waiting for concurrency slots and rate limits."""
+    error_type: str | None = None
+    """Exception class name when the judge raised or timed out."""
+
+    @model_validator(mode="after")
+    def _sampled_iff_judgment(self) -> JudgeResult:
+        if self.sampled and self.judgment is None:
+            raise ValueError("judgment: required when sampled is true")
+        if not self.sampled and self.judgment is not None:
+            raise ValueError("judgment: must be None when sampled is false")
+        return self
+
+    @property
+    def status(self) -> Status | None:
+        """The judgment's status, None when not sampled."""
+        return None if self.judgment is None else self.judgment.status
+
+    @property
+    def score(self) -> float | None:
+        """The judgment's own score (not the effective score)."""
+        return None if self.judgment is None else self.judgment.score
+
+    @property
+    def reasoning(self) -> str | None:
+        """The judgment's reasoning, None when not sampled."""
+        return None if self.judgment is None else self.judgment.reasoning
+
+    @property
+    def success(self) -> bool:
+        """True when sampled and the judge reached PASS or FAIL."""
+        return self.judgment is not None and self.judgment.status in (Status.PASS, Status.FAIL)
+
+
+class TierPolicy(StrEnum):
+    """When a cascade tier stops the cascade."""
+
+    REJECT_ON_ANY_FAIL = "reject_on_any_fail"
+    """Stop with FAIL as soon as any member FAILs; otherwise escalate."""
+    ACCEPT_ON_ALL_PASS = "accept_on_all_pass"
+    """Stop with PASS when every member PASSes; otherwise escalate."""
+    STOP_ON_AGREEMENT = "stop_on_agreement"
+    """Stop when all members agree (all PASS or all FAIL); escalate on a split."""
+    FINAL = "final"
+    """Always stop with the tier's aggregate; the last tier must be FINAL."""
+
+
+class TierAttempt(BaseModel):
+    """One cascade tier that was entered."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """Tier name."""
+    policy: TierPolicy
+    """The tier's stop policy."""
+    judgment: Judgment | None
+    """The tier's judgment; None if the tier failed."""
+    results: tuple[JudgeResult, ...] = ()
+    """Results of the members that completed, configured order."""
+    skipped: tuple[str, ...] = ()
+    """Members cancelled or never started."""
+    failure: str | None = None
+    """Why the tier failed (its voting or a nested composite raised)."""
+    stopped: bool = False
+    """True if this tier stopped the cascade."""
+
+
+class Verdict(BaseModel):
+    """The outcome of one evaluation: the aggregate and the individual results."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    judgment: Judgment
+    """The aggregate (a single judge: its own judgment)."""
+    results: tuple[JudgeResult, ...] = ()
+    """Individual results, configured order."""
+    tiers: tuple[TierAttempt, ...] = ()
+    """Cascades: one per tier entered."""
+
+    @property
+    def by_name(self) -> Mapping[str, JudgeResult]:
+        """Results keyed by judge name."""
+        return MappingProxyType({r.name: r for r in self.results})
+
+
+class CaseResult(BaseModel):
+    """One case of `Evaluator.run`: its context, results and verdict."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    context: Context
+    """The context evaluated."""
+    results: tuple[JudgeResult, ...]
+    """Individual results, configured order."""
+    verdict: Verdict
+    """The aggregate verdict."""

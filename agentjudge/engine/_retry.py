@@ -1,0 +1,147 @@
+"""Retries: `RetryPolicy` and the only tenacity user in the package.
+
+Backoff is exponential with full jitter: before attempt ``n + 1`` the engine waits a random time
+in ``[0, min(max_delay, initial_delay * 2 ** (n - 1))]`` (or exactly that bound with
+``jitter=False``). An exception carrying ``retry_after`` (`RetryableError`, model HTTP errors
+with a ``Retry-After`` header) is waited exactly that long, even beyond ``max_delay``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from agentjudge.exceptions import RetryableError
+
+__all__ = ["RetryPolicy", "call_with_retry", "retry_delay"]
+
+T = TypeVar("T")
+
+
+class RetryPolicy(BaseModel):
+    """How many times to attempt a call and how long to wait in between.
+
+    Args:
+        attempts: Total attempts (1 = no retries).
+        initial_delay: Backoff bound before the second attempt, seconds.
+        max_delay: Cap on the backoff bound (not on an explicit ``retry_after``).
+        jitter: Full jitter (random wait in [0, bound]); False waits the bound.
+        retry_on: Exception types that are retried; everything else fails at once.
+    """
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    attempts: int = Field(default=3, ge=1)
+    initial_delay: float = Field(default=0.5, ge=0.0, allow_inf_nan=False)
+    max_delay: float = Field(default=30.0, ge=0.0, allow_inf_nan=False)
+    jitter: bool = True
+    retry_on: tuple[type[BaseException], ...] = (TimeoutError, RetryableError)
+
+    @field_validator("retry_on", mode="before")
+    @classmethod
+    def _types(cls, v: object) -> object:
+        if isinstance(v, type):
+            v = (v,)
+        if not isinstance(v, tuple | list) or not all(
+            isinstance(t, type) and issubclass(t, BaseException) for t in v
+        ):
+            raise ValueError("retry_on must be a tuple of exception classes")
+        return tuple(v)
+
+    @model_validator(mode="after")
+    def _delays(self) -> RetryPolicy:
+        if self.max_delay < self.initial_delay:
+            raise ValueError(
+                f"max_delay ({self.max_delay}) must be >= initial_delay ({self.initial_delay})"
+            )
+        return self
+
+    @classmethod
+    def none(cls) -> RetryPolicy:
+        """A policy that never retries."""
+        return cls(attempts=1)
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        """True when ``exc`` is one of ``retry_on``."""
+        return isinstance(exc, self.retry_on)
+
+
+def retry_delay(
+    policy: RetryPolicy, attempt: int, exc: BaseException | None, rng: random.Random | None = None
+) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+    explicit = getattr(exc, "retry_after", None)
+    if isinstance(explicit, int | float) and math.isfinite(explicit) and explicit >= 0:
+        return float(explicit)
+    bound = min(policy.max_delay, policy.initial_delay * (2 ** (attempt - 1)))
+    if not policy.jitter:
+        return bound
+    return (rng or random).uniform(0.0, bound)
+
+
+async def call_with_retry(
+    policy: RetryPolicy | None,
+    fn: Callable[[], Awaitable[T]],
+    *,
+    attempts_made: int = 0,
+    last_error: BaseException | None = None,
+    retryable: Callable[[BaseException], bool] | None = None,
+    on_retry: Callable[[int, BaseException, float], Any] | None = None,
+) -> tuple[T, int]:
+    """Call ``fn`` until it succeeds, a non-retryable error escapes or attempts run out.
+
+    Args:
+        policy: The policy; None means a single attempt.
+        fn: The call, re-invoked for every attempt.
+        attempts_made: Attempts already made by the caller (whose last failed with
+            ``last_error``); the first wait here is the backoff after that attempt.
+        last_error: The caller's last (retryable) error, when ``attempts_made > 0``.
+        retryable: Overrides ``policy.retry_on`` to decide what is retried.
+        on_retry: Called with (failed attempt number, error, delay) before each wait.
+
+    Returns:
+        ``(value, attempts)`` where ``attempts`` counts every attempt including the caller's.
+
+    Raises:
+        The last error when it is not retryable or attempts ran out.
+    """
+    policy = policy or RetryPolicy.none()
+    should_retry = retryable or policy.is_retryable
+    remaining = policy.attempts - attempts_made
+    if remaining <= 0:
+        assert last_error is not None
+        raise last_error
+    if attempts_made and last_error is not None:
+        delay = retry_delay(policy, attempts_made, last_error)
+        if on_retry is not None:
+            on_retry(attempts_made, last_error, delay)
+        await anyio.sleep(delay)
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        number = attempts_made + state.attempt_number
+        delay = retry_delay(policy, number, exc)
+        if on_retry is not None and exc is not None:
+            on_retry(number, exc, delay)
+        return delay
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(remaining),
+        wait=wait,
+        retry=retry_if_exception(should_retry),
+        sleep=anyio.sleep,
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
+            value = await fn()
+        outcome = attempt.retry_state.outcome
+        if outcome is not None and not outcome.failed:
+            return value, attempts_made + attempt.retry_state.attempt_number
+    raise AssertionError("unreachable")  # pragma: no cover
