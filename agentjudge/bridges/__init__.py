@@ -1,0 +1,1 @@
+"""Adapters from agent frameworks' results to Context."""

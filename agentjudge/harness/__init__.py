@@ -1,0 +1,1 @@
+"""Offline evaluation harness: JSONL datasets, runs, results files, gates, CLI."""

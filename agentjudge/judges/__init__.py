@@ -1,0 +1,1 @@
+"""Built-in judges: LLM / RAG, files, commands, coverage, comparison, retrieval metrics."""

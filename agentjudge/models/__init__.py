@@ -1,0 +1,1 @@
+"""Model clients over httpx: OpenAI-compatible and Anthropic, retries, rate limits, cache."""

@@ -1,0 +1,1 @@
+"""Test doubles for users: scripted judges, a fake model server."""
