@@ -79,10 +79,11 @@ def retry_delay(
     explicit = getattr(exc, "retry_after", None)
     if isinstance(explicit, int | float) and math.isfinite(explicit) and explicit >= 0:
         return float(explicit)
-    bound = min(policy.max_delay, policy.initial_delay * (2 ** (attempt - 1)))
+    bound = float(min(policy.max_delay, policy.initial_delay * 2.0 ** (attempt - 1)))
     if not policy.jitter:
         return bound
-    return (rng or random).uniform(0.0, bound)
+    source = rng if rng is not None else random
+    return float(source.uniform(0.0, bound))
 
 
 async def call_with_retry(

@@ -52,7 +52,8 @@ def coerce_judgment(value: object, name: str) -> Judgment:
             raise JudgeReturnError(f"judge {name!r} returned score {value!r}; expected [0, 1]")
         return Judgment.from_score(score, reasoning=f"{name} returned score {score:g}")
     raise JudgeReturnError(
-        f"judge {name!r} returned {type(value).__name__}; expected Judgment, bool or float in [0, 1]"
+        f"judge {name!r} returned {type(value).__name__}; "
+        "expected Judgment, bool or float in [0, 1]"
     )
 
 
@@ -73,7 +74,9 @@ async def call_judge(fn: Callable[..., Any], ctx: Context, *, name: str) -> Judg
     if is_async_judge(fn):
         value = await fn(ctx)
     else:
-        value = await anyio.to_thread.run_sync(fn, ctx, limiter=_thread_limiter())
+        value = await anyio.to_thread.run_sync(
+            fn, ctx, limiter=_thread_limiter(), abandon_on_cancel=True
+        )
         if inspect.isawaitable(value):
             value = await value
     return coerce_judgment(value, name)

@@ -58,12 +58,10 @@ def judge_name(j: object) -> str:
     if isinstance(name, str) and name.strip():
         return name
     fn_name = getattr(j, "__name__", None)
-    if isinstance(fn_name, str) and fn_name and fn_name != "<lambda>":
+    if isinstance(fn_name, str) and fn_name:
         return fn_name
     if isinstance(j, functools.partial):
         return judge_name(j.func)
-    if fn_name == "<lambda>":
-        return "lambda"
     return type(j).__name__
 
 

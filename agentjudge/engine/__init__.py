@@ -1,0 +1,19 @@
+"""Layer 3: the scheduling engine (Evaluator, juries, cascades, retries)."""
+
+from __future__ import annotations
+
+from agentjudge.engine._composite import Cascade, Jury, Tier
+from agentjudge.engine._evaluator import EvaluationHandle, Evaluator, ResultCallback
+from agentjudge.engine._retry import RetryPolicy, call_with_retry, retry_delay
+
+__all__ = [
+    "Cascade",
+    "EvaluationHandle",
+    "Evaluator",
+    "Jury",
+    "ResultCallback",
+    "RetryPolicy",
+    "Tier",
+    "call_with_retry",
+    "retry_delay",
+]

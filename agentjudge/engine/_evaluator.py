@@ -1,0 +1,763 @@
+"""The Evaluator: schedules judges, juries and cascades under shared limits.
+
+Design notes (see docs/concepts/engine.md):
+
+* One evaluation runs in the task that asked for it (`evaluate`, `verdict`, each `run` worker)
+  or in one driver task of the evaluator's task group (`submit`). Members of a jury or tier run
+  concurrently through `start_all`, which spends a task only on members that suspend.
+* A leaf (one judge call) draws a slot from its resource limiter, then from the global limiter,
+  only while an attempt runs; composites never hold slots, so nesting cannot deadlock.
+* Failure is data at exactly one boundary, `_run_leaf`: an exception escaping a judge (after
+  retries) or an attempt past the timeout becomes an ERROR result. Cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import math
+import random
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+)
+from time import perf_counter
+from typing import Any
+
+import anyio
+from anyio import WouldBlock
+
+from agentjudge.core import (
+    CaseResult,
+    Context,
+    JudgeResult,
+    Judgment,
+    Status,
+    TierAttempt,
+    TierPolicy,
+    Verdict,
+)
+from agentjudge.engine._inline import start_all
+from agentjudge.engine._plan import CascadeNode, Group, Leaf, Node, Plan, TierNode, compile_plan
+from agentjudge.engine._retry import RetryPolicy, call_with_retry
+from agentjudge.exceptions import EvaluationCancelled
+
+__all__ = ["EvaluationHandle", "Evaluator", "ResultCallback"]
+
+logger = logging.getLogger("agentjudge")
+
+ResultCallback = Callable[[JudgeResult], Awaitable[None] | None]
+"""Called once per completed JudgeResult (unsampled ones included), in completion order."""
+
+_DEFAULT_RETRY = RetryPolicy()
+_PENDING: Any = object()
+
+
+class _CompositeFailure(Exception):
+    """A composite could not produce a judgment (its voting or a nested composite raised)."""
+
+
+class _Stats:
+    __slots__ = ("attempts", "queued", "working")
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.queued = 0.0
+        self.working = 0.0
+
+
+class _Run:
+    """State of one evaluation."""
+
+    __slots__ = (
+        "_changed",
+        "_done",
+        "completed",
+        "ctx",
+        "finished",
+        "results",
+        "sampled",
+        "tiers",
+        "verdict",
+    )
+
+    def __init__(self, ctx: Context, sampled: list[bool]) -> None:
+        self.ctx = ctx
+        self.sampled = sampled
+        self.results: list[JudgeResult | None] = [None] * len(sampled)
+        self.completed: list[JudgeResult] = []
+        self.tiers: list[TierAttempt] = []
+        self.verdict: Verdict | None = None
+        self.finished = False
+        self._done: anyio.Event | None = None
+        self._changed: anyio.Event | None = None
+
+    def add(self, index: int, result: JudgeResult) -> None:
+        self.results[index] = result
+        self.completed.append(result)
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def finish(self) -> None:
+        self.finished = True
+        if self._done is not None:
+            self._done.set()
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def wait(self) -> None:
+        if not self.finished:
+            if self._done is None:
+                self._done = anyio.Event()
+            await self._done.wait()
+
+    async def completions(self) -> AsyncIterator[JudgeResult]:
+        i = 0
+        while True:
+            while i < len(self.completed):
+                yield self.completed[i]
+                i += 1
+            if self.finished:
+                break
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()
+        if self.verdict is None:
+            raise EvaluationCancelled("the evaluation was cancelled")
+
+
+class EvaluationHandle:
+    """The future of one evaluation, returned by `Evaluator.submit`.
+
+    ``await handle`` gives the results in configured order (cancelled and skipped judges
+    excluded); ``async for result in handle`` gives them as they complete; ``await
+    handle.verdict()`` gives the `Verdict`. Cancelling the task that awaits the handle cancels
+    the evaluation too. Awaiting a cancelled evaluation raises `EvaluationCancelled`.
+    """
+
+    __slots__ = ("_run", "_scope")
+
+    def __init__(self, run: _Run, scope: anyio.CancelScope) -> None:
+        self._run = run
+        self._scope = scope
+
+    def done(self) -> bool:
+        """True once the evaluation finished or was cancelled."""
+        return self._run.finished
+
+    def cancel(self) -> None:
+        """Cancel the evaluation (running judges are cancelled; nothing more starts)."""
+        self._scope.cancel()
+
+    async def _wait(self) -> Verdict:
+        try:
+            await self._run.wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancel()
+            raise
+        if self._run.verdict is None:
+            raise EvaluationCancelled("the evaluation was cancelled")
+        return self._run.verdict
+
+    async def _results(self) -> list[JudgeResult]:
+        return list((await self._wait()).results)
+
+    def __await__(self) -> Generator[Any, None, list[JudgeResult]]:
+        return self._results().__await__()
+
+    def __aiter__(self) -> AsyncIterator[JudgeResult]:
+        return self._run.completions()
+
+    async def verdict(self) -> Verdict:
+        """Wait for the evaluation and return its `Verdict`."""
+        return await self._wait()
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def _error(exc: BaseException, leaf: Leaf) -> Judgment:
+    text = str(exc).strip()
+    return Judgment.errored(
+        f"{type(exc).__name__}: {text}"
+        if text
+        else f"judge {leaf.name!r} raised {type(exc).__name__}"
+    )
+
+
+class Evaluator:
+    """Schedules judges, juries and cascades concurrently under bounded concurrency.
+
+    Args:
+        judges: A judge, a sequence or mapping name -> judge (evaluated as ``Jury(judges)``
+            with Majority voting), a `Jury` or a `Cascade`. None evaluates to ``[]``.
+        max_concurrency: Judge calls in flight across everything this evaluator runs.
+        limits: Per-resource caps (judges name theirs with a ``resource`` attribute),
+            shared by all submissions.
+        timeout: Per judge attempt, seconds (None: no timeout).
+        retry: Retry policy for judge attempts (None: no retries).
+        sampling: Per judge name, the fraction of evaluations it runs in (0..1).
+        rng: The random source for sampling draws (seed it for reproducible runs).
+        on_result: Called once per completed JudgeResult, in completion order.
+
+    Raises:
+        ValueError: Before anything starts, for any invalid knob (naming it).
+    """
+
+    def __init__(
+        self,
+        judges: object = None,
+        *,
+        max_concurrency: int = 64,
+        limits: Mapping[str, int] | None = None,
+        timeout: float | None = 60.0,
+        retry: RetryPolicy | None = _DEFAULT_RETRY,
+        sampling: Mapping[str, float] | None = None,
+        rng: random.Random | None = None,
+        on_result: ResultCallback | None = None,
+    ) -> None:
+        self._max_concurrency = _positive_int("max_concurrency", max_concurrency)
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                raise ValueError(f"timeout must be a number of seconds or None, got {timeout!r}")
+            if not math.isfinite(timeout) or timeout <= 0:
+                raise ValueError(f"timeout must be finite and > 0, got {timeout!r}")
+        self._timeout = None if timeout is None else float(timeout)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ValueError(f"retry must be a RetryPolicy or None, got {retry!r}")
+        self._retry = retry if retry is not None and retry.attempts > 1 else None
+        self._plan: Plan = compile_plan(judges, sampling)
+        self._limits = {k: _positive_int(f"limits[{k!r}]", v) for k, v in (limits or {}).items()}
+        if self._plan.root is not None:
+            unknown = sorted(set(self._limits) - self._plan.resources)
+            if unknown:
+                raise ValueError(
+                    f"limits names unknown resources {unknown}; resources used by the judges: "
+                    f"{sorted(self._plan.resources) or 'none'}"
+                )
+        self._rng = rng if rng is not None else random.Random()
+        if on_result is not None and not callable(on_result):
+            raise ValueError(f"on_result must be callable, got {on_result!r}")
+        self._on_result = on_result
+        self._global: anyio.CapacityLimiter | None = None
+        self._resource_limiters: dict[str, anyio.CapacityLimiter] = {}
+        self._tg: anyio.abc.TaskGroup | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def noop(cls) -> Evaluator:
+        """An evaluator with no judges: every evaluation returns ``[]`` at once."""
+        return cls(None)
+
+    @property
+    def judge_names(self) -> tuple[str, ...]:
+        """Names of every judge, configured order (later cascade tiers included)."""
+        return tuple(leaf.name for leaf in self._plan.leaves)
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        """The global limiter (``max_concurrency`` tokens)."""
+        if self._global is None:
+            self._global = anyio.CapacityLimiter(self._max_concurrency)
+        return self._global
+
+    def resource_limiter(self, resource: str) -> anyio.CapacityLimiter | None:
+        """The limiter of one resource named in ``limits`` (None if it has no limit)."""
+        limiter = self._resource_limiters.get(resource)
+        if limiter is None and resource in self._limits:
+            limiter = anyio.CapacityLimiter(self._limits[resource])
+            self._resource_limiters[resource] = limiter
+        return limiter
+
+    async def __aenter__(self) -> Evaluator:
+        if self._tg is not None:
+            raise RuntimeError("this Evaluator is already running (`async with` entered twice)")
+        tg = anyio.create_task_group()
+        await tg.__aenter__()
+        self._tg = tg
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        tg, self._tg = self._tg, None
+        assert tg is not None
+        return await tg.__aexit__(*exc_info)
+
+    # ------------------------------------------------------------------ public API
+    def _context(self, context: Context | None, fields: dict[str, Any]) -> Context:
+        if context is None:
+            return Context(**fields)
+        if not isinstance(context, Context):
+            raise TypeError(f"expected a Context, got {type(context).__name__}")
+        if fields:
+            return Context.model_validate({**dict(context), **fields})
+        return context
+
+    def _new_run(self, ctx: Context) -> _Run:
+        rng = self._rng
+        sampled = [
+            rate >= 1.0 or (rate > 0.0 and rng.random() < rate)
+            for rate in (leaf.rate for leaf in self._plan.leaves)
+        ]
+        return _Run(ctx, sampled)
+
+    def submit(self, context: Context | None = None, /, **context_fields: Any) -> EvaluationHandle:
+        """Start an evaluation in the evaluator's task group and return its handle at once.
+
+        Raises:
+            RuntimeError: outside ``async with evaluator``.
+        """
+        if self._tg is None:
+            raise RuntimeError(
+                "submit() needs a running evaluator: use `async with evaluator:` first, "
+                "or `await evaluator.evaluate(...)` which needs no scope"
+            )
+        run = self._new_run(self._context(context, context_fields))
+        scope = anyio.CancelScope()
+        self._tg.start_soon(self._drive, run, scope)
+        return EvaluationHandle(run, scope)
+
+    async def evaluate(
+        self, context: Context | None = None, /, **context_fields: Any
+    ) -> list[JudgeResult]:
+        """Evaluate one context in the calling task; results in configured order."""
+        return list((await self.verdict(context, **context_fields)).results)
+
+    async def verdict(self, context: Context | None = None, /, **context_fields: Any) -> Verdict:
+        """Evaluate one context in the calling task and return the `Verdict`."""
+        run = self._new_run(self._context(context, context_fields))
+        return await self._execute(run)
+
+    async def stream(
+        self, context: Context | None = None, /, **context_fields: Any
+    ) -> AsyncIterator[JudgeResult]:
+        """Evaluate one context, yielding results in completion order.
+
+        Leaving the loop early cancels the judges still running (close the iterator with
+        ``contextlib.aclosing`` when you break out early).
+        """
+        run = self._new_run(self._context(context, context_fields))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._drive, run, None)
+            async for result in run.completions():
+                yield result
+
+    async def run(
+        self,
+        contexts: Iterable[Context] | AsyncIterable[Context],
+        *,
+        concurrency: int = 16,
+    ) -> AsyncIterator[CaseResult]:
+        """Evaluate many contexts, yielding `CaseResult`s in completion order.
+
+        The input is pulled lazily and at most ``concurrency`` cases are in flight, so memory
+        stays flat however long the input is. Nothing is accumulated.
+        """
+        concurrency = _positive_int("concurrency", concurrency)
+        send, receive = anyio.create_memory_object_stream[CaseResult](concurrency)
+        if isinstance(contexts, AsyncIterable):
+            source: Any = aiter(contexts)
+            lock: anyio.Lock | None = anyio.Lock()
+        else:
+            source, lock = iter(contexts), None
+
+        async def worker() -> None:
+            while True:
+                if lock is None:
+                    ctx = next(source, _PENDING)
+                else:
+                    async with lock:
+                        ctx = await anext(source, _PENDING)
+                if ctx is _PENDING:
+                    return
+                if not isinstance(ctx, Context):
+                    ctx = Context.model_validate(ctx)
+                verdict = await self._execute(self._new_run(ctx))
+                await send.send(
+                    CaseResult.model_construct(
+                        context=ctx, results=verdict.results, verdict=verdict
+                    )
+                )
+
+        async def workers() -> None:
+            async with send, anyio.create_task_group() as wtg:
+                for _ in range(concurrency):
+                    wtg.start_soon(worker)
+
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(workers)
+            async for case in receive:
+                yield case
+
+    def evaluate_sync(
+        self, context: Context | None = None, /, **context_fields: Any
+    ) -> list[JudgeResult]:
+        """Blocking `evaluate` for scripts and notebooks without a running loop.
+
+        Raises:
+            RuntimeError: inside a running event loop (use ``await evaluator.evaluate()``).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "evaluate_sync() cannot run inside a running event loop; "
+                "use `await evaluator.evaluate(...)` instead"
+            )
+        ctx = self._context(context, context_fields)
+        return anyio.run(self.evaluate, ctx)
+
+    # ------------------------------------------------------------------ execution
+    async def _drive(self, run: _Run, scope: anyio.CancelScope | None) -> None:
+        try:
+            if scope is None:
+                run.verdict = await self._execute(run)
+            else:
+                with scope:
+                    run.verdict = await self._execute(run)
+        finally:
+            run.finish()
+
+    async def _execute(self, run: _Run) -> Verdict:
+        root = self._plan.root
+        try:
+            if root is None:
+                judgment = Judgment.abstained("no judges are configured")
+            elif type(root) is Leaf:
+                result = await self._run_leaf(root, run)
+                judgment = result.judgment or Judgment.abstained(
+                    f"judge {root.name!r} was not sampled"
+                )
+            elif type(root) is Group:
+                judgment = await self._run_group(root, run)
+            else:
+                assert isinstance(root, CascadeNode)
+                judgment = await self._run_cascade(root, run, record=True)
+        except _CompositeFailure as exc:
+            judgment = Judgment.errored(str(exc))
+        return Verdict.model_construct(
+            judgment=judgment,
+            results=tuple(r for r in run.results if r is not None),
+            tiers=tuple(run.tiers),
+        )
+
+    async def _run_node(self, node: Node, run: _Run) -> Judgment | None:
+        if type(node) is Leaf:
+            return (await self._run_leaf(node, run)).judgment
+        if type(node) is Group:
+            return await self._run_group(node, run)
+        assert isinstance(node, CascadeNode)
+        return await self._run_cascade(node, run, record=False)
+
+    async def _record(self, run: _Run, leaf: Leaf, result: JudgeResult) -> None:
+        run.add(leaf.index, result)
+        callback = self._on_result
+        if callback is not None:
+            try:
+                value = callback(result)
+                if inspect.isawaitable(value):
+                    await value
+            except Exception:
+                logger.exception("on_result callback failed for judge %r", leaf.name)
+
+    async def _run_leaf(self, leaf: Leaf, run: _Run) -> JudgeResult:
+        if not run.sampled[leaf.index]:
+            result = JudgeResult.model_construct(
+                name=leaf.name,
+                judgment=None,
+                sampled=False,
+                metric_key=leaf.metric_key,
+                tier=leaf.tier,
+                attempts=0,
+                duration_s=0.0,
+                queued_s=0.0,
+                error_type=None,
+            )
+            await self._record(run, leaf, result)
+            return result
+        stats = _Stats()
+        error_type: str | None = None
+        try:
+            judgment = await self._attempt(leaf, run.ctx, stats)
+        except Exception as exc:
+            judgment = None
+            error: Exception = exc
+            retry = self._retry
+            if retry is not None and retry.is_retryable(exc):
+                try:
+                    judgment, _ = await call_with_retry(
+                        retry,
+                        lambda: self._attempt(leaf, run.ctx, stats),
+                        attempts_made=1,
+                        last_error=exc,
+                    )
+                except Exception as final:
+                    error = final
+            if judgment is None:
+                judgment = _error(error, leaf)
+                error_type = type(error).__name__
+        result = JudgeResult.model_construct(
+            name=leaf.name,
+            judgment=judgment,
+            sampled=True,
+            metric_key=leaf.metric_key,
+            tier=leaf.tier,
+            attempts=stats.attempts,
+            duration_s=stats.working,
+            queued_s=stats.queued,
+            error_type=error_type,
+        )
+        await self._record(run, leaf, result)
+        return result
+
+    async def _attempt(self, leaf: Leaf, ctx: Context, stats: _Stats) -> Judgment:
+        stats.attempts += 1
+        started = perf_counter()
+        resource = self.resource_limiter(leaf.resource) if leaf.resource is not None else None
+        limiter = self._global or self.limiter
+        if resource is not None:
+            await _acquire(resource, stats)
+        try:
+            await _acquire(limiter, stats)
+            try:
+                began = perf_counter()
+                stats.queued += began - started
+                try:
+                    if self._timeout is None:
+                        return await leaf.call(ctx)
+                    with anyio.CancelScope(deadline=anyio.current_time() + self._timeout) as sc:
+                        judgment = await leaf.call(ctx)
+                    if sc.cancelled_caught:
+                        raise TimeoutError(
+                            f"judge {leaf.name!r} timed out after {self._timeout:g} s "
+                            f"(attempt {stats.attempts})"
+                        )
+                    return judgment
+                finally:
+                    stats.working += perf_counter() - began
+            finally:
+                limiter.release_on_behalf_of(stats)
+        finally:
+            if resource is not None:
+                resource.release_on_behalf_of(stats)
+
+    async def _gather(
+        self,
+        members: tuple[Node, ...],
+        run: _Run,
+        out: list[Any],
+        on_done: Callable[[int, Judgment | None], bool],
+    ) -> None:
+        """Run members concurrently, storing each outcome in ``out`` as it arrives.
+
+        Entries end as a Judgment, None (unsampled leaf) or _PENDING (cancelled / never
+        started). ``on_done`` returning True cancels the rest. A nested composite failure
+        cancels the rest and raises.
+        """
+        if len(members) == 1:
+            out[0] = await self._run_node(members[0], run)
+            on_done(0, out[0])
+            return
+        failures: list[_CompositeFailure] = []
+        stop = False
+
+        def stopped() -> bool:
+            return stop
+
+        async with anyio.create_task_group() as tg:
+
+            async def member(i: int) -> None:
+                nonlocal stop
+                try:
+                    judgment = await self._run_node(members[i], run)
+                except _CompositeFailure as exc:
+                    failures.append(exc)
+                    finish = True
+                else:
+                    out[i] = judgment
+                    finish = on_done(i, judgment)
+                if finish and not stop:
+                    stop = True
+                    tg.cancel_scope.cancel()
+
+            await start_all(tg, member, len(members), stopped)
+        if failures:
+            raise failures[0]
+
+    def _vote(self, group: Group, out: list[Any]) -> Judgment | None:
+        """Aggregate the judgments that completed (None when none did)."""
+        judgments: list[Judgment] = []
+        weights: list[float] = []
+        for i, j in enumerate(out):
+            if isinstance(j, Judgment):
+                judgments.append(j)
+                if group.weights is not None:
+                    weights.append(group.weights[i])
+        if not judgments:
+            return None
+        if group.voting is None:
+            return judgments[0]
+        try:
+            return group.voting.aggregate(judgments, weights if group.weights is not None else None)
+        except Exception as exc:
+            raise _CompositeFailure(
+                f"{group.name}: voting {group.voting.name!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _decided(self, group: Group, out: list[Any]) -> Judgment | None:
+        assert group.voting is not None
+        done: list[Judgment | None] = []
+        weights: list[float] = []
+        for i, j in enumerate(out):
+            if j is None:
+                continue  # unsampled: not part of the vote
+            done.append(None if j is _PENDING else j)
+            if group.weights is not None:
+                weights.append(group.weights[i])
+        try:
+            return group.voting.decided(done, weights if group.weights is not None else None)
+        except Exception:
+            return None
+
+    async def _run_group(self, group: Group, run: _Run) -> Judgment:
+        out: list[Any] = [_PENDING] * len(group.members)
+        decision: Judgment | None = None
+
+        def on_done(i: int, judgment: Judgment | None) -> bool:
+            nonlocal decision
+            if not group.early_stop or group.voting is None:
+                return False
+            decision = self._decided(group, out)
+            return decision is not None
+
+        await self._gather(group.members, run, out, on_done)
+        if decision is not None:
+            return decision
+        return self._vote(group, out) or Judgment.abstained(
+            f"{group.name}: no member was sampled or completed"
+        )
+
+    async def _run_cascade(self, cascade: CascadeNode, run: _Run, *, record: bool) -> Judgment:
+        for tier in cascade.tiers:
+            judgment, stopped, failure = await self._run_tier(tier, run)
+            if record:
+                leaves = tier.group.leaves
+                run.tiers.append(
+                    TierAttempt.model_construct(
+                        name=tier.name,
+                        policy=tier.policy,
+                        judgment=judgment,
+                        results=tuple(
+                            r for r in (run.results[x.index] for x in leaves) if r is not None
+                        ),
+                        skipped=tuple(x.name for x in leaves if run.results[x.index] is None),
+                        failure=failure,
+                        stopped=stopped,
+                    )
+                )
+            if stopped and judgment is not None:
+                return judgment
+            if failure is not None and tier.policy is TierPolicy.FINAL:
+                return Judgment.errored(f"the final cascade tier {tier.name!r} failed: {failure}")
+        return Judgment.errored(f"{cascade.name}: no cascade tier returned a verdict")
+
+    async def _run_tier(
+        self, tier: TierNode, run: _Run
+    ) -> tuple[Judgment | None, bool, str | None]:
+        """Run one tier; returns (judgment, whether it stops the cascade, failure)."""
+        group, policy = tier.group, tier.policy
+        out: list[Any] = [_PENDING] * len(group.members)
+        names = [m.name for m in group.members]
+        stop_with: Judgment | None = None
+        escalate = False
+
+        def on_done(i: int, judgment: Judgment | None) -> bool:
+            nonlocal stop_with, escalate
+            if judgment is None:
+                return False
+            status = judgment.status
+            if policy is TierPolicy.FINAL:
+                if group.early_stop and group.voting is not None:
+                    stop_with = self._decided(group, out)
+                    return stop_with is not None
+                return False
+            if policy is TierPolicy.REJECT_ON_ANY_FAIL:
+                if status is Status.FAIL:
+                    stop_with = Judgment.failed(
+                        f"tier {tier.name!r} rejected: {names[i]} failed"
+                        + (f": {judgment.reasoning}" if judgment.reasoning else ""),
+                        metadata={"tier": tier.name, "decided_by": names[i]},
+                    )
+                    return True
+                return False
+            if policy is TierPolicy.ACCEPT_ON_ALL_PASS:
+                if status is not Status.PASS:
+                    escalate = True
+                    return True
+                return False
+            # STOP_ON_AGREEMENT
+            seen = {j.status for j in out if isinstance(j, Judgment)}
+            if status in (Status.ABSTAIN, Status.ERROR) or {Status.PASS, Status.FAIL} <= seen:
+                escalate = True
+                return True
+            return False
+
+        try:
+            await self._gather(group.members, run, out, on_done)
+        except _CompositeFailure as exc:
+            return None, False, str(exc)
+        if stop_with is not None:
+            return stop_with, True, None
+        completed = [j for j in out if isinstance(j, Judgment)]
+        try:
+            aggregate = self._vote(group, out)
+        except _CompositeFailure as exc:
+            return None, False, str(exc)
+        if aggregate is None:
+            aggregate = Judgment.abstained(f"tier {tier.name!r}: no member was sampled")
+        if policy is TierPolicy.FINAL:
+            return aggregate, True, None
+        if not escalate and completed:
+            statuses = {j.status for j in completed}
+            if policy is TierPolicy.ACCEPT_ON_ALL_PASS and statuses == {Status.PASS}:
+                return (
+                    Judgment.passed(
+                        f"tier {tier.name!r} accepted: all {len(completed)} members passed",
+                        metadata={"tier": tier.name},
+                    ),
+                    True,
+                    None,
+                )
+            if policy is TierPolicy.STOP_ON_AGREEMENT and len(statuses) == 1:
+                agreed = statuses.pop()
+                if agreed in (Status.PASS, Status.FAIL):
+                    make = Judgment.passed if agreed is Status.PASS else Judgment.failed
+                    return (
+                        make(
+                            f"tier {tier.name!r}: all {len(completed)} members agree "
+                            f"({agreed.value})",
+                            metadata={"tier": tier.name},
+                        ),
+                        True,
+                        None,
+                    )
+        return aggregate, False, None
+
+
+async def _acquire(limiter: anyio.CapacityLimiter, borrower: object) -> None:
+    try:
+        limiter.acquire_on_behalf_of_nowait(borrower)
+    except WouldBlock:
+        await limiter.acquire_on_behalf_of(borrower)

@@ -1,0 +1,73 @@
+"""Run many coroutines concurrently without paying a task for the ones that never suspend.
+
+`start_all` steps each coroutine once in the current task. A coroutine that finishes in that
+first step (a judge that completes without suspending) never costs a task. When one suspends,
+the *rest of the loop* moves to a new task in the task group and the current task keeps driving
+the suspended coroutine, so every coroutine stays in the task that started it (cancel scopes,
+context variables and ``current_task()`` all stay consistent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
+
+from anyio.abc import TaskGroup
+
+__all__ = ["start_all"]
+
+
+class _Resume:
+    """Awaitable that continues a coroutine already stepped once (PEP 380 delegation)."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+        self._coro = coro
+        self._first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro = self._coro
+        to_yield = self._first
+        self._first = None
+        while True:
+            try:
+                sent = yield to_yield
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:
+                try:
+                    to_yield = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    to_yield = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def start_all(
+    tg: TaskGroup,
+    factory: Callable[[int], Coroutine[Any, Any, None]],
+    count: int,
+    stopped: Callable[[], bool],
+    start: int = 0,
+) -> None:
+    """Run ``factory(i)`` for ``i`` in ``start..count-1`` concurrently inside ``tg``.
+
+    ``stopped()`` is checked before starting each coroutine; once true, the rest never start.
+    """
+    i = start
+    while i < count and not stopped():
+        coro = factory(i)
+        try:
+            first = coro.send(None)
+        except StopIteration:
+            i += 1
+            continue
+        if i + 1 < count:
+            tg.start_soon(start_all, tg, factory, count, stopped, i + 1)
+        await _Resume(coro, first)
+        return
