@@ -1,0 +1,323 @@
+"""`LLMJudge`: one prompt, one model call, one judgment.
+
+Failure policy (shared by every model-backed judge in this package):
+
+* Problems the judge can see in its own inputs or in the model's answer are data: a prompt that
+  cannot be rendered is an ERROR judgment naming the variable; an answer that cannot be parsed is
+  an ABSTAIN judgment with the raw text in ``metadata["raw_output"]`` (never a made-up 0 or NaN).
+* Exceptions from the model client (HTTP errors, timeouts, transport failures) **propagate**.
+  The Evaluator's single failure boundary turns them into an ERROR result with ``error_type``
+  set to the exception class, after applying its retry policy (so a `RetryableError` or a
+  timeout is retried there, once, instead of being swallowed here). Call the judge through an
+  Evaluator, a Jury or a Cascade to get that behaviour; called directly, it raises.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from agentjudge.core import Context, Judgment, Message, Status
+from agentjudge.exceptions import TemplateError
+from agentjudge.judges._classifier import LabelClassifier
+from agentjudge.judges._template import PromptTemplate
+from agentjudge.judges._verdict import (
+    excerpt,
+    parse_json_object,
+    parse_verdict,
+    response_metadata,
+    with_metadata,
+)
+from agentjudge.judging import JudgeKind
+from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse
+
+__all__ = ["LLMJudge", "ModelJudgeBase"]
+
+
+def _check_client(model: object) -> ModelClient:
+    name = getattr(model, "name", None)
+    if not callable(getattr(model, "complete", None)):
+        raise TypeError(
+            f"model must be a ModelClient (an object with `name` and `async complete(request)`), "
+            f"got {type(model).__name__}"
+        )
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"model.name must be a non-blank string, got {name!r}")
+    return model  # type: ignore[return-value]
+
+
+def _check_real(name: str, value: object, *, low: float, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value) or value < low or (high is not None and value > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value}")
+    return float(value)
+
+
+class ModelJudgeBase:
+    """Shared machinery of the model-backed judges: attributes, the request, the metadata.
+
+    Subclasses build a prompt and turn the `ModelResponse` into a `Judgment`.
+
+    Attributes:
+        name: The judge name.
+        model: The model client.
+        kind: Always `JudgeKind.LLM`.
+        resource: ``model.name``, so ``Evaluator(limits={client.name: n})`` caps this judge.
+        metric_key: None (set it on the instance if results should report under a metric).
+        sampling_rate: None (the Evaluator's default applies).
+        description: One line for reports.
+    """
+
+    kind: JudgeKind = JudgeKind.LLM
+
+    def __init__(
+        self,
+        name: str,
+        model: ModelClient,
+        *,
+        system: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        description: str = "",
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"judge name must be a non-blank string, got {name!r}")
+        self.name = name
+        self.model = _check_client(model)
+        self.resource: str | None = self.model.name
+        self.metric_key: str | None = None
+        self.sampling_rate: float | None = None
+        self.description = description
+        if system is not None and not isinstance(system, str):
+            raise TypeError(f"system must be a str or None, got {type(system).__name__}")
+        self.system = system
+        self.temperature = (
+            None if temperature is None else _check_real("temperature", temperature, low=0.0)
+        )
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ValueError(f"max_tokens must be an int >= 1 or None, got {max_tokens!r}")
+        self.max_tokens = max_tokens
+
+    def build_request(self, prompt: str, schema: dict[str, Any] | None = None) -> ModelRequest:
+        """The request for one judgment: an optional system message, then the prompt."""
+        messages: list[Message] = []
+        if self.system:
+            messages.append(Message(role="system", content=self.system))
+        messages.append(Message(role="user", content=prompt))
+        return ModelRequest(
+            messages=tuple(messages),
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            response_schema=schema,
+        )
+
+    def finish(self, judgment: Judgment, response: ModelResponse) -> Judgment:
+        """Add the response metadata (model, client, usage, cached, raw_output) to a judgment."""
+        if judgment.status is Status.ABSTAIN and response.finish_reason == "length":
+            judgment = Judgment.abstained(
+                judgment.reasoning + " (the response was cut off: finish_reason=length; "
+                "raise max_tokens)",
+                label=judgment.label,
+                metadata=judgment.metadata,
+            )
+        return with_metadata(judgment, response_metadata(self.model.name, response))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} model={self.model.name!r}>"
+
+
+class _OutputShape:
+    """Which fields of a structured-output model carry the verdict."""
+
+    def __init__(self, output_model: type[BaseModel]) -> None:
+        if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
+            raise TypeError(f"output_model must be a pydantic model class, got {output_model!r}")
+        self.model = output_model
+        self.score: tuple[str, str] | None = None  # (attribute, key in the JSON)
+        self.passed: tuple[str, str] | None = None
+        self.reasoning: str | None = None
+        for attr, info in output_model.model_fields.items():
+            key = info.alias or attr
+            if key == "score":
+                self.score = (attr, key)
+            elif key in ("passed", "pass"):
+                self.passed = (attr, key)
+            elif key == "reasoning":
+                self.reasoning = attr
+        if self.score is None and self.passed is None:
+            raise ValueError(
+                f"output_model {output_model.__name__} must declare a numeric `score` field "
+                "or a bool `passed` (or `pass`) field"
+            )
+        self.schema = output_model.model_json_schema()
+
+
+class LLMJudge(ModelJudgeBase):
+    """A judge that renders a prompt, asks a model once and reads the answer.
+
+    How the answer is read:
+
+    * ``output_model`` (a pydantic model class): structured output. The request carries
+      ``output_model.model_json_schema()``; the structured answer (``response.parsed``, else the
+      text parsed as JSON, code fences stripped) is validated against the model. A ``score``
+      field gives ``Judgment.from_score(score, threshold=threshold)`` (``score_range`` rescales
+      e.g. a 1-5 rubric); otherwise a bool ``passed`` / ``pass`` field gives PASS or FAIL. A
+      ``reasoning`` string field becomes the reasoning.
+    * ``classifier`` (a `LabelClassifier`): the whole answer must be one of its labels.
+    * neither: the answer must contain a line ``Answer: YES`` or ``Answer: NO`` (see
+      `parse_verdict`).
+
+    Anything unreadable is ABSTAIN with the raw text in ``metadata["raw_output"]``. The
+    metadata of every judgment also holds ``model``, ``client``, ``cached`` and ``usage``.
+    A prompt that cannot be rendered (`TemplateError`) is an ERROR judgment naming the variable;
+    exceptions from the model client propagate to the Evaluator, which retries them and records
+    an ERROR with ``error_type`` (see the module docs).
+
+    Args:
+        name: Judge name.
+        model: The model client; its ``name`` becomes the judge's ``resource``.
+        template: A `PromptTemplate` or template text (STRICT).
+        classifier: Read the answer with this label classifier.
+        output_model: Ask for and read structured output of this pydantic model class.
+        threshold: PASS iff the (normalised) structured score >= threshold.
+        score_range: ``(low, high)`` of the structured score, normalised into [0, 1].
+        system: Optional system message sent before the prompt.
+        temperature: Sampling temperature (None: the server default).
+        max_tokens: Response token cap (None: the server default).
+        description: One line for reports.
+
+    Raises:
+        ValueError: a blank name, both ``classifier`` and ``output_model``, an ``output_model``
+            without a score or pass field, a bad threshold, range, temperature or max_tokens,
+            or a template with an unknown variable.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model: ModelClient,
+        template: PromptTemplate | str,
+        *,
+        classifier: LabelClassifier | None = None,
+        output_model: type[BaseModel] | None = None,
+        threshold: float = 0.5,
+        score_range: tuple[float, float] = (0.0, 1.0),
+        system: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        description: str = "",
+    ) -> None:
+        super().__init__(
+            name,
+            model,
+            system=system,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            description=description,
+        )
+        if isinstance(template, str):
+            template = PromptTemplate(template, name=name)
+        if not isinstance(template, PromptTemplate):
+            raise TypeError(f"template must be a PromptTemplate or str, got {type(template)}")
+        self.template = template
+        if classifier is not None and output_model is not None:
+            raise ValueError("give either classifier or output_model, not both")
+        if classifier is not None and not isinstance(classifier, LabelClassifier):
+            raise TypeError(f"classifier must be a LabelClassifier, got {type(classifier)}")
+        self.classifier = classifier
+        self._shape = None if output_model is None else _OutputShape(output_model)
+        self.output_model = output_model
+        self.threshold = _check_real("threshold", threshold, low=0.0, high=1.0)
+        low, high = score_range
+        low = _check_real("score_range low", low, low=-math.inf)
+        high = _check_real("score_range high", high, low=-math.inf)
+        if not high > low:
+            raise ValueError(f"score_range must have high > low, got {score_range!r}")
+        self.score_range = (low, high)
+
+    async def __call__(self, ctx: Context, /) -> Judgment:
+        """Judge one context with one model call.
+
+        Raises:
+            Exception: whatever the model client raises (see the class docs).
+        """
+        try:
+            prompt = self.template.render(ctx)
+        except TemplateError as exc:
+            return Judgment.errored(f"{self.name}: cannot build the prompt: {exc}")
+        schema = None if self._shape is None else self._shape.schema
+        response = await self.model.complete(self.build_request(prompt, schema))
+        return self.read(response)
+
+    def read(self, response: ModelResponse) -> Judgment:
+        """Turn a model response into this judge's judgment (metadata included)."""
+        if self._shape is not None:
+            judgment = self._read_structured(self._shape, response)
+        elif self.classifier is not None:
+            judgment = self.classifier.classify(response.text)
+        else:
+            judgment = parse_verdict(response.text, response.parsed)
+        return self.finish(judgment, response)
+
+    def _read_structured(self, shape: _OutputShape, response: ModelResponse) -> Judgment:
+        data: dict[str, Any] | None = response.parsed
+        if data is None:
+            data, why = parse_json_object(response.text)
+            if data is None:
+                return Judgment.abstained(f"Could not parse structured output: {why}")
+        try:
+            instance = shape.model.model_validate_json(json.dumps(data))
+        except (ValidationError, ValueError, TypeError) as exc:
+            return Judgment.abstained(
+                f"Structured output does not match {shape.model.__name__}: "
+                f"{_summarise(exc)}; got {excerpt(json.dumps(data, default=str))}"
+            )
+        reasoning = ""
+        if shape.reasoning is not None:
+            value = getattr(instance, shape.reasoning)
+            if isinstance(value, str):
+                reasoning = value.strip()
+        if shape.score is not None and getattr(instance, shape.score[0]) is not None:
+            raw = data.get(shape.score[1])
+            score = getattr(instance, shape.score[0])
+            low, high = self.score_range
+            if (
+                isinstance(raw, bool)
+                or isinstance(score, bool)
+                or not isinstance(score, int | float)
+                or not math.isfinite(score)
+                or not low <= score <= high
+            ):
+                return Judgment.abstained(
+                    f"Structured output has an invalid score {raw!r}: expected a finite "
+                    f"number within [{low:g}, {high:g}]"
+                )
+            return Judgment.from_score(
+                float(score), threshold=self.threshold, low=low, high=high, reasoning=reasoning
+            )
+        if shape.passed is not None:
+            raw = data.get(shape.passed[1])
+            value = getattr(instance, shape.passed[0])
+            if isinstance(raw, bool) and isinstance(value, bool):
+                return Judgment.passed(reasoning) if value else Judgment.failed(reasoning)
+            return Judgment.abstained(
+                f"Structured output field {shape.passed[1]!r} must be true or false, got {raw!r}"
+            )
+        return Judgment.abstained("Structured output carries neither a score nor a verdict")
+
+
+def _summarise(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = []
+        for error in exc.errors()[:5]:
+            where = ".".join(str(p) for p in error.get("loc", ())) or "(root)"
+            parts.append(f"{where}: {error.get('msg', '')}")
+        return "; ".join(parts)
+    return str(exc)

@@ -1,0 +1,210 @@
+"""Prompt templates: `PromptTemplate` and `MissingPolicy`.
+
+A template is text with ``{{variable}}`` placeholders (spaces inside the braces are allowed:
+``{{ input }}``). The variables are::
+
+    {{input}} {{output}} {{expected}} {{workspace}} {{status}} {{messages}} {{metadata.KEY}}
+
+Rendering is a single pass over the template text: each placeholder is replaced by its value
+exactly once and the inserted values are never scanned again, so an agent output that contains
+``{{output}}`` or ``{{metadata.secret}}`` is inserted verbatim and can neither pull in other values
+nor make a STRICT template fail.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from enum import Enum, StrEnum
+from pathlib import PurePath
+from typing import Any
+
+from pydantic import BaseModel
+
+from agentjudge.core import Context
+from agentjudge.exceptions import TemplateError
+
+__all__ = ["VARIABLES", "MissingPolicy", "PromptTemplate", "render_value"]
+
+VARIABLES: tuple[str, ...] = (
+    "input",
+    "output",
+    "expected",
+    "workspace",
+    "status",
+    "messages",
+    "metadata.KEY",
+)
+"""The variable names a template may use (``KEY`` stands for any metadata key)."""
+
+_STANDARD = frozenset(v for v in VARIABLES if v != "metadata.KEY")
+_METADATA_PREFIX = "metadata."
+_PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
+
+
+class MissingPolicy(StrEnum):
+    """What rendering does with a ``{{metadata.KEY}}`` whose key the context lacks.
+
+    The standard variables (``input``, ``output``...) are always present; a None value renders
+    as the empty string under every policy.
+    """
+
+    STRICT = "strict"
+    """Raise `agentjudge.exceptions.TemplateError` naming the variable and the template."""
+    EMPTY = "empty"
+    """Render the placeholder as the empty string."""
+    LEAVE = "leave"
+    """Keep the placeholder text as written in the template."""
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Enum):
+        return _jsonable(value.value)
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    return str(value)
+
+
+def render_value(value: Any) -> str:
+    """Turn a context value into prompt text.
+
+    None renders as ``""``, strings as themselves, enums as their value, mappings, sequences and
+    pydantic models as JSON (``ensure_ascii=False``), and every other value through ``str()``.
+
+    Args:
+        value: Any value found on a `Context`.
+
+    Returns:
+        The text to insert into a prompt.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, Enum):
+        return render_value(value.value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, Mapping | list | tuple | set | frozenset | BaseModel):
+        return json.dumps(_jsonable(value), ensure_ascii=False)
+    return str(value)
+
+
+def _render_messages(ctx: Context) -> str:
+    return "\n".join(f"{m.role}: {m.content}" for m in ctx.messages)
+
+
+class PromptTemplate:
+    r"""A prompt with ``{{variable}}`` placeholders filled from a `Context`.
+
+    Args:
+        text: The template text.
+        missing: What to do when a ``{{metadata.KEY}}`` key is absent from the context.
+        name: A name used in error messages (defaults to the start of the text).
+
+    Raises:
+        ValueError: a placeholder names an unknown variable (the message lists the known ones).
+
+    Example:
+        >>> from agentjudge.core import Context
+        >>> t = PromptTemplate("Q: {{ input }}\nA: {{output}}")
+        >>> t.render(Context(input="2+2?", output="{{input}}"))
+        'Q: 2+2?\nA: {{input}}'
+    """
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        missing: MissingPolicy = MissingPolicy.STRICT,
+        name: str | None = None,
+    ) -> None:
+        if not isinstance(text, str):
+            raise TypeError(f"template text must be a str, got {type(text).__name__}")
+        self.text = text
+        """The template text as given."""
+        self.missing = MissingPolicy(missing)
+        """The policy for absent metadata keys."""
+        self.name = name
+        """The name used in error messages."""
+        parts: list[tuple[str, str, str]] = []  # (literal before, variable, placeholder text)
+        seen: dict[str, None] = {}
+        position = 0
+        for match in _PLACEHOLDER.finditer(text):
+            variable = match.group(1)
+            self._check_variable(variable, match)
+            parts.append((text[position : match.start()], variable, match.group(0)))
+            seen.setdefault(variable, None)
+            position = match.end()
+        self._parts = tuple(parts)
+        self._tail = text[position:]
+        self.variables: tuple[str, ...] = tuple(seen)
+        """The variables the template uses, in order of first appearance."""
+
+    @property
+    def _label(self) -> str:
+        if self.name:
+            return repr(self.name)
+        head = self.text.strip().replace("\n", " ")
+        if len(head) > 40:
+            head = head[:40] + "..."
+        return f"starting {head!r}"
+
+    def _check_variable(self, variable: str, match: re.Match[str]) -> None:
+        if variable in _STANDARD:
+            return
+        if variable.startswith(_METADATA_PREFIX) and variable[len(_METADATA_PREFIX) :].strip():
+            return
+        line = self.text.count("\n", 0, match.start()) + 1
+        known = ", ".join("{{" + v + "}}" for v in VARIABLES)
+        raise ValueError(
+            f"template {self._label}: unknown variable {match.group(0)!r} on line {line}; "
+            f"expected one of {known}"
+        )
+
+    def _value(self, variable: str, placeholder: str, ctx: Context) -> str:
+        if variable.startswith(_METADATA_PREFIX):
+            key = variable[len(_METADATA_PREFIX) :]
+            if key not in ctx.metadata:
+                if self.missing is MissingPolicy.EMPTY:
+                    return ""
+                if self.missing is MissingPolicy.LEAVE:
+                    return placeholder
+                present = ", ".join(sorted(map(repr, ctx.metadata))) or "none"
+                raise TemplateError(
+                    f"template {self._label}: variable {{{{{variable}}}}} is missing "
+                    f"(context metadata has no key {key!r}; keys present: {present})"
+                )
+            return render_value(ctx.metadata[key])
+        if variable == "messages":
+            return _render_messages(ctx)
+        return render_value(getattr(ctx, variable))
+
+    def render(self, ctx: Context) -> str:
+        """Fill the placeholders from ``ctx`` in one pass.
+
+        Args:
+            ctx: The context being judged.
+
+        Returns:
+            The prompt text.
+
+        Raises:
+            TemplateError: under `MissingPolicy.STRICT`, a ``{{metadata.KEY}}`` whose key is absent.
+        """
+        pieces: list[str] = []
+        for literal, variable, placeholder in self._parts:
+            pieces.append(literal)
+            pieces.append(self._value(variable, placeholder, ctx))
+        pieces.append(self._tail)
+        return "".join(pieces)
+
+    def __repr__(self) -> str:
+        return f"PromptTemplate({self._label}, missing={self.missing.value})"
