@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentjudge.core._context import Context, ExecutionStatus, Message
 from agentjudge.core._judgment import AGGREGATION_KEY, Check, Judgment, PortableMetadata, Status
-from agentjudge.core._portable import freeze_metadata, freeze_portable, thaw
+from agentjudge.core._portable import construct, freeze_metadata, freeze_portable, thaw
 from agentjudge.core._results import CaseResult, JudgeResult, TierAttempt, TierPolicy, Verdict
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "TierAttempt",
     "TierPolicy",
     "Verdict",
+    "construct",
     "freeze_metadata",
     "freeze_portable",
     "thaw",

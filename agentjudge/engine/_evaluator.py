@@ -28,10 +28,11 @@ from collections.abc import (
     Mapping,
 )
 from time import perf_counter
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from anyio import WouldBlock
+from pydantic import BaseModel
 
 from agentjudge.core import (
     CaseResult,
@@ -42,6 +43,7 @@ from agentjudge.core import (
     TierAttempt,
     TierPolicy,
     Verdict,
+    construct,
 )
 from agentjudge.engine._inline import start_all
 from agentjudge.engine._plan import CascadeNode, Group, Leaf, Node, Plan, TierNode, compile_plan
@@ -57,6 +59,7 @@ ResultCallback = Callable[[JudgeResult], Awaitable[None] | None]
 
 _DEFAULT_RETRY = RetryPolicy()
 _PENDING: Any = object()
+_M = TypeVar("_M", bound=BaseModel)
 
 
 class _CompositeFailure(Exception):
@@ -179,6 +182,10 @@ class EvaluationHandle:
     async def verdict(self) -> Verdict:
         """Wait for the evaluation and return its `Verdict`."""
         return await self._wait()
+
+
+def _new(cls: type[_M], **values: Any) -> _M:
+    return construct(cls, values)
 
 
 def _positive_int(name: str, value: object) -> int:
@@ -384,9 +391,7 @@ class Evaluator:
                     ctx = Context.model_validate(ctx)
                 verdict = await self._execute(self._new_run(ctx))
                 await send.send(
-                    CaseResult.model_construct(
-                        context=ctx, results=verdict.results, verdict=verdict
-                    )
+                    _new(CaseResult, context=ctx, results=verdict.results, verdict=verdict)
                 )
 
         async def workers() -> None:
@@ -447,7 +452,8 @@ class Evaluator:
                 judgment = await self._run_cascade(root, run, record=True)
         except _CompositeFailure as exc:
             judgment = Judgment.errored(str(exc))
-        return Verdict.model_construct(
+        return _new(
+            Verdict,
             judgment=judgment,
             results=tuple(r for r in run.results if r is not None),
             tiers=tuple(run.tiers),
@@ -474,7 +480,8 @@ class Evaluator:
 
     async def _run_leaf(self, leaf: Leaf, run: _Run) -> JudgeResult:
         if not run.sampled[leaf.index]:
-            result = JudgeResult.model_construct(
+            result = _new(
+                JudgeResult,
                 name=leaf.name,
                 judgment=None,
                 sampled=False,
@@ -508,7 +515,8 @@ class Evaluator:
             if judgment is None:
                 judgment = _error(error, leaf)
                 error_type = type(error).__name__
-        result = JudgeResult.model_construct(
+        result = _new(
+            JudgeResult,
             name=leaf.name,
             judgment=judgment,
             sampled=True,
@@ -655,7 +663,8 @@ class Evaluator:
             if record:
                 leaves = tier.group.leaves
                 run.tiers.append(
-                    TierAttempt.model_construct(
+                    _new(
+                        TierAttempt,
                         name=tier.name,
                         policy=tier.policy,
                         judgment=judgment,

@@ -84,6 +84,10 @@ async def call_judge(fn: Callable[..., Any], ctx: Context, *, name: str) -> Judg
 
 def to_async(fn: Callable[..., Any], name: str) -> Callable[[Context], Awaitable[Judgment]]:
     """Return the one call shape the engine uses: ``async (ctx) -> Judgment``."""
+    from agentjudge.judging._protocol import FunctionJudge
+
+    if isinstance(fn, FunctionJudge):
+        return fn._call
     if is_async_judge(fn):
         async_fn = cast(Callable[[Context], Awaitable[object]], fn)
 

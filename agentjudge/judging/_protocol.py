@@ -74,6 +74,7 @@ class FunctionJudge:
 
     __slots__ = (
         "__wrapped__",
+        "_call",
         "description",
         "kind",
         "metric_key",
@@ -99,7 +100,10 @@ class FunctionJudge:
             raise ValueError(f"resource must be a non-blank string or None, got {resource!r}")
         if metric_key is not None and (not isinstance(metric_key, str) or not metric_key.strip()):
             raise ValueError(f"metric_key must be a non-blank string or None, got {metric_key!r}")
+        from agentjudge.judging._adapter import to_async
+
         self.__wrapped__ = fn
+        self._call = to_async(fn, name)
         self.name = name
         self.kind = JudgeKind(kind)
         self.description = description
@@ -109,9 +113,7 @@ class FunctionJudge:
 
     async def __call__(self, ctx: Context, /) -> Judgment:
         """Judge one context."""
-        from agentjudge.judging._adapter import call_judge
-
-        return await call_judge(self.__wrapped__, ctx, name=self.name)
+        return await self._call(ctx)
 
     def __repr__(self) -> str:
         return f"<judge {self.name!r} kind={self.kind.value}>"
