@@ -1,0 +1,262 @@
+"""decided() soundness: never a decision that a running judge could still overturn.
+
+Exhaustive over small populations (sizes 1..5, every slot PASS/FAIL/ABSTAIN/ERROR/running, every
+strategy x error policy x tie policy, a few weight vectors), plus a hypothesis property test with
+arbitrary scores, thresholds and weights.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentjudge.core import Judgment, Status
+from agentjudge.voting import (
+    Average,
+    Consensus,
+    ErrorPolicy,
+    Majority,
+    Median,
+    TiePolicy,
+    VotingStrategy,
+    WeightedAverage,
+)
+
+P = Judgment.passed()
+F = Judgment.failed()
+A = Judgment.abstained("no finding")
+E = Judgment.errored("crashed")
+# What a running judge may still produce: every status, with a few scores for the score-based
+# strategies (a PASS may carry a low score and a FAIL a high one).
+OUTCOMES: tuple[Judgment, ...] = (
+    P,
+    Judgment.passed(score=0.3),
+    F,
+    Judgment.failed(score=0.8),
+    A,
+    E,
+)
+STATUS_OUTCOMES: tuple[Judgment, ...] = (P, F, A, E)
+SLOTS: tuple[Judgment | None, ...] = (P, F, A, E, None)
+
+
+def configs() -> list[tuple[VotingStrategy, str]]:
+    """Every strategy x error policy x tie policy, with weight-vector kinds for WeightedAverage."""
+    out: list[tuple[VotingStrategy, str]] = []
+    for policy in ErrorPolicy:
+        for tie in TiePolicy:
+            out.append((Majority(tie=tie, errors=policy), "none"))
+        out.append((Consensus(errors=policy), "none"))
+        out.append((Average(errors=policy), "none"))
+        out.append((Median(errors=policy), "none"))
+        for kind in ("none", "ascending", "last-only"):
+            out.append((WeightedAverage(errors=policy), kind))
+    return out
+
+
+def weights_for(kind: str, n: int) -> list[float] | None:
+    """A weight vector of the given kind and length."""
+    if kind == "none":
+        return None
+    if kind == "ascending":
+        return [float(i + 1) for i in range(n)]
+    return [0.0] * (n - 1) + [1.0]
+
+
+def outcome_space(strategy: VotingStrategy) -> tuple[Judgment, ...]:
+    """The judgments a running slot can turn into (scores matter only for score strategies)."""
+    if isinstance(strategy, Majority | Consensus):
+        return STATUS_OUTCOMES
+    return OUTCOMES
+
+
+class StatusCache:
+    """Memoised aggregate status of full (no running slot) lists for one configuration."""
+
+    def __init__(self, strategy: VotingStrategy, weights: Sequence[float] | None) -> None:
+        self.strategy = strategy
+        self.weights = weights
+        self.cache: dict[tuple[int, ...], Status] = {}
+
+    def status(self, judgments: tuple[Judgment, ...]) -> Status:
+        key = tuple(id(j) for j in judgments)
+        if key not in self.cache:
+            self.cache[key] = self.strategy.aggregate(judgments, self.weights).status
+        return self.cache[key]
+
+
+def completions(
+    done: Sequence[Judgment | None], space: Sequence[Judgment]
+) -> list[tuple[Judgment, ...]]:
+    """Every way the running slots (None) can finish."""
+    running = [i for i, j in enumerate(done) if j is None]
+    out = []
+    for fill in itertools.product(space, repeat=len(running)):
+        full = list(done)
+        for i, j in zip(running, fill, strict=True):
+            full[i] = j
+        out.append(tuple(j for j in full if j is not None))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("strategy", "weight_kind"),
+    configs(),
+    ids=lambda x: repr(x) if isinstance(x, VotingStrategy) else str(x),
+)
+def test_decided_is_sound_and_prompt_exhaustively(
+    strategy: VotingStrategy, weight_kind: str
+) -> None:
+    """Over every small population: decisions are never overturned, and complete where pinned."""
+    space = outcome_space(strategy)
+    counting = isinstance(strategy, Majority | Consensus)
+    propagate = strategy.errors is ErrorPolicy.PROPAGATE  # type: ignore[attr-defined]
+    decisions = 0
+    for n in range(1, 6):
+        weights = weights_for(weight_kind, n)
+        cache = StatusCache(strategy, weights)
+        for done in itertools.product(SLOTS, repeat=n):
+            result = strategy.decided(done, weights)
+            running = done.count(None)
+            if running == 0:
+                assert result == strategy.aggregate(done, weights)  # type: ignore[arg-type]
+                continue
+            if result is None and not (counting and not propagate):
+                statuses: set[Status] = set()  # nothing to check against completions
+            else:
+                statuses = {cache.status(full) for full in completions(done, space)}
+            if result is not None:
+                decisions += 1
+                # Sound: every completion gives the decided status.
+                assert statuses == {result.status}, (done, result.reasoning)
+                assert result.metadata["aggregation"]["runningCount"] == running
+            if propagate:
+                # Under PROPAGATE an arrived ERROR decides at once; nothing else is certain.
+                assert (result is not None) == (E in done), done
+            elif counting:
+                # Prompt: Majority/Consensus decide as soon as the status is certain.
+                assert (result is not None) == (len(statuses) == 1), done
+            else:
+                # The score-based strategies wait for every judge (pinned).
+                assert result is None
+    # Every configuration except the score-based ones without PROPAGATE decides sometimes.
+    assert (decisions > 0) == (counting or propagate)
+
+
+def test_propagate_undecided_because_running_could_error() -> None:
+    """Under PROPAGATE, [P,P,P,running,running] has an ERROR completion, hence undecided."""
+    strategy = Majority()
+    done = (P, P, P, None, None)
+    statuses = {strategy.aggregate(full).status for full in completions(done, STATUS_OUTCOMES)}
+    assert statuses == {Status.PASS, Status.ERROR}
+    assert strategy.decided(done) is None
+
+
+# --------------------------------------------------------------------------- hypothesis
+
+finished_judgments = st.one_of(
+    st.builds(lambda s: Judgment.passed(score=s), st.none() | st.floats(0.0, 1.0)),
+    st.builds(lambda s: Judgment.failed(score=s), st.none() | st.floats(0.0, 1.0)),
+    st.just(A),
+    st.just(E),
+)
+slots = st.one_of(st.none(), finished_judgments)
+thresholds = st.floats(0.0, 1.0)
+policies = st.sampled_from(list(ErrorPolicy))
+
+
+@st.composite
+def strategies(draw: st.DrawFn) -> VotingStrategy:
+    """Any strategy with any knobs."""
+    policy = draw(policies)
+    kind = draw(st.sampled_from(["majority", "consensus", "average", "median", "weighted"]))
+    if kind == "majority":
+        return Majority(tie=draw(st.sampled_from(list(TiePolicy))), errors=policy)
+    if kind == "consensus":
+        return Consensus(errors=policy)
+    cls: Any = {"average": Average, "median": Median, "weighted": WeightedAverage}[kind]
+    return cls(threshold=draw(thresholds), errors=policy)  # type: ignore[no-any-return]
+
+
+@st.composite
+def weight_vectors(draw: st.DrawFn, n: int) -> list[float] | None:
+    """None, or n finite non-negative weights that are not all zero."""
+    if draw(st.booleans()):
+        return None
+    weights = draw(
+        st.lists(
+            st.sampled_from([0.0, 0.5, 1.0, 3.0]) | st.floats(0.0, 100.0), min_size=n, max_size=n
+        )
+    )
+    if not any(weights):
+        weights[draw(st.integers(0, n - 1))] = 1.0
+    return weights
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_decided_is_sound_property(data: st.DataObject) -> None:
+    """For random populations, a decision survives random completions of the running slots."""
+    strategy = data.draw(strategies())
+    done = data.draw(st.lists(slots, min_size=1, max_size=8))
+    weights = data.draw(weight_vectors(len(done)))
+    result = strategy.decided(done, weights)
+    running = [i for i, j in enumerate(done) if j is None]
+    if not running:
+        assert result == strategy.aggregate(done, weights)  # type: ignore[arg-type]
+        return
+    if result is None:
+        return
+    # Extremes first (all abstain, all error, all pass, all fail), then random completions.
+    fills: list[list[Judgment]] = [[x] * len(running) for x in (A, E, P, F)]
+    fills += data.draw(
+        st.lists(
+            st.lists(finished_judgments, min_size=len(running), max_size=len(running)),
+            max_size=10,
+        )
+    )
+    for fill in fills:
+        full = list(done)
+        for i, j in zip(running, fill, strict=True):
+            full[i] = j
+        final = strategy.aggregate(full, weights)  # type: ignore[arg-type]
+        assert final.status is result.status, (done, fill, result.reasoning, final.reasoning)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    strategy=strategies(),
+    judgments=st.lists(finished_judgments, min_size=1, max_size=8),
+)
+def test_evidence_invariants_property(strategy: VotingStrategy, judgments: list[Judgment]) -> None:
+    """Evidence counts always partition the input and match the status rules."""
+    result = strategy.aggregate(judgments)
+    ev = result.metadata["aggregation"]
+    errors = sum(j.status is Status.ERROR for j in judgments)
+    abstains = sum(j.status is Status.ABSTAIN for j in judgments)
+    assert ev["inputCount"] == len(judgments)
+    assert ev["errorCount"] == errors
+    assert ev["explicitAbstainCount"] == abstains
+    if strategy.errors is ErrorPolicy.PROPAGATE and errors:  # type: ignore[attr-defined]
+        assert result.status is Status.ERROR
+        assert ev["eligibleCount"] == 0
+        return
+    removed = ev["ignoredErrorCount"] + ev["errorsTreatedAsAbstainCount"]
+    assert ev["inputCount"] == ev["eligibleCount"] + abstains + removed
+    assert ev["errorCount"] == removed + ev["errorsTreatedAsFailCount"]
+    assert result.status is not Status.ERROR
+    if ev["eligibleCount"] == 0:
+        assert result.status is Status.ABSTAIN
+    if result.status in (Status.ABSTAIN, Status.ERROR) or isinstance(
+        strategy, Majority | Consensus
+    ):
+        assert result.score is None
+    else:
+        assert result.score is not None
+        threshold = strategy.threshold  # type: ignore[attr-defined]
+        assert (result.score >= threshold) == (result.status is Status.PASS)
