@@ -1,0 +1,452 @@
+"""Command judges: `CommandJudge` and `BuildSuccess` (maven, gradle, pytest, uv).
+
+Processes run through ``anyio.open_process`` in their own session (a new process group), so a
+timeout -- or the caller's cancellation -- kills the command together with every child it
+started. POSIX only (process groups and ``os.killpg``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+from anyio.abc import ByteReceiveStream, Process
+
+from agentjudge.core import Check, Context, Judgment
+from agentjudge.judges._paths import DeterministicJudge, WorkspaceError, workspace_of
+
+__all__ = ["DEFAULT_OUTPUT_LIMIT", "BuildSuccess", "CommandJudge"]
+
+DEFAULT_OUTPUT_LIMIT = 64 * 1024
+"""Bytes of merged output kept (the last ones) in ``metadata["output"]``."""
+
+_SHELL_REASONS = {126: "command not executable", 127: "command not found"}
+
+Command = str | Sequence[str]
+Resolver = Callable[[Path], Awaitable[Command]]
+
+
+class _Tail:
+    """Keeps the last ``limit`` bytes of a stream and counts all of them."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.buffer = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.buffer += chunk
+        if len(self.buffer) > 2 * self.limit:
+            del self.buffer[: -self.limit]
+
+    def text(self) -> tuple[str, bool]:
+        truncated = self.total > self.limit
+        data = bytes(self.buffer[-self.limit :]) if self.limit else b""
+        text = data.decode("utf-8", errors="replace")
+        if truncated:
+            text = f"[output truncated: last {len(data)} of {self.total} bytes]\n" + text
+        return text, truncated
+
+
+def _display(command: Command) -> str:
+    return command if isinstance(command, str) else shlex.join(command)
+
+
+def _validate_command(command: object) -> Command:
+    if isinstance(command, str):
+        if not command.strip():
+            raise ValueError("command must be non-blank")
+        return command
+    if isinstance(command, bytes) or not isinstance(command, Sequence):
+        raise ValueError(
+            f"command must be a str or a sequence of str, got {type(command).__name__}"
+        )
+    items = list(command)
+    if not items:
+        raise ValueError("command sequence must not be empty")
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError(f"command items must be str, got {type(item).__name__}: {item!r}")
+    return tuple(items)
+
+
+def _kill_group(proc: Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _last_lines(text: str, count: int = 5, limit: int = 600) -> str:
+    lines = [line for line in text.splitlines() if line.strip()][-count:]
+    joined = "\n".join(lines)
+    return joined if len(joined) <= limit else "..." + joined[-limit:]
+
+
+class CommandJudge(DeterministicJudge):
+    """Runs a command in the workspace; PASS iff it exits with ``expected_exit_code``.
+
+    A ``str`` command runs through the shell (``/bin/sh -c``); a sequence runs directly. The
+    working folder is `Context.workspace`. Standard output and standard error are merged.
+
+    Metadata: ``command``, ``exit_code``, ``expected_exit_code``, ``output`` (the last
+    ``output_limit`` bytes, decoded as UTF-8 with replacement, prefixed with a marker line when
+    truncated), ``output_truncated`` and ``elapsed_ms``. A timeout kills the whole process group
+    and is ERROR (``exit_code`` is then absent and ``timed_out`` is true). A program that does not
+    exist is FAIL (a sequence whose program is not found; shell exit code 127).
+
+    Args:
+        command: Shell string or argument sequence.
+        expected_exit_code: Exit code that means success.
+        timeout: Seconds before the process group is killed; None waits forever.
+        env: Variables added to (or overriding) the inherited environment.
+        name: Judge name; defaults to the class name.
+        output_limit: Bytes of output kept in the metadata.
+        exit_code_reasons: Explanations of particular exit codes, used in the reasoning.
+
+    Raises:
+        ValueError: invalid command, timeout, env or output_limit.
+    """
+
+    def __init__(
+        self,
+        command: Command,
+        expected_exit_code: int = 0,
+        timeout: float | None = 120.0,
+        env: Mapping[str, str] | None = None,
+        *,
+        name: str | None = None,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        exit_code_reasons: Mapping[int, str] | None = None,
+        description: str | None = None,
+    ) -> None:
+        self.command: Command = _validate_command(command)
+        if isinstance(expected_exit_code, bool) or not isinstance(expected_exit_code, int):
+            raise ValueError(f"expected_exit_code must be an int, got {expected_exit_code!r}")
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                raise ValueError(f"timeout must be a number of seconds or None, got {timeout!r}")
+            if not math.isfinite(timeout) or timeout <= 0:
+                raise ValueError(f"timeout must be finite and > 0, got {timeout!r}")
+        if env is not None:
+            for key, value in env.items():
+                if not isinstance(key, str) or not isinstance(value, str):
+                    raise ValueError(f"env entries must be str -> str, got {key!r}: {value!r}")
+        if isinstance(output_limit, bool) or not isinstance(output_limit, int) or output_limit < 0:
+            raise ValueError(f"output_limit must be an int >= 0, got {output_limit!r}")
+        self.expected_exit_code = expected_exit_code
+        self.timeout = None if timeout is None else float(timeout)
+        self.env = dict(env) if env is not None else None
+        self.output_limit = output_limit
+        self.exit_code_reasons = dict(exit_code_reasons or {})
+        super().__init__(
+            name,
+            description
+            or f"Runs {_display(self.command)} (expects exit code {expected_exit_code})",
+        )
+
+    async def _command_for(self, workspace: Path) -> Command:
+        """The command to run for this workspace (subclasses detect wrappers here)."""
+        return self.command
+
+    async def __call__(self, ctx: Context) -> Judgment:
+        """Judge one context."""
+        try:
+            workspace = workspace_of(ctx)
+        except WorkspaceError as exc:
+            return Judgment.errored(str(exc), metadata={"command": _display(self.command)})
+        if not await anyio.Path(workspace).is_dir():
+            return Judgment.errored(
+                f"workspace {str(workspace)!r} is not an existing folder",
+                metadata={"command": _display(self.command)},
+            )
+        command = await self._command_for(workspace)
+        return await self._run(command, workspace)
+
+    def _environment(self) -> dict[str, str] | None:
+        if self.env is None:
+            return None
+        return {**os.environ, **self.env}
+
+    async def _run(self, command: Command, workspace: Path) -> Judgment:
+        shown = _display(command)
+        meta: dict[str, Any] = {"command": shown}
+        started = time.monotonic()
+        try:
+            proc = await anyio.open_process(
+                command if isinstance(command, str) else list(command),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                cwd=workspace,
+                env=self._environment(),
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            program = command if isinstance(command, str) else command[0]
+            return Judgment.failed(
+                f"Program not found: {program!r} (running {shown})",
+                checks=(Check.fail("exit_code", f"program not found: {program}"),),
+                metadata={**meta, "expected_exit_code": self.expected_exit_code},
+            )
+        except PermissionError as exc:
+            return Judgment.failed(
+                f"Program not executable: {shown} ({exc.strerror or exc})",
+                checks=(Check.fail("exit_code", "program not executable"),),
+                metadata={**meta, "expected_exit_code": self.expected_exit_code},
+            )
+        except OSError as exc:
+            return Judgment.errored(f"Cannot start {shown}: {exc}", metadata=meta)
+
+        tail = _Tail(self.output_limit)
+        timed_out = False
+        finished = False
+        try:
+            with anyio.move_on_after(self.timeout) as scope:
+                async with anyio.create_task_group() as tg:
+                    assert proc.stdout is not None
+                    tg.start_soon(_drain, proc.stdout, tail)
+                    await proc.wait()
+            timed_out = scope.cancelled_caught
+            finished = not timed_out
+        finally:
+            if not finished:
+                _kill_group(proc)
+            with anyio.CancelScope(shield=True):
+                await proc.wait()
+                await proc.aclose()
+        elapsed_ms = max(0, round((time.monotonic() - started) * 1000))
+        output, truncated = tail.text()
+        if timed_out:
+            meta.update(
+                expected_exit_code=self.expected_exit_code,
+                output=output,
+                output_truncated=truncated,
+                elapsed_ms=elapsed_ms,
+                timed_out=True,
+                timeout_s=self.timeout,
+            )
+            return Judgment.errored(
+                f"Command timed out after {self.timeout:g} s and its process group was killed: "
+                f"{shown}",
+                checks=(Check.fail("exit_code", f"timed out after {self.timeout:g} s"),),
+                metadata=meta,
+            )
+        code = proc.returncode
+        assert code is not None
+        meta.update(
+            exit_code=code,
+            expected_exit_code=self.expected_exit_code,
+            output=output,
+            output_truncated=truncated,
+            elapsed_ms=elapsed_ms,
+        )
+        if code == self.expected_exit_code:
+            return Judgment.passed(
+                f"Command succeeded with exit code {code}: {shown}",
+                checks=(Check.ok("exit_code", f"exit code {code}"),),
+                metadata=meta,
+            )
+        why = self._explain(code, command)
+        excerpt = _last_lines(output)
+        reasoning = f"Command exited with {code}, expected {self.expected_exit_code}{why}: {shown}"
+        if excerpt:
+            reasoning += f"\nlast output:\n{excerpt}"
+        return Judgment.failed(
+            reasoning,
+            checks=(
+                Check.fail(
+                    "exit_code", f"exit code {code}, expected {self.expected_exit_code}{why}"
+                ),
+            ),
+            metadata=meta,
+        )
+
+    def _explain(self, code: int, command: Command) -> str:
+        if code in self.exit_code_reasons:
+            return f" ({self.exit_code_reasons[code]})"
+        if isinstance(command, str) and code in _SHELL_REASONS:
+            return f" ({_SHELL_REASONS[code]})"
+        if code < 0:
+            try:
+                return f" (terminated by {signal.Signals(-code).name})"
+            except ValueError:
+                return f" (terminated by signal {-code})"
+        return ""
+
+
+async def _drain(stream: ByteReceiveStream, tail: _Tail) -> None:
+    async for chunk in stream:
+        tail.feed(chunk)
+
+
+async def _executable(path: Path) -> bool:
+    apath = anyio.Path(path)
+    return await apath.is_file() and os.access(path, os.X_OK)
+
+
+def _strings(kind: str, values: Sequence[str]) -> tuple[str, ...]:
+    for value in values:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{kind} must be non-empty strings, got {value!r}")
+    return tuple(values)
+
+
+_PYTEST_REASONS = {
+    1: "tests failed",
+    2: "test run interrupted",
+    3: "pytest internal error",
+    4: "pytest usage error",
+    5: "pytest collected no tests",
+}
+
+
+class BuildSuccess(CommandJudge):
+    """A build or test command that must exit 0; factories detect wrappers and lock files.
+
+    ``BuildSuccess(command)`` is a `CommandJudge` with a ten-minute timeout. The factories pick
+    the command at judge time from the workspace:
+
+    - `maven`: ``./mvnw`` when present and executable, else ``mvn``.
+    - `gradle`: ``./gradlew`` when present and executable, else ``gradle``.
+    - `pytest`: the workspace's ``.venv`` interpreter when present, else ``uv run pytest`` when
+      ``uv.lock`` exists, else the current interpreter (``sys.executable -m pytest``). Exit code
+      5 (no tests collected) is FAIL with that reason.
+    - `uv`: ``uv <args>``.
+
+    Arguments are passed without a shell, so they need no quoting.
+    """
+
+    def __init__(
+        self,
+        command: Command,
+        *,
+        timeout: float | None = 600.0,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        exit_code_reasons: Mapping[int, str] | None = None,
+        description: str | None = None,
+        resolver: Resolver | None = None,
+    ) -> None:
+        super().__init__(
+            command,
+            0,
+            timeout,
+            env,
+            name=name,
+            output_limit=output_limit,
+            exit_code_reasons=exit_code_reasons,
+            description=description,
+        )
+        self._resolver = resolver
+
+    async def _command_for(self, workspace: Path) -> Command:
+        if self._resolver is None:
+            return self.command
+        return await self._resolver(workspace)
+
+    @classmethod
+    def maven(
+        cls,
+        *goals: str,
+        timeout: float | None = 600.0,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> BuildSuccess:
+        """Run Maven goals (default ``package``) with ``./mvnw`` when the workspace has one."""
+        args = _strings("goals", goals) or ("package",)
+
+        async def resolve(workspace: Path) -> Command:
+            if await _executable(workspace / "mvnw"):
+                return ("./mvnw", *args)
+            return ("mvn", *args)
+
+        return cls(
+            ("mvn", *args),
+            timeout=timeout,
+            env=env,
+            name=name,
+            description=f"Runs mvn {' '.join(args)} (./mvnw when present)",
+            resolver=resolve,
+        )
+
+    @classmethod
+    def gradle(
+        cls,
+        *tasks: str,
+        timeout: float | None = 600.0,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> BuildSuccess:
+        """Run Gradle tasks (default ``build``) with ``./gradlew`` when the workspace has one."""
+        args = _strings("tasks", tasks) or ("build",)
+
+        async def resolve(workspace: Path) -> Command:
+            if await _executable(workspace / "gradlew"):
+                return ("./gradlew", *args)
+            return ("gradle", *args)
+
+        return cls(
+            ("gradle", *args),
+            timeout=timeout,
+            env=env,
+            name=name,
+            description=f"Runs gradle {' '.join(args)} (./gradlew when present)",
+            resolver=resolve,
+        )
+
+    @classmethod
+    def pytest(
+        cls,
+        *args: str,
+        timeout: float | None = 600.0,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> BuildSuccess:
+        """Run pytest with the workspace's environment; no tests collected (exit 5) is FAIL."""
+        extra = _strings("pytest arguments", args)
+
+        async def resolve(workspace: Path) -> Command:
+            for candidate in (
+                workspace / ".venv" / "bin" / "python",
+                workspace / ".venv" / "Scripts" / "python.exe",
+            ):
+                if await _executable(candidate):
+                    return (str(candidate), "-m", "pytest", *extra)
+            if await anyio.Path(workspace / "uv.lock").is_file():
+                return ("uv", "run", "pytest", *extra)
+            return (sys.executable, "-m", "pytest", *extra)
+
+        return cls(
+            ("pytest", *extra),
+            timeout=timeout,
+            env=env,
+            name=name,
+            exit_code_reasons=_PYTEST_REASONS,
+            description="Runs pytest in the workspace's environment (exit 5 is FAIL)",
+            resolver=resolve,
+        )
+
+    @classmethod
+    def uv(
+        cls,
+        *args: str,
+        timeout: float | None = 600.0,
+        env: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> BuildSuccess:
+        """Run ``uv <args>``, e.g. ``BuildSuccess.uv("build")``."""
+        extra = _strings("uv arguments", args)
+        if not extra:
+            raise ValueError('uv needs at least one argument, e.g. BuildSuccess.uv("build")')
+        return cls(("uv", *extra), timeout=timeout, env=env, name=name)

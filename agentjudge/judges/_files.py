@@ -1,0 +1,340 @@
+"""File judges: `FileExists`, `FileContent` and `SupersetDiff`."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from agentjudge.core import Check, Context, Judgment
+from agentjudge.judges._paths import (
+    DeterministicJudge,
+    PathEscapeError,
+    WorkspaceError,
+    normalise_excludes,
+    reference_dir,
+    resolve_in_workspace,
+    walk_files,
+    workspace_of,
+)
+
+__all__ = ["FileContent", "FileExists", "MatchMode", "SupersetDiff"]
+
+_CHUNK = 1 << 16
+
+
+class MatchMode(StrEnum):
+    """How `FileContent` compares a file's text with the expected text."""
+
+    EXACT = "exact"
+    """The whole text equals the expected text (no trimming or newline normalisation)."""
+    CONTAINS = "contains"
+    """The expected text occurs somewhere in the file."""
+    REGEX = "regex"
+    """The expected regular expression matches somewhere in the file (``re.search``)."""
+
+
+def _path_text(path: str | os.PathLike[str]) -> str:
+    return os.fspath(path)
+
+
+class FileExists(DeterministicJudge):
+    """PASS when a file or folder exists at ``path`` inside the workspace.
+
+    Args:
+        path: Path relative to `Context.workspace` (or absolute inside it).
+        name: Judge name; defaults to ``"FileExists"``.
+        allow_outside: Allow paths that resolve outside the workspace.
+
+    A path escaping the workspace (``..``, symbolic links) is ERROR unless ``allow_outside``.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        allow_outside: bool = False,
+    ) -> None:
+        self.path = _path_text(path)
+        if not self.path.strip():
+            raise ValueError("path must be non-blank")
+        self.allow_outside = allow_outside
+        super().__init__(name, f"Verifies that a file exists at {self.path}")
+
+    async def __call__(self, ctx: Context) -> Judgment:
+        """Judge one context."""
+        try:
+            target = await resolve_in_workspace(ctx, self.path, allow_outside=self.allow_outside)
+        except (WorkspaceError, PathEscapeError) as exc:
+            return Judgment.errored(str(exc), metadata={"path": self.path})
+        if await anyio.Path(target).exists():
+            return Judgment.passed(
+                f"File exists at {self.path}",
+                checks=(Check.ok("file_exists", f"Found {self.path}"),),
+                metadata={"path": self.path},
+            )
+        return Judgment.failed(
+            f"File not found at {self.path}",
+            checks=(Check.fail("file_exists", f"Not found: {self.path}"),),
+            metadata={"path": self.path},
+        )
+
+
+class FileContent(DeterministicJudge):
+    """PASS when the text of the file at ``path`` matches ``expected``.
+
+    Checks, in order: ``file_exists``, ``file_readable``, ``content_match``. A missing file is
+    FAIL with the single failing check ``file_exists``. A file that cannot be read as text (a
+    folder, no permission, a binary file, invalid UTF-8) is ERROR naming the file and the reason.
+
+    Args:
+        path: Path relative to `Context.workspace`.
+        expected: Expected text, substring or regular expression (see `MatchMode`).
+        mode: `MatchMode.EXACT` (default), `MatchMode.CONTAINS` or `MatchMode.REGEX` (search).
+        name: Judge name; defaults to ``"FileContent"``.
+        allow_outside: Allow paths that resolve outside the workspace.
+
+    Raises:
+        ValueError: ``expected`` is not a string, ``mode`` is unknown or the regular expression
+            does not compile (the message names the pattern).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        expected: str,
+        mode: MatchMode | str = MatchMode.EXACT,
+        *,
+        name: str | None = None,
+        allow_outside: bool = False,
+    ) -> None:
+        self.path = _path_text(path)
+        if not self.path.strip():
+            raise ValueError("path must be non-blank")
+        if not isinstance(expected, str):
+            raise ValueError(f"expected must be a str, got {type(expected).__name__}")
+        try:
+            self.mode = MatchMode(mode)
+        except ValueError:
+            allowed = ", ".join(m.value for m in MatchMode)
+            raise ValueError(f"mode must be one of {allowed}, got {mode!r}") from None
+        self.expected = expected
+        self._pattern: re.Pattern[str] | None = None
+        if self.mode is MatchMode.REGEX:
+            try:
+                self._pattern = re.compile(expected)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {expected!r}: {exc}") from None
+        self.allow_outside = allow_outside
+        super().__init__(name, f"Verifies file content at {self.path} ({self.mode.value} match)")
+
+    async def __call__(self, ctx: Context) -> Judgment:
+        """Judge one context."""
+        meta = {"path": self.path, "mode": self.mode.value}
+        try:
+            target = await resolve_in_workspace(ctx, self.path, allow_outside=self.allow_outside)
+        except (WorkspaceError, PathEscapeError) as exc:
+            return Judgment.errored(str(exc), metadata=meta)
+        apath = anyio.Path(target)
+        missing = Judgment.failed(
+            f"File not found at {self.path}",
+            checks=(Check.fail("file_exists", f"Not found: {self.path}"),),
+            metadata=meta,
+        )
+        if not await apath.exists():
+            return missing
+        exists = Check.ok("file_exists", f"Found {self.path}")
+        try:
+            data = await apath.read_bytes()
+        except FileNotFoundError:
+            return missing
+        except IsADirectoryError:
+            return self._unreadable(exists, "it is a folder, not a file", meta)
+        except OSError as exc:
+            return self._unreadable(exists, exc.strerror or str(exc), meta)
+        nul = data.find(b"\x00")
+        if nul >= 0:
+            return self._unreadable(exists, f"binary content (NUL byte at offset {nul})", meta)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return self._unreadable(
+                exists, f"not valid UTF-8 (byte {exc.start}: {exc.reason})", meta
+            )
+        readable = Check.ok("file_readable", f"Read {len(data)} bytes")
+        matched, detail = self._match(text)
+        label = self.mode.value.upper()
+        if matched:
+            return Judgment.passed(
+                f"Content {self.mode.value} match in {self.path}",
+                checks=(exists, readable, Check.ok("content_match", f"{label} match succeeded")),
+                metadata=meta,
+            )
+        return Judgment.failed(
+            f"Content does not {self.mode.value} match in {self.path}: {detail}",
+            checks=(
+                exists,
+                readable,
+                Check.fail("content_match", f"{label} match failed: {detail}"),
+            ),
+            metadata=meta,
+        )
+
+    def _unreadable(self, exists: Check, reason: str, meta: dict[str, str]) -> Judgment:
+        return Judgment.errored(
+            f"Cannot read {self.path} as UTF-8 text: {reason}",
+            checks=(exists, Check.fail("file_readable", f"Cannot read {self.path}: {reason}")),
+            metadata=meta,
+        )
+
+    def _match(self, text: str) -> tuple[bool, str]:
+        if self.mode is MatchMode.EXACT:
+            if text == self.expected:
+                return True, ""
+            limit = min(len(text), len(self.expected))
+            at = next((i for i in range(limit) if text[i] != self.expected[i]), limit)
+            return False, (
+                f"first difference at character {at} "
+                f"(expected {len(self.expected)} characters, found {len(text)})"
+            )
+        if self.mode is MatchMode.CONTAINS:
+            if self.expected in text:
+                return True, ""
+            return False, f"{_excerpt(self.expected)} does not occur"
+        assert self._pattern is not None
+        if self._pattern.search(text) is not None:
+            return True, ""
+        return False, f"pattern {self.expected!r} has no match"
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def first_difference(a: Path, b: Path) -> int | None:
+    """Return the 0-based offset of the first differing byte of two files, None if equal.
+
+    When one file is a prefix of the other, the offset is the shorter file's length.
+    Blocking: call it on a worker thread.
+    """
+    with a.open("rb") as fa, b.open("rb") as fb:
+        offset = 0
+        while True:
+            ca = fa.read(_CHUNK)
+            cb = fb.read(_CHUNK)
+            if ca != cb:
+                limit = min(len(ca), len(cb))
+                for i in range(limit):
+                    if ca[i] != cb[i]:
+                        return offset + i
+                return offset + limit
+            if not ca:
+                return None
+            offset += len(ca)
+
+
+class SupersetDiff(DeterministicJudge):
+    """PASS when every file of the reference folder exists byte-for-byte in the workspace.
+
+    The reference folder comes from ``ctx.metadata["expected_dir"]`` (a str or path; relative
+    values are relative to the current working directory). Extra workspace files are ignored.
+    One check per reference file (sorted, named by its relative POSIX path): missing files and
+    differing files are named, the latter with the 0-based offset of the first differing byte.
+    The score is matched / total. A missing reference folder, or one without files, is ABSTAIN.
+
+    Args:
+        exclude: Relative POSIX paths to skip. ``"a/b"`` skips the file ``a/b`` and the folder
+            ``a/b`` with its contents; ``"a/b/"`` skips only the folder. Whole segments only:
+            ``"mvnw"`` does not skip ``mvnw.cmd``.
+        name: Judge name; defaults to ``"SupersetDiff"``.
+
+    Raises:
+        ValueError: an exclude entry is absolute, blank, uses ``..`` or backslashes.
+    """
+
+    def __init__(self, exclude: Sequence[str] = (), *, name: str | None = None) -> None:
+        self.exclude = normalise_excludes(exclude)
+        super().__init__(name, "Verifies the workspace is a superset of the reference folder")
+
+    async def __call__(self, ctx: Context) -> Judgment:
+        """Judge one context."""
+        ref = reference_dir(ctx)
+        if isinstance(ref, str):
+            return Judgment.abstained(ref)
+        try:
+            workspace = workspace_of(ctx)
+        except WorkspaceError as exc:
+            return Judgment.errored(str(exc))
+        return await anyio.to_thread.run_sync(self._compare, ref, workspace)
+
+    def _compare(self, ref: Path, workspace: Path) -> Judgment:
+        meta: dict[str, object] = {"expected_dir": str(ref)}
+        if not ref.is_dir():
+            return Judgment.abstained(f"Reference folder does not exist: {ref}", metadata=meta)
+        if not workspace.is_dir():
+            return Judgment.errored(f"workspace {str(workspace)!r} is not an existing folder")
+        root = workspace.resolve()
+        try:
+            files = walk_files(ref, excludes=self.exclude)
+        except OSError as exc:
+            return Judgment.errored(f"Cannot list reference folder {ref}: {exc}", metadata=meta)
+        if not files:
+            return Judgment.abstained(f"No files in reference folder {ref}", metadata=meta)
+        checks: list[Check] = []
+        for rel, expected_path in files:
+            actual = root / rel
+            real = actual.resolve()
+            if not real.is_relative_to(root):
+                return Judgment.errored(
+                    f"refused {rel!r}: it resolves to {str(real)!r}, outside the workspace "
+                    f"{str(root)!r} through a symbolic link",
+                    metadata=meta,
+                )
+            if not actual.exists():
+                checks.append(Check.fail(rel, f"Missing file: {rel}"))
+                continue
+            if not actual.is_file():
+                checks.append(Check.fail(rel, f"Not a regular file: {rel}"))
+                continue
+            try:
+                offset = first_difference(expected_path, actual)
+            except OSError as exc:
+                return Judgment.errored(f"Cannot compare {rel}: {exc}", metadata=meta)
+            if offset is None:
+                checks.append(Check.ok(rel, "identical"))
+            else:
+                checks.append(Check.fail(rel, f"Content differs at byte {offset}: {rel}"))
+        matched = sum(1 for c in checks if c.passed)
+        total = len(checks)
+        meta.update(matched_files=matched, total_files=total)
+        score = matched / total
+        if matched == total:
+            return Judgment.passed(
+                f"All {total} reference files matched",
+                score=score,
+                checks=tuple(checks),
+                metadata=meta,
+            )
+        missing = [c.name for c in checks if c.message.startswith("Missing")]
+        differing = [c.name for c in checks if not c.passed and c.name not in missing]
+        parts = []
+        if missing:
+            parts.append(
+                "missing: " + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+            )
+        if differing:
+            parts.append(
+                "differing: " + ", ".join(differing[:10]) + (" ..." if len(differing) > 10 else "")
+            )
+        return Judgment.failed(
+            f"{matched} of {total} reference files matched ({'; '.join(parts)})",
+            score=score,
+            checks=tuple(checks),
+            metadata=meta,
+        )
