@@ -27,9 +27,10 @@ import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from agentjudge.core import AGGREGATION_KEY, Judgment, Status
+from agentjudge.core import AGGREGATION_KEY, Judgment, Status, construct
 
 __all__ = [
     "Average",
@@ -280,6 +281,32 @@ def _left_out(pop: _Population) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def _build(
+    *,
+    status: Status,
+    reasoning: str,
+    metadata: Mapping[str, Mapping[str, Any]],
+    score: float | None = None,
+) -> Judgment:
+    """Build an aggregate without re-validating it (the hot path of every jury).
+
+    Every value is valid by construction: ``reasoning`` is non-blank, ``score`` is a float in
+    [0, 1] and only given for PASS/FAIL, and ``metadata`` is a read-only mapping of str, int and
+    finite float evidence, exactly what validation would have produced.
+    """
+    return construct(
+        Judgment,
+        {
+            "status": status,
+            "score": score,
+            "label": None,
+            "reasoning": reasoning,
+            "checks": (),
+            "metadata": metadata,
+        },
+    )
+
+
 def _running_note(running: int) -> str:
     return f"; decided early with {running} judgment(s) still running" if running else ""
 
@@ -366,7 +393,7 @@ class _Strategy:
     # ---- shared building blocks
     def _from_population(self, pop: _Population, *, running: int) -> Judgment:
         if self.errors is ErrorPolicy.PROPAGATE and pop.errors:
-            return Judgment(
+            return _build(
                 status=Status.ERROR,
                 reasoning=(
                     f"{pop.errors} of {pop.input_count} judgment(s) errored and the error "
@@ -388,13 +415,15 @@ class _Strategy:
             reason = f"All {pop.explicit_abstain} judgment(s) abstained"
         if (pop.ignored or pop.as_abstain) and pop.explicit_abstain:
             reason += f" and {pop.explicit_abstain} abstained"
-        return Judgment(
+        return _build(
             status=Status.ABSTAIN,
             reasoning=reason + _running_note(running),
             metadata=self._metadata(pop, eligible=True, running=running),
         )
 
-    def _metadata(self, pop: _Population, *, eligible: bool, running: int) -> dict[str, Any]:
+    def _metadata(
+        self, pop: _Population, *, eligible: bool, running: int
+    ) -> Mapping[str, Mapping[str, Any]]:
         evidence: dict[str, Any] = {
             "strategy": self.name,
             "errorPolicy": self.errors.value,
@@ -409,12 +438,12 @@ class _Strategy:
         evidence.update(self._extra_evidence(pop, eligible=eligible))
         if running:
             evidence["runningCount"] = running
-        return {AGGREGATION_KEY: evidence}
+        return MappingProxyType({AGGREGATION_KEY: MappingProxyType(evidence)})
 
     def _result(
         self, pop: _Population, status: Status, reasoning: str, running: int, score: float | None
     ) -> Judgment:
-        return Judgment(
+        return _build(
             status=status,
             score=score,
             reasoning=reasoning + _left_out(pop) + _running_note(running),
@@ -684,7 +713,7 @@ class WeightedAverage(_ScoreStrategy):
     def _conclude(self, pop: _Population, running: int) -> Judgment:
         total = math.fsum(pop.weights)
         if total == 0.0:
-            return Judgment(
+            return _build(
                 status=Status.ABSTAIN,
                 reasoning=(
                     f"No eligible weight: the {pop.eligible} eligible judgment(s) all have "

@@ -586,6 +586,20 @@ def test_aggregates_round_trip_through_json(strategy: VotingStrategy) -> None:
         assert wire["metadata"]["aggregation"]["strategy"] == strategy.name
 
 
+@pytest.mark.parametrize("strategy", all_strategies(), ids=lambda s: s.name)
+def test_aggregates_are_valid_read_only_judgments(strategy: VotingStrategy) -> None:
+    """Aggregates equal their re-validated selves and their evidence cannot be mutated."""
+    for result in outcomes(strategy):
+        assert Judgment.model_validate(result.model_dump()) == result
+        assert result.model_dump(mode="json", exclude_none=True) == Judgment.model_validate(
+            result.model_dump()
+        ).model_dump(mode="json", exclude_none=True)
+        with pytest.raises(TypeError):
+            result.metadata["aggregation"]["strategy"] = "forged"  # type: ignore[index]
+        with pytest.raises(TypeError):
+            result.metadata["other"] = 1  # type: ignore[index]
+
+
 def test_evidence_counts_add_up() -> None:
     """inputCount = eligible + abstentions + removed errors; error counters partition errors."""
     mixed = [P, F, A, E, E, A, P]

@@ -236,6 +236,9 @@ def test_decided_is_sound_property(data: st.DataObject) -> None:
 def test_evidence_invariants_property(strategy: VotingStrategy, judgments: list[Judgment]) -> None:
     """Evidence counts always partition the input and match the status rules."""
     result = strategy.aggregate(judgments)
+    # Aggregates skip validation for speed, so prove they are exactly what validation accepts.
+    assert Judgment.model_validate_json(result.model_dump_json()) == result
+    assert Judgment(**result.model_dump()) == result
     ev = result.metadata["aggregation"]
     errors = sum(j.status is Status.ERROR for j in judgments)
     abstains = sum(j.status is Status.ABSTAIN for j in judgments)
