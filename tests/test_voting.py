@@ -595,7 +595,7 @@ def test_aggregates_are_valid_read_only_judgments(strategy: VotingStrategy) -> N
             result.model_dump()
         ).model_dump(mode="json", exclude_none=True)
         with pytest.raises(TypeError):
-            result.metadata["aggregation"]["strategy"] = "forged"  # type: ignore[index]
+            result.metadata["aggregation"]["strategy"] = "forged"
         with pytest.raises(TypeError):
             result.metadata["other"] = 1  # type: ignore[index]
 
