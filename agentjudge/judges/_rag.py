@@ -128,7 +128,6 @@ class _VerdictJudge(ModelJudgeBase):
     def __init__(
         self,
         model: ModelClient,
-        /,
         *,
         name: str | None = None,
         structured: bool = False,

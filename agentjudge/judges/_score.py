@@ -354,7 +354,7 @@ class ScoreJudge:
             lambda: evaluation_input(format_messages(messages), output), sampling_rate
         )
 
-    def sampled(self, sampling_rate: float | None = None) -> bool:
+    def should_sample(self, sampling_rate: float | None = None) -> bool:
         """Draw whether one call runs (no draw for rates 0 and 1)."""
         rate = (
             self.sampling_rate
@@ -370,7 +370,7 @@ class ScoreJudge:
     async def _evaluate(
         self, make_input: Callable[[], str], sampling_rate: float | None
     ) -> JudgeResult:
-        if not self.sampled(sampling_rate):
+        if not self.should_sample(sampling_rate):
             return JudgeResult(
                 name=self.name,
                 judgment=None,

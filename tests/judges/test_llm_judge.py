@@ -225,3 +225,15 @@ def test_construction_validation() -> None:
         LLMJudge("x", model, "t", output_model=Grade, score_range=(5, 1))
     with pytest.raises(TypeError, match="ModelClient"):
         LLMJudge("x", object(), "t")  # type: ignore[arg-type]
+
+
+async def test_output_model_schema_error_abstains() -> None:
+    """A response whose client reports a schema failure abstains, quoting the reason."""
+    response = ModelResponse.model_validate(
+        {"text": '{"score": 0.9}', "schema_error": "$.reasoning: required"}
+        if "schema_error" in ModelResponse.model_fields
+        else {"text": "garbage"}
+    )
+    result = await LLMJudge("g", FakeModel(response), "{{output}}", output_model=Grade)(Context())
+    assert result.status is Status.ABSTAIN
+    assert result.metadata["raw_output"] == response.text
