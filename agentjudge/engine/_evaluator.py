@@ -67,12 +67,15 @@ class _CompositeFailure(Exception):
 
 
 class _Stats:
-    __slots__ = ("attempts", "queued", "working")
+    """Per-leaf bookkeeping; also the borrower identity for limiter tokens."""
+
+    __slots__ = ("attempts", "queued", "reserved", "working")
 
     def __init__(self) -> None:
         self.attempts = 0
         self.queued = 0.0
         self.working = 0.0
+        self.reserved = False
 
 
 class _Run:
@@ -459,9 +462,11 @@ class Evaluator:
             tiers=tuple(run.tiers),
         )
 
-    async def _run_node(self, node: Node, run: _Run) -> Judgment | None:
+    async def _run_node(
+        self, node: Node, run: _Run, stats: _Stats | None = None
+    ) -> Judgment | None:
         if type(node) is Leaf:
-            return (await self._run_leaf(node, run)).judgment
+            return (await self._run_leaf(node, run, stats)).judgment
         if type(node) is Group:
             return await self._run_group(node, run)
         assert isinstance(node, CascadeNode)
@@ -478,7 +483,7 @@ class Evaluator:
             except Exception:
                 logger.exception("on_result callback failed for judge %r", leaf.name)
 
-    async def _run_leaf(self, leaf: Leaf, run: _Run) -> JudgeResult:
+    async def _run_leaf(self, leaf: Leaf, run: _Run, stats: _Stats | None = None) -> JudgeResult:
         if not run.sampled[leaf.index]:
             result = _new(
                 JudgeResult,
@@ -494,7 +499,8 @@ class Evaluator:
             )
             await self._record(run, leaf, result)
             return result
-        stats = _Stats()
+        if stats is None:
+            stats = _Stats()
         error_type: str | None = None
         try:
             judgment = await self._attempt(leaf, run.ctx, stats)
@@ -530,15 +536,44 @@ class Evaluator:
         await self._record(run, leaf, result)
         return result
 
+    def _reserve(self, leaf: Leaf, stats: _Stats) -> bool:
+        """Take this leaf's slots now if they are free (never waits); True on success."""
+        resource = self.resource_limiter(leaf.resource) if leaf.resource is not None else None
+        limiter = self._global or self.limiter
+        if resource is not None:
+            try:
+                resource.acquire_on_behalf_of_nowait(stats)
+            except WouldBlock:
+                return False
+        try:
+            limiter.acquire_on_behalf_of_nowait(stats)
+        except WouldBlock:
+            if resource is not None:
+                resource.release_on_behalf_of(stats)
+            return False
+        stats.reserved = True
+        return True
+
+    def _unreserve(self, leaf: Leaf, stats: _Stats) -> None:
+        if stats.reserved:
+            stats.reserved = False
+            (self._global or self.limiter).release_on_behalf_of(stats)
+            if leaf.resource is not None:
+                resource = self.resource_limiter(leaf.resource)
+                if resource is not None:
+                    resource.release_on_behalf_of(stats)
+
     async def _attempt(self, leaf: Leaf, ctx: Context, stats: _Stats) -> Judgment:
         stats.attempts += 1
         started = perf_counter()
         resource = self.resource_limiter(leaf.resource) if leaf.resource is not None else None
         limiter = self._global or self.limiter
-        if resource is not None:
+        reserved, stats.reserved = stats.reserved, False
+        if resource is not None and not reserved:
             await _acquire(resource, stats)
         try:
-            await _acquire(limiter, stats)
+            if not reserved:
+                await _acquire(limiter, stats)
             try:
                 began = perf_counter()
                 stats.queued += began - started
@@ -580,27 +615,47 @@ class Evaluator:
             return
         failures: list[_CompositeFailure] = []
         stop = False
+        # Case-major fairness: take every member's slots now, in member order, so the members
+        # of one evaluation start together (a cascade tier can short-circuit early) instead
+        # of interleaving with other evaluations. Members whose slots are not free start as
+        # their own task at once, so they queue for slots together too.
+        stats: list[_Stats | None] = [None] * len(members)
+        inline: list[bool] = [True] * len(members)
+        for i, m in enumerate(members):
+            if type(m) is Leaf and run.sampled[m.index]:
+                st = _Stats()
+                stats[i] = st
+                inline[i] = self._reserve(m, st)
 
         def stopped() -> bool:
             return stop
 
-        async with anyio.create_task_group() as tg:
+        def runs_inline(i: int) -> bool:
+            return inline[i]
 
-            async def member(i: int) -> None:
-                nonlocal stop
-                try:
-                    judgment = await self._run_node(members[i], run)
-                except _CompositeFailure as exc:
-                    failures.append(exc)
-                    finish = True
-                else:
-                    out[i] = judgment
-                    finish = on_done(i, judgment)
-                if finish and not stop:
-                    stop = True
-                    tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
 
-            await start_all(tg, member, len(members), stopped)
+                async def member(i: int) -> None:
+                    nonlocal stop
+                    try:
+                        judgment = await self._run_node(members[i], run, stats[i])
+                    except _CompositeFailure as exc:
+                        failures.append(exc)
+                        finish = True
+                    else:
+                        out[i] = judgment
+                        finish = on_done(i, judgment)
+                    if finish and not stop:
+                        stop = True
+                        tg.cancel_scope.cancel()
+
+                await start_all(tg, member, len(members), stopped, runs_inline)
+        finally:
+            for m, held in zip(members, stats, strict=True):
+                if held is not None and held.reserved:
+                    assert type(m) is Leaf
+                    self._unreserve(m, held)
         if failures:
             raise failures[0]
 

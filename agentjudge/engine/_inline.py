@@ -53,14 +53,20 @@ async def start_all(
     factory: Callable[[int], Coroutine[Any, Any, None]],
     count: int,
     stopped: Callable[[], bool],
+    inline: Callable[[int], bool],
     start: int = 0,
 ) -> None:
     """Run ``factory(i)`` for ``i`` in ``start..count-1`` concurrently inside ``tg``.
 
     ``stopped()`` is checked before starting each coroutine; once true, the rest never start.
+    Coroutines for which ``inline(i)`` is false start as their own task right away.
     """
     i = start
     while i < count and not stopped():
+        if not inline(i):
+            tg.start_soon(factory, i)
+            i += 1
+            continue
         coro = factory(i)
         try:
             first = coro.send(None)
@@ -68,6 +74,6 @@ async def start_all(
             i += 1
             continue
         if i + 1 < count:
-            tg.start_soon(start_all, tg, factory, count, stopped, i + 1)
+            tg.start_soon(start_all, tg, factory, count, stopped, inline, i + 1)
         await _Resume(coro, first)
         return
