@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentjudge.core import Context, Judgment, TierPolicy
 from agentjudge.judging import JudgeKind, judge_name
-from agentjudge.voting import Majority, VotingStrategy
+from agentjudge.voting import Majority, VotingStrategy, check_weights
 
 if TYPE_CHECKING:
     from agentjudge.engine._evaluator import Evaluator
@@ -34,24 +33,6 @@ def unique_name(base: str, used: set[str]) -> str:
         name = f"{base}-{k}"
     used.add(name)
     return name
-
-
-def _check_weights(weights: Sequence[float] | None, count: int) -> tuple[float, ...] | None:
-    if weights is None:
-        return None
-    values = tuple(weights)
-    if len(values) != count:
-        raise ValueError(f"weights has {len(values)} entries but the jury has {count} judges")
-    for i, w in enumerate(values):
-        if isinstance(w, bool) or not isinstance(w, int | float):
-            raise ValueError(f"weights[{i}] must be a number, got {w!r}")
-        if not math.isfinite(w):
-            raise ValueError(f"weights[{i}] must be finite, got {w}")
-        if w < 0:
-            raise ValueError(f"weights[{i}] must not be negative, got {w}")
-    if not any(values):
-        raise ValueError("weights are all zero, so no judge could influence the result")
-    return tuple(float(w) for w in values)
 
 
 def _kind_of(members: Sequence[Any]) -> JudgeKind:
@@ -125,7 +106,7 @@ class Jury(_Composite):
         self.members: tuple[Callable[..., Any], ...] = tuple(members)
         self.names: tuple[str, ...] = tuple(names)
         self.voting: VotingStrategy = voting if voting is not None else Majority()
-        self.weights = _check_weights(weights, len(members))
+        self.weights = None if weights is None else check_weights(weights, len(members))
         self.early_stop = bool(early_stop)
         self.kind = _kind_of(members)
         self._standalone = None
