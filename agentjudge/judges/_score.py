@@ -264,10 +264,13 @@ class ScoreJudge:
         resource: Evaluator limit name (default: the client's name for a model client, else
             the runner's ``name`` attribute if it has one).
         description: One line for reports.
+        timeout: Seconds allowed for the runner call in ``evaluate`` / ``evaluate_messages``
+            (an overrun is an ERROR result with ``error_type="TimeoutError"``); None = no
+            limit. As a judge under an Evaluator, the Evaluator's ``timeout`` applies instead.
 
     Raises:
-        ValueError: a blank name or metric key, blank instructions for a model client, or a
-            rate / threshold outside [0, 1].
+        ValueError: a blank name or metric key, blank instructions for a model client, a
+            rate / threshold outside [0, 1], or a timeout that is not a positive number.
         TypeError: ``runner_or_model`` is neither a runner nor a model client.
     """
 
@@ -285,9 +288,18 @@ class ScoreJudge:
         threshold: float = 0.5,
         resource: str | None = None,
         description: str = "",
+        timeout: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"judge name must be a non-blank string, got {name!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise ValueError(f"timeout must be a finite number > 0 or None, got {timeout!r}")
+        self.timeout = timeout
         if not isinstance(metric_key, str) or not metric_key.strip():
             raise ValueError(f"metric_key must be a non-blank string, got {metric_key!r}")
         if not isinstance(instructions, str):
@@ -381,7 +393,8 @@ class ScoreJudge:
         started = time.perf_counter()
         error_type: str | None = None
         try:
-            result = await self.runner.run(make_input(), copy.deepcopy(dict(SCORE_SCHEMA)))
+            with anyio.fail_after(self.timeout):
+                result = await self.runner.run(make_input(), copy.deepcopy(dict(SCORE_SCHEMA)))
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:

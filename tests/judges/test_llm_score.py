@@ -488,3 +488,18 @@ async def test_evaluator_sampling_uses_judge_rate() -> None:
     results = await Evaluator(judge).evaluate(Context(input="q", output="a"))
     assert results[0].sampled is False
     assert runner.calls == []
+
+
+async def test_evaluate_timeout_is_error() -> None:
+    """ScoreJudge(timeout=...) turns a hanging runner into an ERROR TimeoutError result."""
+
+    class Hanging:
+        async def run(self, input: str, output_schema: Any) -> RunnerResult:
+            await anyio.sleep_forever()
+            raise AssertionError("unreachable")
+
+    result = await make(Hanging(), timeout=0.01).evaluate("i", "o")
+    assert result.status is Status.ERROR
+    assert result.error_type == "TimeoutError"
+    with pytest.raises(ValueError, match="timeout"):
+        make(FakeRunner(), timeout=0)
