@@ -1,1 +1,43 @@
-"""Model clients over httpx: OpenAI-compatible and Anthropic, retries, rate limits, cache."""
+"""Model clients over httpx: OpenAI-compatible and Anthropic, retries, rate limits, cache.
+
+```python
+from agentjudge.models import OpenAIChat, ModelRequest, RateLimit, SqliteCache
+
+async with OpenAIChat("gpt-4o-mini", rate_limit=RateLimit(rpm=500)) as model:
+    response = await model.complete(ModelRequest(messages=[...]))
+```
+"""
+
+from __future__ import annotations
+
+from agentjudge.engine._retry import RetryPolicy
+from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
+from agentjudge.models._anthropic import AnthropicMessages
+from agentjudge.models._cache import SqliteCache
+from agentjudge.models._http import HTTPModelClient, default_transport, parse_retry_after
+from agentjudge.models._openai import OpenAIChat
+from agentjudge.models._ratelimit import RateLease, RateLimit
+from agentjudge.models._registry import model_from_string
+from agentjudge.models._schema import schema_errors
+from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, Usage
+
+__all__ = [
+    "AnthropicMessages",
+    "HTTPModelClient",
+    "ModelClient",
+    "ModelError",
+    "ModelHTTPError",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelResponseError",
+    "OpenAIChat",
+    "RateLease",
+    "RateLimit",
+    "RetryPolicy",
+    "SqliteCache",
+    "Usage",
+    "default_transport",
+    "model_from_string",
+    "parse_retry_after",
+    "schema_errors",
+]

@@ -63,6 +63,10 @@ class ModelResponse(BaseModel):
     """True when served from a cache."""
     queued_s: float = Field(default=0.0, ge=0.0)
     """Time spent waiting for the client's rate limits and concurrency slots."""
+    attempts: int = Field(default=1, ge=1)
+    """HTTP requests made for this response (retries and schema re-asks included)."""
+    schema_error: str | None = None
+    """Why ``parsed`` is None although a ``response_schema`` was requested."""
 
 
 @runtime_checkable

@@ -1,0 +1,189 @@
+"""`AnthropicMessages`: the Anthropic Messages API (structured output through a forced tool)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import httpx
+
+from agentjudge.core import Message
+from agentjudge.engine._retry import RetryPolicy
+from agentjudge.models._cache import SqliteCache
+from agentjudge.models._http import HTTPModelClient, _count, _Reply, check_against_schema
+from agentjudge.models._ratelimit import RateLimit
+from agentjudge.models._schema import SchemaViolation, tool_name
+from agentjudge.models._types import ModelRequest, Usage
+
+__all__ = ["AnthropicMessages"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+class AnthropicMessages(HTTPModelClient):
+    """A client for ``POST {base_url}/messages``.
+
+    System messages are joined into the top-level ``system`` field; every other role is sent
+    as ``user`` except ``assistant``. Structured output forces a call of one tool whose
+    ``input_schema`` is the requested schema; ``parsed`` is the tool call's input, checked
+    against the schema and re-asked up to ``schema_retries`` times.
+
+    Args:
+        model: The model name, e.g. ``"claude-3-5-haiku-latest"``.
+        base_url: The API root; default ``ANTHROPIC_BASE_URL`` or
+            ``https://api.anthropic.com/v1``.
+        api_key: Sent as ``x-api-key``; default ``ANTHROPIC_API_KEY``.
+        max_tokens: Output allowance when the request sets none (the API requires one).
+        client: An `httpx.AsyncClient` to send requests with (never closed by this client).
+        max_concurrency: HTTP requests this client keeps in flight at most.
+        rate_limit: Request/token budgets shared by every call of this client.
+        retry: Retries for 408/409/429/5xx (529 included), transport errors and unusable
+            bodies; None = one attempt.
+        timeout: Seconds allowed for connecting, each read and each write of one attempt.
+        cache: A `SqliteCache` answering repeated requests; default off.
+        schema_retries: Re-asks when the tool input does not follow the schema.
+        name: The client name (default ``"anthropic:<model>"``), also the Evaluator resource.
+        headers: Extra HTTP headers (e.g. ``anthropic-beta``).
+        extra_body: Extra top-level JSON fields sent with every request.
+        max_retry_after: Longest ``Retry-After`` honoured, seconds.
+    """
+
+    provider: ClassVar[str] = "anthropic"
+    path: ClassVar[str] = "/messages"
+    base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+    default_base_url: ClassVar[str] = "https://api.anthropic.com/v1"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_tokens: int = 1024,
+        client: httpx.AsyncClient | None = None,
+        max_concurrency: int = 16,
+        rate_limit: RateLimit | None = None,
+        retry: RetryPolicy | None = RetryPolicy(),  # noqa: B008 - frozen value
+        timeout: float | None = 60.0,
+        cache: SqliteCache | None = None,
+        schema_retries: int = 1,
+        name: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        extra_body: Mapping[str, Any] | None = None,
+        max_retry_after: float = 60.0,
+    ) -> None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
+            max_concurrency=max_concurrency,
+            rate_limit=rate_limit,
+            retry=retry,
+            timeout=timeout,
+            cache=cache,
+            schema_retries=schema_retries,
+            name=name,
+            headers=headers,
+            extra_body=extra_body,
+            max_retry_after=max_retry_after,
+        )
+        self.max_tokens = max_tokens
+
+    def _auth_headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if self.api_key:
+            headers["x-api-key"] = self.api_key
+        return headers
+
+    def _cache_params(self) -> dict[str, Any]:
+        return {**super()._cache_params(), "max_tokens": self.max_tokens}
+
+    def _output_allowance(self, request: ModelRequest) -> int:
+        return request.max_tokens or self.max_tokens
+
+    def _body(
+        self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in messages if m.role == "system")
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self._output_allowance(request),
+            "messages": [
+                {
+                    "role": "assistant" if m.role == "assistant" else "user",
+                    "content": m.content,
+                }
+                for m in messages
+                if m.role != "system"
+            ],
+        }
+        if system:
+            body["system"] = system
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if schema is not None:
+            name = tool_name(schema)
+            body["tools"] = [
+                {
+                    "name": name,
+                    "description": "Record the answer in the required structure.",
+                    "input_schema": schema,
+                }
+            ]
+            body["tool_choice"] = {"type": "tool", "name": name}
+        body.update(self.extra_body)
+        return body
+
+    def _parse(self, data: dict[str, Any]) -> _Reply:
+        content = data["content"]
+        if not isinstance(content, list):
+            raise TypeError("'content' is not a list")
+        texts: list[str] = []
+        tool_input: Any = None
+        for block in content:
+            if not isinstance(block, dict):
+                raise TypeError("a content block is not an object")
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "tool_use" and tool_input is None:
+                tool_input = block.get("input")
+        raw_usage = data.get("usage")
+        usage = Usage()
+        if isinstance(raw_usage, dict):
+            usage = Usage(
+                input_tokens=_count(raw_usage.get("input_tokens")),
+                output_tokens=_count(raw_usage.get("output_tokens")),
+                cache_creation_tokens=_count(raw_usage.get("cache_creation_input_tokens")),
+                cache_read_tokens=_count(raw_usage.get("cache_read_input_tokens")),
+            )
+        billed = None
+        if usage.input_tokens is not None or usage.output_tokens is not None:
+            billed = (
+                (usage.input_tokens or 0)
+                + (usage.output_tokens or 0)
+                + (usage.cache_creation_tokens or 0)
+            )
+        text = "".join(texts)
+        if tool_input is not None:
+            text = json.dumps(tool_input)
+        stop = data.get("stop_reason")
+        model = data.get("model")
+        return _Reply(
+            text=text,
+            structured=tool_input,
+            model=model if isinstance(model, str) else None,
+            finish_reason=stop if isinstance(stop, str) else None,
+            usage=usage,
+            raw=data,
+            billed_tokens=billed,
+        )
+
+    def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
+        if reply.structured is None:
+            raise SchemaViolation("the answer did not call the tool with the structured result")
+        return check_against_schema(reply.structured, schema)

@@ -1,0 +1,460 @@
+"""`FakeModelServer`: a real HTTP/1.1 server on 127.0.0.1 that speaks two model APIs.
+
+It answers ``POST /v1/chat/completions`` in the OpenAI shape and ``POST /v1/messages`` in the
+Anthropic shape, so the real clients (and any other HTTP client) can be tested over loopback
+without touching the network. Every response is scripted: queue `FakeResponse` objects with
+`FakeModelServer.enqueue` (served first-in first-out), or give a ``default`` that is either a
+`FakeResponse` or a callable that receives the request's JSON body and returns one.
+
+The server is built on anyio streams, keeps connections alive (HTTP/1.1) and records every
+request it receives (`FakeModelServer.requests`, `FakeModelServer.received`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any, Self, TypeAlias
+
+import anyio
+from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+__all__ = ["FakeModelServer", "FakeResponse", "ReceivedRequest", "Responder"]
+
+_MAX_HEAD = 64 * 1024
+_MAX_BODY = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FakeResponse:
+    """One scripted answer of the fake server.
+
+    Args:
+        text: The assistant text. With ``status >= 400`` it becomes the error message.
+        json: A structured answer: OpenAI receives it as the message content (JSON text);
+            Anthropic receives it as the ``input`` of a ``tool_use`` block when the request
+            forces a tool (else as text).
+        status: The HTTP status to answer with.
+        headers: Extra response headers, e.g. ``{"Retry-After": "0.2"}``.
+        latency: Seconds to wait before answering.
+        hang: Never answer (until the client gives up or the server stops).
+        raw_body: Sent verbatim instead of a generated body (e.g. a malformed body).
+        usage: Overrides the generated token counts, in the provider's own keys (OpenAI
+            ``prompt_tokens``/``completion_tokens``/``total_tokens``, Anthropic
+            ``input_tokens``/``output_tokens``).
+        finish_reason: Overrides ``"stop"`` (OpenAI) / ``"end_turn"`` or ``"tool_use"``
+            (Anthropic).
+    """
+
+    text: str | None = None
+    json: Any = None
+    status: int = 200
+    headers: Mapping[str, str] = field(default_factory=dict)
+    latency: float = 0.0
+    hang: bool = False
+    raw_body: bytes | str | None = None
+    usage: Mapping[str, int] | None = None
+    finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 100 <= self.status <= 599:
+            raise ValueError(f"status must be an HTTP status (100-599), got {self.status!r}")
+        if not self.latency >= 0 or self.latency == float("inf"):
+            raise ValueError(f"latency must be a finite number >= 0, got {self.latency!r}")
+
+
+Responder: TypeAlias = FakeResponse | Callable[[Any], FakeResponse | Awaitable[FakeResponse]]
+"""A fixed `FakeResponse`, or a callable of the request JSON body returning one (maybe async)."""
+
+
+@dataclass(frozen=True)
+class ReceivedRequest:
+    """One request as the server received it.
+
+    Attributes:
+        method: The HTTP method.
+        path: The request target, e.g. ``"/v1/chat/completions"``.
+        headers: Header names in lower case.
+        json: The decoded JSON body (None when the body was empty or not JSON).
+        time: `time.monotonic` when the whole request had arrived.
+    """
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    json: Any
+    time: float
+
+
+class _BadRequest(Exception):
+    pass
+
+
+class FakeModelServer:
+    """A scriptable OpenAI / Anthropic compatible HTTP server on a random loopback port.
+
+    Use it as an async context manager::
+
+        async with FakeModelServer(default=FakeResponse(text="PASS")) as server:
+            model = OpenAIChat("gpt-4o-mini", base_url=server.base_url, api_key="test")
+            ...
+
+    Args:
+        default: What to answer when the queue is empty: a `FakeResponse`, or a callable
+            receiving the request JSON body and returning one (sync or async).
+        host: The address to listen on (loopback by default).
+        port: The port; 0 picks a free one.
+    """
+
+    def __init__(
+        self,
+        default: Responder = FakeResponse(text="ok"),
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.default: Responder = default
+        self.host = host
+        self._port = port
+        self._queue: deque[Responder] = deque()
+        self._received: list[ReceivedRequest] = []
+        self._ids = itertools.count(1)
+        self._task_group: TaskGroup | None = None
+        self._listener: Listener[SocketStream] | None = None
+        self._bound_port: int | None = None
+
+    # -- scripting ----------------------------------------------------------------------------
+
+    def enqueue(self, *responses: Responder) -> None:
+        """Queue answers for the next requests, first-in first-out, ahead of ``default``."""
+        for response in responses:
+            if not isinstance(response, FakeResponse) and not callable(response):
+                raise TypeError(
+                    f"enqueue() takes FakeResponse objects or callables, got {response!r}"
+                )
+            self._queue.append(response)
+
+    @property
+    def pending(self) -> int:
+        """How many queued answers have not been served yet."""
+        return len(self._queue)
+
+    @property
+    def requests(self) -> list[Any]:
+        """The JSON bodies received so far, in arrival order."""
+        return [r.json for r in self._received]
+
+    @property
+    def received(self) -> list[ReceivedRequest]:
+        """Everything received so far (method, path, headers, body, arrival time), in order."""
+        return list(self._received)
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port (only while running)."""
+        if self._bound_port is None:
+            raise RuntimeError("FakeModelServer is not running: use `async with FakeModelServer()`")
+        return self._bound_port
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``: the ``base_url`` to give a model client."""
+        return f"{self.url}/v1"
+
+    async def __aenter__(self) -> Self:
+        if self._task_group is not None:
+            raise RuntimeError("FakeModelServer is already running")
+        listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self._port)
+        self._bound_port = listener.extra(SocketAttribute.local_port)
+        self._listener = listener
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        task_group.start_soon(listener.serve, self._handle_connection, task_group)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        task_group, self._task_group = self._task_group, None
+        listener, self._listener = self._listener, None
+        assert task_group is not None and listener is not None
+        task_group.cancel_scope.cancel()
+        try:
+            return await task_group.__aexit__(exc_type, exc, tb)
+        finally:
+            self._bound_port = None
+            with anyio.CancelScope(shield=True):
+                await listener.aclose()  # the port refuses connections from now on
+
+    # -- HTTP ---------------------------------------------------------------------------------
+
+    async def _handle_connection(self, stream: SocketStream) -> None:
+        reader = BufferedByteReceiveStream(stream)
+        try:
+            while True:
+                try:
+                    head = await reader.receive_until(b"\r\n\r\n", _MAX_HEAD)
+                except (
+                    anyio.EndOfStream,
+                    anyio.IncompleteRead,
+                    anyio.DelimiterNotFound,
+                    anyio.BrokenResourceError,
+                    anyio.ClosedResourceError,
+                    OSError,
+                ):
+                    return
+                try:
+                    method, path, headers = _parse_head(head)
+                    body = await _read_body(reader, headers)
+                except _BadRequest as exc:
+                    await stream.send(_http_response(400, _error_body(400, str(exc)), close=True))
+                    return
+                keep_alive = headers.get("connection", "").lower() != "close"
+                answer = await self._respond(method, path, headers, body)
+                if answer is None:  # hang
+                    await anyio.sleep_forever()
+                    return  # pragma: no cover
+                status, payload, extra_headers = answer
+                await stream.send(
+                    _http_response(status, payload, extra_headers, close=not keep_alive)
+                )
+                if not keep_alive:
+                    return
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            return
+        finally:
+            await stream.aclose()
+
+    async def _respond(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, bytes, Mapping[str, str]] | None:
+        try:
+            data: Any = json.loads(body) if body else None
+        except ValueError:
+            data = None
+            invalid_json = True
+        else:
+            invalid_json = False
+        self._received.append(ReceivedRequest(method, path, headers, data, time.monotonic()))
+        route = path.split("?", 1)[0].rstrip("/")
+        if method != "POST" or route not in ("/v1/chat/completions", "/v1/messages"):
+            return 404, _error_body(404, f"no route for {method} {path}"), {}
+        if invalid_json or not isinstance(data, dict):
+            return 400, _error_body(400, "the request body is not a JSON object"), {}
+        responder = self._queue.popleft() if self._queue else self.default
+        response = responder if isinstance(responder, FakeResponse) else responder(data)
+        if inspect.isawaitable(response):
+            response = await response
+        if not isinstance(response, FakeResponse):
+            raise TypeError(f"a FakeModelServer responder returned {response!r}")
+        if response.latency:
+            await anyio.sleep(response.latency)
+        if response.hang:
+            return None
+        if response.raw_body is not None:
+            raw = response.raw_body
+            out = raw.encode() if isinstance(raw, str) else raw
+        elif response.status >= 400:
+            out = _error_body(response.status, response.text, anthropic=route == "/v1/messages")
+        elif route == "/v1/messages":
+            out = self._anthropic_body(data, response)
+        else:
+            out = self._openai_body(data, response)
+        return response.status, out, response.headers
+
+    def _openai_body(self, request: dict[str, Any], response: FakeResponse) -> bytes:
+        text = json.dumps(response.json) if response.json is not None else response.text or ""
+        prompt_tokens = _tokens(_prompt_chars(request.get("messages")))
+        completion_tokens = _tokens(len(text))
+        usage: Mapping[str, int] = response.usage or {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        body = {
+            "id": f"chatcmpl-fake-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", "fake"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": response.finish_reason or "stop",
+                }
+            ],
+            "usage": dict(usage),
+        }
+        return json.dumps(body).encode()
+
+    def _anthropic_body(self, request: dict[str, Any], response: FakeResponse) -> bytes:
+        forced = _forced_tool(request)
+        tool_input: Any = response.json
+        if forced is not None and tool_input is None and response.text is not None:
+            try:
+                tool_input = json.loads(response.text)
+            except ValueError:
+                tool_input = None
+        content: list[dict[str, Any]]
+        if forced is not None and isinstance(tool_input, dict):
+            content = [
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_fake_{next(self._ids)}",
+                    "name": forced,
+                    "input": tool_input,
+                }
+            ]
+            out_text = json.dumps(tool_input)
+            stop = "tool_use"
+        else:
+            if response.json is not None:
+                out_text = json.dumps(response.json)
+            else:
+                out_text = response.text or ""
+            content = [{"type": "text", "text": out_text}]
+            stop = "end_turn"
+        chars = _prompt_chars(request.get("messages")) + _prompt_chars(request.get("system"))
+        usage: Mapping[str, int] = response.usage or {
+            "input_tokens": _tokens(chars),
+            "output_tokens": _tokens(len(out_text)),
+        }
+        body = {
+            "id": f"msg_fake_{next(self._ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": request.get("model", "fake"),
+            "content": content,
+            "stop_reason": response.finish_reason or stop,
+            "stop_sequence": None,
+            "usage": dict(usage),
+        }
+        return json.dumps(body).encode()
+
+
+def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
+    try:
+        text = head.decode("latin-1")
+    except UnicodeDecodeError as exc:  # pragma: no cover - latin-1 decodes everything
+        raise _BadRequest("undecodable request head") from exc
+    lines = text.split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise _BadRequest(f"malformed request line {lines[0]!r}")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(":")
+        if not sep:
+            raise _BadRequest(f"malformed header line {line!r}")
+        headers[name.strip().lower()] = value.strip()
+    return parts[0], parts[1], headers
+
+
+async def _read_body(reader: BufferedByteReceiveStream, headers: Mapping[str, str]) -> bytes:
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            size_line = await reader.receive_until(b"\r\n", 1024)
+            try:
+                size = int(size_line.split(b";", 1)[0].strip(), 16)
+            except ValueError as exc:
+                raise _BadRequest("malformed chunk size") from exc
+            if size == 0:
+                while await reader.receive_until(b"\r\n", _MAX_HEAD):  # trailers
+                    pass
+                return b"".join(chunks)
+            total += size
+            if total > _MAX_BODY:
+                raise _BadRequest("request body too large")
+            chunks.append(await reader.receive_exactly(size))
+            await reader.receive_exactly(2)
+    length_text = headers.get("content-length", "0")
+    try:
+        length = int(length_text)
+    except ValueError as exc:
+        raise _BadRequest(f"malformed Content-Length {length_text!r}") from exc
+    if not 0 <= length <= _MAX_BODY:
+        raise _BadRequest(f"unsupported Content-Length {length}")
+    return await reader.receive_exactly(length) if length else b""
+
+
+def _http_response(
+    status: int, body: bytes, headers: Mapping[str, str] | None = None, *, close: bool = False
+) -> bytes:
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Unknown"
+    lines = [
+        f"HTTP/1.1 {status} {reason}",
+        "Server: agentjudge-fake",
+        "Content-Type: application/json",
+        f"Content-Length: {len(body)}",
+    ]
+    lines.extend(f"{name}: {value}" for name, value in (headers or {}).items())
+    if close:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _error_body(status: int, message: str | None, *, anthropic: bool = False) -> bytes:
+    try:
+        phrase = HTTPStatus(status).phrase
+    except ValueError:
+        phrase = "error"
+    kind = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        403: "permission_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+    }.get(status, "api_error")
+    error = {"type": kind, "message": message or phrase}
+    body: dict[str, Any] = {"type": "error", "error": error} if anthropic else {"error": error}
+    return json.dumps(body).encode()
+
+
+def _tokens(chars: int) -> int:
+    """A token count for ``chars`` characters: a quarter, at least 1 for any text."""
+    return max(1, chars // 4) if chars else 0
+
+
+def _prompt_chars(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return sum(_prompt_chars(item) for item in value)
+    if isinstance(value, dict):
+        if "content" in value:
+            return _prompt_chars(value["content"])
+        if "text" in value:
+            return _prompt_chars(value["text"])
+    return 0
+
+
+def _forced_tool(request: Mapping[str, Any]) -> str | None:
+    choice = request.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") == "tool":
+        name = choice.get("name")
+        return name if isinstance(name, str) else None
+    return None
