@@ -288,7 +288,6 @@ class HTTPModelClient:
         self._limiter: LoopLocal[anyio.CapacityLimiter] = LoopLocal(
             lambda: anyio.CapacityLimiter(self.max_concurrency)
         )
-        self._url = f"{self.base_url}{self.path}"
         self._header_cache: dict[str, str] | None = None
 
     def __repr__(self) -> str:
@@ -315,6 +314,11 @@ class HTTPModelClient:
             await client.aclose()
         else:
             self._owned.clear()
+
+    @property
+    def url(self) -> str:
+        """The endpoint requests are posted to."""
+        return f"{self.base_url}{self.path}"
 
     @property
     def http_client(self) -> httpx.AsyncClient:
@@ -405,7 +409,7 @@ class HTTPModelClient:
                 queued += anyio.current_time() - started
                 try:
                     response = await http.post(
-                        self._url, content=content, headers=headers, timeout=timeout
+                        self.url, content=content, headers=headers, timeout=timeout
                     )
                 except httpx.HTTPError:
                     raise
