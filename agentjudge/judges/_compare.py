@@ -872,7 +872,7 @@ def _jtype_facts(node: Any, scope: str, facts: Facts) -> None:
             _jmodifiers(node),
             kind,
             name + _jtype(node.child_by_field_name("type_parameters")),
-            f"({_jtext(node.child_by_field_name('parameters'))})" if kind == "record" else "",
+            _jtext(node.child_by_field_name("parameters")) if kind == "record" else "",
             _jclause(node, ("superclass", "super_interfaces", "extends_interfaces")),
         )
         if p
@@ -988,7 +988,7 @@ def java_facts(source: bytes, side: str = "actual") -> Facts:
             _add(
                 facts,
                 "package",
-                _jtype(next(c for c in node.named_children if "identifier" in c.type)),
+                _jtype(next((c for c in node.named_children if "identifier" in c.type), None)),
             )
         elif node.type == "import_declaration":
             text = _jtext(node).removeprefix("import ").removesuffix(";").strip()
