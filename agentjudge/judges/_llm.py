@@ -269,10 +269,10 @@ class LLMJudge(ModelJudgeBase):
     def _read_structured(self, shape: _OutputShape, response: ModelResponse) -> Judgment:
         data: dict[str, Any] | None = response.parsed
         if data is None:
-            schema_error = getattr(response, "schema_error", None)
-            if isinstance(schema_error, str) and schema_error:
+            if response.schema_error:
                 return Judgment.abstained(
-                    f"Structured output does not match the requested schema: {schema_error}"
+                    "Structured output does not match the requested schema: "
+                    f"{response.schema_error}"
                 )
             data, why = parse_json_object(response.text)
             if data is None:
