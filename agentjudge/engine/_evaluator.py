@@ -359,8 +359,14 @@ class Evaluator:
         run = self._new_run(self._context(context, context_fields))
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._drive, run, None)
-            async for result in run.completions():
-                yield result
+            try:
+                async for result in run.completions():
+                    yield result
+            except GeneratorExit:
+                # Closed early (aclose / aclosing): cancel the judges still running and end
+                # quietly; letting GeneratorExit into the task group would re-raise it wrapped
+                # in an exception group out of aclose().
+                tg.cancel_scope.cancel()
 
     async def run(
         self,
@@ -374,7 +380,9 @@ class Evaluator:
         stays flat however long the input is. Nothing is accumulated.
         """
         concurrency = _positive_int("concurrency", concurrency)
-        send, receive = anyio.create_memory_object_stream[CaseResult](concurrency)
+        # No buffer: a finished case waits in its worker until the consumer takes it, so at
+        # most `concurrency` cases are pulled from the input ahead of what was yielded.
+        send, receive = anyio.create_memory_object_stream[CaseResult](0)
         if isinstance(contexts, AsyncIterable):
             source: Any = aiter(contexts)
             lock: anyio.Lock | None = anyio.Lock()
@@ -402,10 +410,13 @@ class Evaluator:
                 for _ in range(concurrency):
                     wtg.start_soon(worker)
 
-        async with anyio.create_task_group() as tg, receive:
+        async with receive, anyio.create_task_group() as tg:
             tg.start_soon(workers)
-            async for case in receive:
-                yield case
+            try:
+                async for case in receive:
+                    yield case
+            except GeneratorExit:
+                tg.cancel_scope.cancel()  # closed early: see stream()
 
     def evaluate_sync(
         self, context: Context | None = None, /, **context_fields: Any
