@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-import pytest
 from pydantic import BaseModel, ConfigDict
 
 from agentjudge.core import Context, Status
@@ -13,12 +12,8 @@ from agentjudge.engine import Evaluator, RetryPolicy
 from agentjudge.judges._llm import LLMJudge
 from agentjudge.judges._rag import VERDICT_SCHEMA, CorrectnessJudge, FaithfulnessJudge
 from agentjudge.judges._score import SCORE_SCHEMA, ScoreJudge
-
-_openai = pytest.importorskip("agentjudge.models._openai")
-_fake = pytest.importorskip("agentjudge.testing._fake_server")
-OpenAIChat = _openai.OpenAIChat
-FakeModelServer = _fake.FakeModelServer
-FakeResponse = _fake.FakeResponse
+from agentjudge.models import OpenAIChat
+from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
 
 class Grade(BaseModel):
