@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import anyio
 from anyio import WouldBlock
+from anyio.lowlevel import checkpoint_if_cancelled
 from pydantic import BaseModel
 
 from agentjudge.core import (
@@ -445,7 +446,13 @@ class Evaluator:
                 run.verdict = await self._execute(run)
             else:
                 with scope:
-                    run.verdict = await self._execute(run)
+                    # handle.cancel() may come before this task starts, and judges that never
+                    # suspend reach no checkpoint: check first, and never publish a verdict
+                    # once cancel() was called.
+                    await checkpoint_if_cancelled()
+                    verdict = await self._execute(run)
+                    if not scope.cancel_called:
+                        run.verdict = verdict
         finally:
             run.finish()
 
@@ -580,6 +587,10 @@ class Evaluator:
         resource = self.resource_limiter(leaf.resource) if leaf.resource is not None else None
         limiter = self._global or self.limiter
         reserved, stats.reserved = stats.reserved, False
+        if not reserved:
+            # A member started after its group was cancelled must not reach the judge just
+            # because a slot is free (acquiring without waiting is no checkpoint).
+            await checkpoint_if_cancelled()
         if resource is not None and not reserved:
             await _acquire(resource, stats)
         try:
