@@ -1,11 +1,14 @@
 """The HTTP machinery shared by the model clients.
 
-- Transport: users program against `httpx.AsyncClient` (inject your own with ``client=``).
-  When a client builds its own, it uses the httpx-aiohttp transport on asyncio, because
-  httpx's default connection pool burns CPU at high concurrency (measured in
-  ``benchmarks/bench_llm.py``: ~10x slower than aiohttp for 1,000 loopback requests at 100 in
-  flight, while the aiohttp transport stays within ~1.5x). On other event loops (trio), or with
-  ``AGENTJUDGE_HTTP_TRANSPORT=httpx``, the default httpx transport is used.
+- Transport: inject any `httpx.AsyncClient` with ``client=`` (its transport, proxies, hooks
+  and mounts apply). A client that builds its own connections picks the transport measured
+  fastest in ``benchmarks/bench_llm.py`` (`default_transport`): on asyncio it drives an
+  `aiohttp.ClientSession` directly, because httpx's default connection pool burns CPU at high
+  concurrency (~10x slower than aiohttp for 1,000 loopback requests at 100 in flight) and even
+  on the httpx-aiohttp transport httpx's request/response machinery costs ~0.3 ms a request.
+  Transport failures surface as httpx exceptions (`httpx.TransportError` and its subclasses,
+  e.g. `httpx.ReadTimeout`) whichever transport is in use. On trio, or with
+  ``AGENTJUDGE_HTTP_TRANSPORT=httpx``, httpx's own transport is used.
 - Retry classification: 408, 409, 429, 5xx, transport errors (timeouts included) and 2xx bodies
   that are not a usable completion are retried by the client's `RetryPolicy`; other statuses
   raise `ModelHTTPError` at once, with a hint saying what to fix.
@@ -40,6 +43,7 @@ from agentjudge.models._types import ModelRequest, ModelResponse, Usage
 
 __all__ = [
     "RETRYABLE_STATUSES",
+    "TRANSPORTS",
     "HTTPModelClient",
     "default_transport",
     "is_retryable_error",
@@ -56,6 +60,9 @@ _DEFAULT_OUTPUT_ESTIMATE = 256
 
 # -- transport ------------------------------------------------------------------------------------
 
+TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx")
+"""The transports a client can build for itself (see `default_transport`)."""
+
 
 def _on_asyncio() -> bool:
     import asyncio
@@ -68,37 +75,172 @@ def _on_asyncio() -> bool:
 
 
 def default_transport() -> str:
-    """The transport a client-built `httpx.AsyncClient` uses here: ``"aiohttp"`` or ``"httpx"``.
+    """The transport a client that builds its own HTTP connections uses here.
 
-    ``AGENTJUDGE_HTTP_TRANSPORT`` (``aiohttp`` / ``httpx``) overrides the choice; the aiohttp
-    transport is only possible on asyncio.
+    Measured in ``benchmarks/bench_llm.py`` (1,000 loopback requests at 100 in flight):
+    ``"aiohttp"`` (an `aiohttp.ClientSession` driven directly) is the fastest and the default
+    on asyncio; ``"httpx-aiohttp"`` (`httpx.AsyncClient` on the httpx-aiohttp transport) pays
+    httpx's request/response machinery on top; ``"httpx"`` (httpx's own transport) is ~10x
+    slower at that concurrency and is used where aiohttp cannot run (trio).
+    ``AGENTJUDGE_HTTP_TRANSPORT`` overrides the choice. An injected ``client=`` always wins.
     """
     wanted = os.environ.get(TRANSPORT_ENV, "").strip().lower()
-    if wanted not in ("", "aiohttp", "httpx"):
-        raise ValueError(f"{TRANSPORT_ENV} must be 'aiohttp' or 'httpx', got {wanted!r}")
+    if wanted and wanted not in TRANSPORTS:
+        raise ValueError(f"{TRANSPORT_ENV} must be one of {', '.join(TRANSPORTS)}, got {wanted!r}")
     if wanted == "httpx" or not _on_asyncio():
         return "httpx"
-    try:
-        import httpx_aiohttp  # noqa: F401
-    except ImportError:  # pragma: no cover - a declared dependency
-        return "httpx"
-    return "aiohttp"
+    return wanted or "aiohttp"
 
 
 def make_http_client(*, max_connections: int = 100) -> httpx.AsyncClient:
-    """An `httpx.AsyncClient` on the measured-fastest transport (see `default_transport`).
+    """An `httpx.AsyncClient` on the httpx-aiohttp transport (on asyncio), else httpx's own.
 
-    Must be called inside the event loop that will use it.
+    Handy to inject (``client=``) when you want httpx features (event hooks, mounts) with a
+    fast transport. Must be called inside the event loop that will use it.
     """
     limits = httpx.Limits(
         max_connections=max_connections, max_keepalive_connections=max_connections
     )
-    if default_transport() == "aiohttp":
+    if _on_asyncio():
         from httpx_aiohttp import HttpxAiohttpClient
 
         client: httpx.AsyncClient = HttpxAiohttpClient(limits=limits)
         return client
     return httpx.AsyncClient(limits=limits)
+
+
+@dataclass(frozen=True, slots=True)
+class _Response:
+    """What the clients need of an HTTP response, whatever transport produced it."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+
+class _Poster:
+    """Sends one POST and returns a `_Response`; raises httpx exceptions on transport failures."""
+
+    http_client: httpx.AsyncClient | None = None
+
+    async def post(
+        self, url: str, content: bytes, headers: Mapping[str, str], io_timeout: float | None
+    ) -> _Response:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close connections this poster opened."""
+
+
+class _HttpxPoster(_Poster):
+    def __init__(self, client: httpx.AsyncClient, *, owned: bool) -> None:
+        self.http_client = client
+        self._owned = owned
+
+    async def post(
+        self, url: str, content: bytes, headers: Mapping[str, str], io_timeout: float | None
+    ) -> _Response:
+        try:
+            response = await self.http_client.post(  # type: ignore[union-attr]
+                url, content=content, headers=headers, timeout=httpx.Timeout(io_timeout)
+            )
+        except httpx.HTTPError:
+            raise
+        except Exception as exc:
+            if type(exc).__module__.split(".", 1)[0] == "aiohttp":  # unmapped by a transport
+                raise httpx.TransportError(f"{type(exc).__name__}: {exc}") from exc
+            raise
+        return _Response(response.status_code, response.headers, response.content)
+
+    async def aclose(self) -> None:
+        if self._owned and self.http_client is not None:
+            await self.http_client.aclose()
+
+
+class _AiohttpPoster(_Poster):
+    """Drives an `aiohttp.ClientSession` directly (the measured-fastest transport)."""
+
+    def __init__(self, max_connections: int) -> None:
+        import aiohttp
+
+        self._aiohttp = aiohttp
+        # trust_env=False: aiohttp would look proxies and netrc up on a worker thread for every
+        # request (~0.8 ms each); the environment's proxy is resolved once per host instead.
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max_connections), trust_env=False
+        )
+        self._timeouts: dict[float | None, Any] = {}
+        self._proxies: dict[tuple[str, str], str | None] = {}
+
+    def _proxy(self, url: str) -> str | None:
+        """The proxy the environment (HTTP(S)_PROXY, NO_PROXY) sets for ``url``, if any."""
+        scheme, _, rest = url.partition("://")
+        host = rest.split("/", 1)[0]
+        key = (scheme, host)
+        if key not in self._proxies:
+            import urllib.request
+
+            proxies = urllib.request.getproxies()
+            proxy = proxies.get(scheme) or proxies.get("all")
+            hostname = host.rsplit("@", 1)[-1].split(":", 1)[0]
+            if proxy and urllib.request.proxy_bypass(hostname):
+                proxy = None
+            self._proxies[key] = proxy or None
+        return self._proxies[key]
+
+    def _timeout(self, seconds: float | None) -> Any:
+        timeout = self._timeouts.get(seconds)
+        if timeout is None:
+            timeout = self._aiohttp.ClientTimeout(
+                total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
+            )
+            self._timeouts[seconds] = timeout
+        return timeout
+
+    async def post(
+        self, url: str, content: bytes, headers: Mapping[str, str], io_timeout: float | None
+    ) -> _Response:
+        aiohttp = self._aiohttp
+        try:
+            async with self._session.post(
+                url,
+                data=content,
+                headers=headers,
+                timeout=self._timeout(io_timeout),
+                proxy=self._proxy(url),
+                allow_redirects=False,
+            ) as response:
+                body = await response.read()
+                return _Response(response.status, response.headers, body)
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise httpx.ConnectTimeout(f"{url}: connect timed out ({exc})") from exc
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(f"{url}: no answer within {io_timeout} s") from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise httpx.ConnectError(f"{url}: {exc}") from exc
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
+            raise httpx.RemoteProtocolError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise httpx.TransportError(f"{url}: {type(exc).__name__}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        await self._session.close()
+
+
+def _make_poster(max_connections: int) -> _Poster:
+    transport = default_transport()
+    if transport == "aiohttp":
+        return _AiohttpPoster(max_connections)
+    if transport == "httpx-aiohttp":
+        return _HttpxPoster(make_http_client(max_connections=max_connections), owned=True)
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
+    return _HttpxPoster(httpx.AsyncClient(limits=limits), owned=True)
 
 
 # -- Retry-After ----------------------------------------------------------------------------------
@@ -281,10 +423,8 @@ class HTTPModelClient:
         self.max_retry_after = float(max_retry_after)
         self.extra_headers = dict(headers or {})
         self.extra_body = _plain(extra_body or {})
-        self._injected = client
-        self._owned: LoopLocal[httpx.AsyncClient] = LoopLocal(
-            lambda: make_http_client(max_connections=self.max_concurrency)
-        )
+        self._injected = None if client is None else _HttpxPoster(client, owned=False)
+        self._owned: LoopLocal[_Poster] = LoopLocal(lambda: _make_poster(self.max_concurrency))
         self._limiter: LoopLocal[anyio.CapacityLimiter] = LoopLocal(
             lambda: anyio.CapacityLimiter(self.max_concurrency)
         )
@@ -309,9 +449,9 @@ class HTTPModelClient:
     async def aclose(self) -> None:
         """Close the HTTP client this model client created (an injected client stays open)."""
         if self._owned.is_current():
-            client = self._owned.get()
+            poster = self._owned.get()
             self._owned.clear()
-            await client.aclose()
+            await poster.aclose()
         else:
             self._owned.clear()
 
@@ -321,8 +461,15 @@ class HTTPModelClient:
         return f"{self.base_url}{self.path}"
 
     @property
-    def http_client(self) -> httpx.AsyncClient:
-        """The `httpx.AsyncClient` in use (created on first use inside the running loop)."""
+    def http_client(self) -> httpx.AsyncClient | None:
+        """The `httpx.AsyncClient` in use: the injected one, or the one this client built.
+
+        None when the client drives aiohttp directly (the default transport on asyncio). Read
+        it inside the running loop (the client builds its connections on first use).
+        """
+        return self._poster().http_client
+
+    def _poster(self) -> _Poster:
         return self._injected if self._injected is not None else self._owned.get()
 
     # -- the protocol -----------------------------------------------------------------------------
@@ -396,34 +543,27 @@ class HTTPModelClient:
     async def _send(self, body: dict[str, Any], estimate: int) -> tuple[_Reply, int, float]:
         content = json.dumps(body).encode()
         headers = self._request_headers()
-        timeout = httpx.Timeout(self.timeout)
         queued = 0.0
 
         async def attempt() -> _Reply:
             nonlocal queued
-            http = self.http_client
+            poster = self._poster()
             limiter = self._limiter.get()
             started = anyio.current_time()
             async with limiter:
                 lease = await self.rate_limit.acquire(estimate)
                 queued += anyio.current_time() - started
+                billed: int | None = None  # the estimate, unless usage says otherwise
                 try:
-                    response = await http.post(
-                        self.url, content=content, headers=headers, timeout=timeout
-                    )
-                except httpx.HTTPError:
-                    raise
-                except Exception as exc:
-                    if type(exc).__module__.split(".", 1)[0] == "aiohttp":
-                        raise httpx.TransportError(f"{type(exc).__name__}: {exc}") from exc
-                    raise
-                status = response.status_code
-                if not 200 <= status < 300:
-                    lease.settle(0)
-                    raise self._status_error(response)
-                reply = self._decode(response)
-                lease.settle(reply.billed_tokens)
-                return reply
+                    response = await poster.post(self.url, content, headers, self.timeout)
+                    if not 200 <= response.status_code < 300:
+                        billed = 0  # rejected requests are not billed
+                        raise self._status_error(response)
+                    reply = self._decode(response)
+                    billed = reply.billed_tokens
+                    return reply
+                finally:
+                    lease.settle(billed)
 
         policy = self.retry
 
@@ -431,7 +571,15 @@ class HTTPModelClient:
             return is_retryable_error(exc) or (policy is not None and policy.is_retryable(exc))
 
         try:
-            reply, attempts = await call_with_retry(policy, attempt, retryable=retryable)
+            try:
+                # the first attempt runs without the retry machinery (the common, fast path)
+                reply, attempts = await attempt(), 1
+            except Exception as first:
+                if policy is None or policy.attempts <= 1 or not retryable(first):
+                    raise
+                reply, attempts = await call_with_retry(
+                    policy, attempt, attempts_made=1, last_error=first, retryable=retryable
+                )
         except _RetryableStatus as exc:
             attempts_allowed = policy.attempts if policy is not None else 1
             raise ModelHTTPError(
@@ -442,7 +590,7 @@ class HTTPModelClient:
             ) from exc
         return reply, attempts, queued
 
-    def _status_error(self, response: httpx.Response) -> Exception:
+    def _status_error(self, response: _Response) -> Exception:
         status = response.status_code
         excerpt = _excerpt(response.text)
         if status in RETRYABLE_STATUSES or status >= 500:
@@ -452,7 +600,7 @@ class HTTPModelClient:
             return _RetryableStatus(status, excerpt, wait)
         return ModelHTTPError(status, self.name, excerpt, self._hint(status))
 
-    def _decode(self, response: httpx.Response) -> _Reply:
+    def _decode(self, response: _Response) -> _Reply:
         try:
             data = json.loads(response.content)
         except ValueError:

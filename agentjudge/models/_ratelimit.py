@@ -1,13 +1,16 @@
 """`RateLimit`: requests-per-minute and tokens-per-minute budgets shared by a client's calls.
 
-Both budgets are token buckets whose tokens come back exactly one ``period`` after they were
-spent (a sliding-window log). That is stricter than a classic refilling bucket: in *any* window
-of ``period`` seconds at most ``rpm`` requests start and at most ``tpm`` tokens are charged,
-never a burst of twice the budget at a window edge.
+Both budgets are token buckets whose tokens come back exactly one ``period`` after the request
+that spent them *finished*. A request holds its tokens while in flight; when it completes
+(`RateLease.settle`) its charge is corrected to the tokens the API reported and a timer of one
+``period`` starts. Because a request reaches the server between its admission and its
+completion, two requests that use the same token arrive at the server at least ``period``
+apart: in *any* window of ``period`` seconds, as seen by the server, at most ``rpm`` requests
+arrive and at most ``tpm`` tokens are charged. (A classic refilling bucket allows a burst of
+twice the budget at a window edge; admission timestamps alone are off by the network delay.)
 
-Tokens are estimated before a call (prompt characters / 4 plus the output allowance) and
-reconciled from the response's usage afterwards (`RateLease.settle`), so the budget follows
-what the API actually counted.
+Token charges start as an estimate (prompt characters / 4 plus the output allowance) and are
+reconciled from the response's usage.
 """
 
 from __future__ import annotations
@@ -24,47 +27,54 @@ __all__ = ["RateLease", "RateLimit"]
 
 
 @dataclass(eq=False)
-class _Entry:
+class _Spent:
     time: float
     tokens: int
     live: bool = True
 
 
 class RateLease:
-    """One admitted request; `settle` corrects its token charge once usage is known."""
+    """One admitted request; call `settle` exactly once when it finished (success or not)."""
 
-    __slots__ = ("_entry", "_limit")
+    __slots__ = ("_limit", "_settled", "_spent", "tokens")
 
-    def __init__(self, limit: RateLimit | None, entry: _Entry | None) -> None:
+    def __init__(self, limit: RateLimit | None, tokens: int) -> None:
         self._limit = limit
-        self._entry = entry
+        self.tokens = tokens
+        """The tokens charged for this request (the estimate until settled)."""
+        self._settled = limit is None
+        self._spent: _Spent | None = None
 
-    @property
-    def tokens(self) -> int:
-        """The tokens currently charged for this request."""
-        return self._entry.tokens if self._entry is not None else 0
+    def settle(self, tokens: int | None = None) -> None:
+        """The request finished: charge ``tokens`` (None keeps the estimate) from now on.
 
-    def settle(self, tokens: int | None) -> None:
-        """Replace the estimate with the real token count (None keeps the estimate)."""
-        if tokens is None or self._entry is None or self._limit is None:
+        The request's budget share comes back one period later. Settling twice corrects the
+        token charge again without releasing anything twice.
+        """
+        if self._limit is None:
             return
-        self._limit._settle(self._entry, max(0, int(tokens)))
-
-
-_NO_LEASE = RateLease(None, None)
+        charged = self.tokens if tokens is None else max(0, int(tokens))
+        if self._settled:
+            if self._spent is not None:
+                self._limit._correct(self._spent, charged)
+            self.tokens = charged
+            return
+        self._settled = True
+        self._spent = self._limit._release(self.tokens, charged)
+        self.tokens = charged
 
 
 class RateLimit:
     """Requests and tokens allowed per period (a minute by default); None means unlimited.
 
     One instance is shared by everything that uses it: give the same `RateLimit` to several
-    clients to make them share one budget.
+    clients to make them share one budget (e.g. one API key).
 
     Args:
-        rpm: Requests allowed to start in any window of ``period`` seconds.
+        rpm: Requests allowed to reach the server in any window of ``period`` seconds.
         tpm: Tokens (input + output) allowed in any window of ``period`` seconds. A single
-            request estimated above ``tpm`` is admitted alone, when the window is empty.
-        period: The window length in seconds (60; tests use shorter windows).
+            request estimated above ``tpm`` is admitted alone, when nothing else is charged.
+        period: The window length in seconds (60; tests and benchmarks use shorter windows).
 
     Raises:
         ValueError: A budget below 1 or a period that is not a positive finite number.
@@ -92,8 +102,10 @@ class RateLimit:
         self.rpm = rpm
         self.tpm = tpm
         self.period = float(period)
-        self._entries: deque[_Entry] = deque()
-        self._tokens_in_window = 0
+        self._spent: deque[_Spent] = deque()  # finished requests, oldest first
+        self._spent_tokens = 0
+        self._in_flight = 0
+        self._in_flight_tokens = 0
         self._lock: LoopLocal[anyio.Lock] = LoopLocal(anyio.Lock)
         self._changed: LoopLocal[anyio.Event] = LoopLocal(anyio.Event)
 
@@ -105,13 +117,19 @@ class RateLimit:
         """True when any budget is set."""
         return self.rpm is not None or self.tpm is not None
 
+    @property
+    def in_flight(self) -> int:
+        """Admitted requests that have not settled yet."""
+        return self._in_flight
+
     async def acquire(self, tokens: int = 0) -> RateLease:
         """Wait until a request estimated at ``tokens`` fits both budgets, then charge it.
 
-        Waiters are admitted first come, first served.
+        Waiters are admitted first come, first served. Settle the returned lease when the
+        request finished, whatever the outcome.
         """
         if not self.enabled:
-            return _NO_LEASE
+            return RateLease(None, 0)
         tokens = max(0, int(tokens))
         if self.tpm is not None:
             tokens = min(tokens, self.tpm)
@@ -121,42 +139,62 @@ class RateLimit:
                 self._expire(now)
                 wait = self._wait_needed(now, tokens)
                 if wait <= 0:
-                    entry = _Entry(now, tokens)
-                    self._entries.append(entry)
-                    self._tokens_in_window += tokens
-                    return RateLease(self, entry)
+                    self._in_flight += 1
+                    self._in_flight_tokens += tokens
+                    return RateLease(self, tokens)
                 changed = self._changed.get()
                 with anyio.move_on_after(wait):
                     await changed.wait()
 
+    # -- bookkeeping ------------------------------------------------------------------------------
+
     def _expire(self, now: float) -> None:
         horizon = now - self.period
-        entries = self._entries
-        while entries and entries[0].time <= horizon:
-            entry = entries.popleft()
+        spent = self._spent
+        while spent and spent[0].time <= horizon:
+            entry = spent.popleft()
             entry.live = False
-            self._tokens_in_window -= entry.tokens
+            self._spent_tokens -= entry.tokens
 
     def _wait_needed(self, now: float, tokens: int) -> float:
-        entries = self._entries
+        """0 when the request fits now, else how long until it might (inf: until a settle)."""
+        spent = self._spent
         wait = 0.0
-        if self.rpm is not None and len(entries) >= self.rpm:
-            # the request that must leave the window for the count to drop below rpm
-            wait = entries[len(entries) - self.rpm].time + self.period - now
-        if self.tpm is not None and entries and self._tokens_in_window + tokens > self.tpm:
-            excess = self._tokens_in_window + tokens - self.tpm
-            freed = 0
-            for entry in entries:
-                freed += entry.tokens
-                if freed >= excess:
-                    break
-            wait = max(wait, entry.time + self.period - now)
+        if self.rpm is not None:
+            excess = self._in_flight + len(spent) + 1 - self.rpm
+            if excess > 0:
+                wait = (
+                    spent[excess - 1].time + self.period - now if excess <= len(spent) else math.inf
+                )
+        if self.tpm is not None:
+            excess = self._in_flight_tokens + self._spent_tokens + tokens - self.tpm
+            if excess > 0:
+                freed = 0
+                until = math.inf
+                for entry in spent:
+                    freed += entry.tokens
+                    if freed >= excess:
+                        until = entry.time + self.period - now
+                        break
+                wait = max(wait, until)
         return wait
 
-    def _settle(self, entry: _Entry, tokens: int) -> None:
+    def _release(self, estimate: int, tokens: int) -> _Spent:
+        self._in_flight -= 1
+        self._in_flight_tokens -= estimate
+        entry = _Spent(anyio.current_time(), tokens)
+        self._spent.append(entry)
+        self._spent_tokens += tokens
+        self._notify()
+        return entry
+
+    def _correct(self, entry: _Spent, tokens: int) -> None:
         if entry.live:
-            self._tokens_in_window += tokens - entry.tokens
+            self._spent_tokens += tokens - entry.tokens
         entry.tokens = tokens
+        self._notify()
+
+    def _notify(self) -> None:
         if self._changed.is_current():
             event = self._changed.get()
             self._changed.clear()

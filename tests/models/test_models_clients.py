@@ -365,32 +365,41 @@ async def test_queued_s_counts_waiting_for_a_slot() -> None:
 
 
 async def test_default_transport_and_override(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On asyncio the aiohttp transport is the default; AGENTJUDGE_HTTP_TRANSPORT=httpx opts out."""
+    """On asyncio aiohttp is the default; AGENTJUDGE_HTTP_TRANSPORT picks another transport."""
     assert default_transport() == "aiohttp"
-    monkeypatch.setenv("AGENTJUDGE_HTTP_TRANSPORT", "httpx")
-    assert default_transport() == "httpx"
     async with (
-        FakeModelServer(FakeResponse(text="via httpx")) as server,
+        FakeModelServer(FakeResponse(text="direct")) as server,
         OpenAIChat("m", base_url=server.base_url) as model,
     ):
-        assert type(model.http_client) is httpx.AsyncClient
-        assert (await model.complete(ask())).text == "via httpx"
+        assert model.http_client is None  # aiohttp is driven directly
+        assert (await model.complete(ask())).text == "direct"
+    for choice, expected_type in (("httpx", httpx.AsyncClient), ("httpx-aiohttp", None)):
+        monkeypatch.setenv("AGENTJUDGE_HTTP_TRANSPORT", choice)
+        assert default_transport() == choice
+        async with (
+            FakeModelServer(FakeResponse(text=f"via {choice}")) as server,
+            OpenAIChat("m", base_url=server.base_url) as model,
+        ):
+            http = model.http_client
+            assert isinstance(http, httpx.AsyncClient)
+            if expected_type is not None:
+                assert type(http) is expected_type
+            assert (await model.complete(ask())).text == f"via {choice}"
+        assert http.is_closed  # leaving `async with` closed the client it built
     monkeypatch.setenv("AGENTJUDGE_HTTP_TRANSPORT", "curl")
     with pytest.raises(ValueError, match="AGENTJUDGE_HTTP_TRANSPORT"):
         default_transport()
 
 
-async def test_aclose_closes_the_owned_client() -> None:
-    """Leaving `async with` closes the HTTP client the model client created."""
+async def test_client_is_reusable_after_aclose() -> None:
+    """After aclose() the client opens new connections on the next call."""
     async with FakeModelServer() as server:
         model = OpenAIChat("m", base_url=server.base_url)
         async with model:
             await model.complete(ask())
-            http = model.http_client
-        assert http.is_closed
-        # still usable afterwards: a new HTTP client is created on demand
         assert (await model.complete(ask())).text == "ok"
         await model.aclose()
+        await model.aclose()  # idempotent
 
 
 def test_client_survives_separate_event_loops() -> None:
@@ -451,3 +460,20 @@ def test_schema_checker_subset() -> None:
         "$.score: 11 is above the maximum 10"
     ]
     assert schema_errors({"label": "pass"}, schema) == ["$: missing required property 'score'"]
+
+
+async def test_environment_proxy_is_resolved_once_per_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The aiohttp transport honours HTTPS_PROXY / NO_PROXY like httpx does."""
+    from agentjudge.models._http import _AiohttpPoster
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "llm.local")
+    for name in ("https_proxy", "no_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    poster = _AiohttpPoster(4)
+    try:
+        assert poster._proxy("https://api.example/v1/x") == "http://proxy.internal:3128"
+        assert poster._proxy("https://llm.local:8443/v1/x") is None
+        assert poster._proxy("http://api.example/v1/x") is None  # no HTTP_PROXY set
+    finally:
+        await poster.aclose()
