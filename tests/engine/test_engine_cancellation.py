@@ -157,6 +157,7 @@ async def test_cancelling_a_cascade_mid_tier_leaves_nothing_behind() -> None:
 
 async def test_handle_cancel_makes_awaiting_raise_evaluation_cancelled() -> None:
     """handle.cancel() cancels the judges; awaiting, verdict() and iteration raise."""
+    tasks_before = running_tasks()
     judges = hanging(2)
     evaluator = Evaluator(judges)
     async with evaluator:
@@ -173,6 +174,7 @@ async def test_handle_cancel_makes_awaiting_raise_evaluation_cancelled() -> None
                 pass
     assert [j.cancelled for j in judges] == [1, 1]
     assert idle(evaluator)
+    assert running_tasks() == tasks_before
     assert issubclass(EvaluationCancelled, AgentJudgeError)
 
 
