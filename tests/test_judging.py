@@ -81,15 +81,10 @@ def test_judge_empty_parentheses_uses_function_name_and_docstring() -> None:
     assert not_empty.description == "Output is not empty."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="API.md section 2 declares `@judge(name=None, *, ...)`: `name` must be accepted as a "
-    "keyword; judging/_protocol.py makes it positional-only (reported to the lead)",
-)
 def test_judge_accepts_name_as_keyword() -> None:
     """@judge(name="x") works as the contract's signature says."""
 
-    @judge(name="x")  # type: ignore[call-overload]
+    @judge(name="x")
     def j(ctx: Context) -> bool:
         return True
 

@@ -40,6 +40,8 @@ class JudgeResult(BaseModel):
 
     @model_validator(mode="after")
     def _sampled_iff_judgment(self) -> JudgeResult:
+        if not self.name.strip():
+            raise ValueError("name: must be non-blank")
         if self.sampled and self.judgment is None:
             raise ValueError("judgment: required when sampled is true")
         if not self.sampled and self.judgment is not None:

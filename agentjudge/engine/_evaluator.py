@@ -250,13 +250,12 @@ class Evaluator:
         self._retry = retry if retry is not None and retry.attempts > 1 else None
         self._plan: Plan = compile_plan(judges, sampling)
         self._limits = {k: _positive_int(f"limits[{k!r}]", v) for k, v in (limits or {}).items()}
-        if self._plan.root is not None:
-            unknown = sorted(set(self._limits) - self._plan.resources)
-            if unknown:
-                raise ValueError(
-                    f"limits names unknown resources {unknown}; resources used by the judges: "
-                    f"{sorted(self._plan.resources) or 'none'}"
-                )
+        unknown = sorted(set(self._limits) - self._plan.resources)
+        if unknown:
+            raise ValueError(
+                f"limits names unknown resources {unknown}; resources used by the judges: "
+                f"{sorted(self._plan.resources) or 'none'}"
+            )
         self._rng = rng if rng is not None else random.Random()
         if on_result is not None and not callable(on_result):
             raise ValueError(f"on_result must be callable, got {on_result!r}")
@@ -302,7 +301,15 @@ class Evaluator:
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         tg, self._tg = self._tg, None
         assert tg is not None
-        return await tg.__aexit__(*exc_info)
+        error = exc_info[1] if len(exc_info) > 1 else None
+        try:
+            return await tg.__aexit__(*exc_info)
+        except BaseExceptionGroup as group:
+            # The block's own exception comes back wrapped by the task group: let the
+            # original propagate unchanged (``except ValueError`` keeps working).
+            if error is not None and len(group.exceptions) == 1 and group.exceptions[0] is error:
+                return False
+            raise
 
     # ------------------------------------------------------------------ public API
     def _context(self, context: Context | None, fields: dict[str, Any]) -> Context:
@@ -354,9 +361,20 @@ class Evaluator:
     ) -> AsyncIterator[JudgeResult]:
         """Evaluate one context, yielding results in completion order.
 
-        Leaving the loop early cancels the judges still running (close the iterator with
-        ``contextlib.aclosing`` when you break out early).
+        Leaving the loop early cancels the judges still running. Inside ``async with
+        evaluator`` the evaluation runs in the evaluator's task group, so breaking out is always
+        safe; without a scope, close the iterator (``contextlib.aclosing``) when you break out
+        early, as with any async generator that owns a task group.
         """
+        if self._tg is not None:
+            handle = self.submit(context, **context_fields)
+            try:
+                async for result in handle:
+                    yield result
+            finally:
+                if not handle.done():
+                    handle.cancel()
+            return
         run = self._new_run(self._context(context, context_fields))
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._drive, run, None)

@@ -126,7 +126,6 @@ def judge(fn: Callable[..., Any], /) -> FunctionJudge: ...
 @overload
 def judge(
     name: str | None = None,
-    /,
     *,
     kind: JudgeKind = JudgeKind.DETERMINISTIC,
     description: str = "",
@@ -138,7 +137,6 @@ def judge(
 
 def judge(
     name: str | Callable[..., Any] | None = None,
-    /,
     *,
     kind: JudgeKind = JudgeKind.DETERMINISTIC,
     description: str = "",
@@ -159,11 +157,8 @@ def judge(
         metric_key: Metric the judge reports under.
         sampling_rate: Default fraction of evaluations this judge runs in (0..1).
     """
-    if callable(name):
-        fn = name
-        return FunctionJudge(fn, name=judge_name(fn), kind=kind, description=description)
 
-    def decorate(fn: Callable[..., Any]) -> FunctionJudge:
+    def decorate(fn: Callable[..., Any], name: str | None = None) -> FunctionJudge:
         return FunctionJudge(
             fn,
             name=name if name is not None else judge_name(fn),
@@ -174,7 +169,9 @@ def judge(
             sampling_rate=sampling_rate,
         )
 
-    return decorate
+    if callable(name):
+        return decorate(name)
+    return functools.partial(decorate, name=name)
 
 
 def named(
