@@ -72,7 +72,9 @@ def sleeping_judges(n: int, delay: float) -> list[Any]:
 
 
 # ---------------------------------------------------------------- references
-async def ref_anyio(calls: list[tuple[Callable[[Context], Awaitable[Judgment]], Context]], cap: int):
+async def ref_anyio(
+    calls: list[tuple[Callable[[Context], Awaitable[Judgment]], Context]], cap: int
+):
     limiter = anyio.CapacityLimiter(cap)
     out: list[Judgment] = []
 

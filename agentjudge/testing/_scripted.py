@@ -120,8 +120,10 @@ class ScriptedJudge:
                 if self.latency:
                     await anyio.sleep(self.latency)
                 error = self.error
-                raise error if isinstance(error, BaseException) else error(
-                    f"scripted failure {index + 1} of {self.fail_times}"
+                raise (
+                    error
+                    if isinstance(error, BaseException)
+                    else error(f"scripted failure {index + 1} of {self.fail_times}")
                 )
             if self.hang:
                 await anyio.sleep_forever()
