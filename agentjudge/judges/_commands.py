@@ -182,15 +182,18 @@ class CommandJudge(DeterministicJudge):
         meta: dict[str, Any] = {"command": shown}
         started = time.monotonic()
         try:
-            proc = await anyio.open_process(
-                command if isinstance(command, str) else list(command),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=workspace,
-                env=self._environment(),
-                start_new_session=True,
-            )
+            # Shielded: a cancellation arriving while the process starts must not leak it; it
+            # is delivered at the next checkpoint, where the finally clause below kills it.
+            with anyio.CancelScope(shield=True):
+                proc = await anyio.open_process(
+                    command if isinstance(command, str) else list(command),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    cwd=workspace,
+                    env=self._environment(),
+                    start_new_session=True,
+                )
         except FileNotFoundError:
             program = command if isinstance(command, str) else command[0]
             return Judgment.failed(

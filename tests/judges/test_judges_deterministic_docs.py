@@ -7,9 +7,6 @@ from pathlib import Path
 
 import pytest
 
-import agentjudge.judges
-from agentjudge.judges import _deterministic
-
 DOC = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "deterministic-judges.md"
 
 
@@ -24,13 +21,8 @@ def test_doc_has_examples() -> None:
 
 
 @pytest.mark.parametrize("index", range(len(python_blocks())))
-def test_doc_example_runs(index: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_doc_example_runs(index: int) -> None:
     """Each python example executes and its assertions hold."""
-    for name in _deterministic.__all__:  # until the package re-exports them
-        if not hasattr(agentjudge.judges, name):
-            monkeypatch.setattr(
-                agentjudge.judges, name, getattr(_deterministic, name), raising=False
-            )
     code = python_blocks()[index]
     exec(
         compile(code, f"{DOC.name}[block {index}]", "exec", dont_inherit=True),
