@@ -4,6 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 UV := $(PYTHON) -m uv
 RUN := $(UV) run --frozen --all-extras
+SRC := agentjudge tests benchmarks $(wildcard examples)
 
 .PHONY: help uv install run test lint typecheck cov bench docs all clean
 
@@ -24,8 +25,8 @@ test: install ## Run the whole test suite
 	$(RUN) pytest -q
 
 lint: install ## ruff + import-linter layer contracts
-	$(RUN) ruff check agentjudge tests benchmarks examples
-	$(RUN) ruff format --check agentjudge tests benchmarks examples
+	$(RUN) ruff check $(SRC)
+	$(RUN) ruff format --check $(SRC)
 	$(RUN) lint-imports
 
 typecheck: install ## mypy --strict
