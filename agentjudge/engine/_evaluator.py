@@ -18,6 +18,7 @@ import inspect
 import logging
 import math
 import random
+from collections import deque
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -70,13 +71,25 @@ class _CompositeFailure(Exception):
 class _Stats:
     """Per-leaf bookkeeping; also the borrower identity for limiter tokens."""
 
-    __slots__ = ("attempts", "queued", "reserved", "working")
+    __slots__ = ("attempts", "queued", "reserved", "since", "working")
 
-    def __init__(self) -> None:
+    def __init__(self, since: float = 0.0) -> None:
         self.attempts = 0
         self.queued = 0.0
         self.working = 0.0
         self.reserved = False
+        self.since = since  # when the first attempt started waiting (0: when it is made)
+
+
+class _Queued:
+    """A group member waiting for a global slot: no task exists until one is free."""
+
+    __slots__ = ("dead", "launch", "stats")
+
+    def __init__(self, stats: _Stats, launch: Callable[[], None]) -> None:
+        self.stats = stats
+        self.launch = launch
+        self.dead = False
 
 
 class _Run:
@@ -262,6 +275,7 @@ class Evaluator:
         self._on_result = on_result
         self._global: anyio.CapacityLimiter | None = None
         self._resource_limiters: dict[str, anyio.CapacityLimiter] = {}
+        self._waiting: deque[_Queued] = deque()
         self._tg: anyio.abc.TaskGroup | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -598,17 +612,35 @@ class Evaluator:
                 resource = self.resource_limiter(leaf.resource)
                 if resource is not None:
                     resource.release_on_behalf_of(stats)
+            self._dispatch()
+
+    def _dispatch(self) -> None:
+        """Hand free global slots to queued members, first come first served."""
+        waiting = self._waiting
+        limiter = self._global
+        while waiting and limiter is not None:
+            entry = waiting[0]
+            if entry.dead:
+                waiting.popleft()
+                continue
+            try:
+                limiter.acquire_on_behalf_of_nowait(entry.stats)
+            except WouldBlock:
+                return
+            waiting.popleft()
+            entry.stats.reserved = True
+            entry.launch()
 
     async def _attempt(self, leaf: Leaf, ctx: Context, stats: _Stats) -> Judgment:
         stats.attempts += 1
-        started = perf_counter()
+        started, stats.since = stats.since or perf_counter(), 0.0
         resource = self.resource_limiter(leaf.resource) if leaf.resource is not None else None
         limiter = self._global or self.limiter
+        # A member started after its group was cancelled must not reach the judge just
+        # because a slot is free (acquiring without waiting is no checkpoint). A reservation
+        # still held here is released by the group if this raises.
+        await checkpoint_if_cancelled()
         reserved, stats.reserved = stats.reserved, False
-        if not reserved:
-            # A member started after its group was cancelled must not reach the judge just
-            # because a slot is free (acquiring without waiting is no checkpoint).
-            await checkpoint_if_cancelled()
         if resource is not None and not reserved:
             await _acquire(resource, stats)
         try:
@@ -632,6 +664,8 @@ class Evaluator:
                     stats.working += perf_counter() - began
             finally:
                 limiter.release_on_behalf_of(stats)
+                if self._waiting:
+                    self._dispatch()
         finally:
             if resource is not None:
                 resource.release_on_behalf_of(stats)
@@ -657,21 +691,43 @@ class Evaluator:
         stop = False
         # Case-major fairness: take every member's slots now, in member order, so the members
         # of one evaluation start together (a cascade tier can short-circuit early) instead
-        # of interleaving with other evaluations. Members whose slots are not free start as
-        # their own task at once, so they queue for slots together too.
+        # of interleaving with other evaluations. Members whose slots are not free wait in
+        # the evaluator's FIFO queue without a task (only the global limit stands between
+        # them and a slot), or start as their own task waiting on their resource limiter.
         stats: list[_Stats | None] = [None] * len(members)
         inline: list[bool] = [True] * len(members)
         for i, m in enumerate(members):
             if type(m) is Leaf and run.sampled[m.index]:
-                st = _Stats()
+                st = _Stats(perf_counter())
                 stats[i] = st
                 inline[i] = self._reserve(m, st)
+        queued: list[_Queued] = []
+        pending = 0
+        all_started: anyio.Event | None = None
 
         def stopped() -> bool:
             return stop
 
         def runs_inline(i: int) -> bool:
             return inline[i]
+
+        def start_later(i: int) -> None:
+            nonlocal pending
+            m, st = members[i], stats[i]
+            if type(m) is Leaf and st is not None and m.resource not in self._limits:
+                entry = _Queued(st, lambda: launch(i))
+                queued.append(entry)
+                self._waiting.append(entry)
+                pending += 1
+            else:
+                tg.start_soon(member, i)
+
+        def launch(i: int) -> None:
+            nonlocal pending
+            pending -= 1
+            if pending == 0 and all_started is not None:
+                all_started.set()
+            tg.start_soon(member, i)
 
         try:
             async with anyio.create_task_group() as tg:
@@ -690,8 +746,15 @@ class Evaluator:
                         stop = True
                         tg.cancel_scope.cancel()
 
-                await start_all(tg, member, len(members), stopped, runs_inline)
+                await start_all(tg, member, len(members), stopped, runs_inline, start_later)
+                if pending:
+                    self._dispatch()
+                if pending:
+                    all_started = anyio.Event()
+                    await all_started.wait()
         finally:
+            for entry in queued:
+                entry.dead = True
             for m, held in zip(members, stats, strict=True):
                 if held is not None and held.reserved:
                     assert type(m) is Leaf

@@ -54,17 +54,19 @@ async def start_all(
     count: int,
     stopped: Callable[[], bool],
     inline: Callable[[int], bool],
+    later: Callable[[int], None],
     start: int = 0,
 ) -> None:
     """Run ``factory(i)`` for ``i`` in ``start..count-1`` concurrently inside ``tg``.
 
     ``stopped()`` is checked before starting each coroutine; once true, the rest never start.
-    Coroutines for which ``inline(i)`` is false start as their own task right away.
+    For ``i`` where ``inline(i)`` is false, ``later(i)`` is called instead (it starts or
+    queues the coroutine itself).
     """
     i = start
     while i < count and not stopped():
         if not inline(i):
-            tg.start_soon(factory, i)
+            later(i)
             i += 1
             continue
         coro = factory(i)
@@ -74,6 +76,6 @@ async def start_all(
             i += 1
             continue
         if i + 1 < count:
-            tg.start_soon(start_all, tg, factory, count, stopped, inline, i + 1)
+            tg.start_soon(start_all, tg, factory, count, stopped, inline, later, i + 1)
         await _Resume(coro, first)
         return
