@@ -1,1 +1,71 @@
-"""Offline evaluation harness: JSONL datasets, runs, results files, gates, CLI."""
+"""Offline evaluation harness: JSONL datasets, runs, results files, gates, reports, CLI.
+
+```python
+import anyio
+from agentjudge.harness import Suite, run_suite
+
+suite = Suite(dataset="data.jsonl", task="task:answer", judges="judges:build",
+              gates=["citation_precision.mean>=0.9", "errors.rate<=0.02"])
+summary = anyio.run(lambda: run_suite(suite, out=".agentjudge/run"))
+print(summary.passed, summary.judges["citation_precision"].mean)
+```
+
+The same from a shell: ``agentjudge run agentjudge.toml --out .agentjudge/run``.
+"""
+
+from __future__ import annotations
+
+from agentjudge.harness._baseline import load_summary
+from agentjudge.harness._case import Case, TaskOutput
+from agentjudge.harness._cli import main
+from agentjudge.harness._dataset import Dataset, parse_case
+from agentjudge.harness._gates import Gate, parse_gate
+from agentjudge.harness._report import render_compare, render_report
+from agentjudge.harness._results import ResultsError, iter_rows, scan_results
+from agentjudge.harness._run import RunAborted, RunConfigError, run_suite
+from agentjudge.harness._suite import Suite, load_suite
+from agentjudge.harness._summary import (
+    BaselineJudge,
+    BaselineOutcome,
+    CasesSummary,
+    DatasetInfo,
+    FlippedCase,
+    GateOutcome,
+    JudgeSummary,
+    RunSummary,
+    bootstrap_ci,
+)
+from agentjudge.harness._task import TaskRunner
+from agentjudge.harness._telemetry import Telemetry
+
+__all__ = [
+    "BaselineJudge",
+    "BaselineOutcome",
+    "Case",
+    "CasesSummary",
+    "Dataset",
+    "DatasetInfo",
+    "FlippedCase",
+    "Gate",
+    "GateOutcome",
+    "JudgeSummary",
+    "ResultsError",
+    "RunAborted",
+    "RunConfigError",
+    "RunSummary",
+    "Suite",
+    "TaskOutput",
+    "TaskRunner",
+    "Telemetry",
+    "bootstrap_ci",
+    "iter_rows",
+    "load_suite",
+    "load_summary",
+    "main",
+    "parse_case",
+    "parse_gate",
+    "render_compare",
+    "render_report",
+    "run_suite",
+    "scan_results",
+]

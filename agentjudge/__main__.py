@@ -1,0 +1,8 @@
+"""``python -m agentjudge``: the command line (see `agentjudge.harness`)."""
+
+from __future__ import annotations
+
+from agentjudge.harness._cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

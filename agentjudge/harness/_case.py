@@ -1,0 +1,84 @@
+"""One dataset row (`Case`) and what a task may return (`TaskOutput`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentjudge.models._types import Usage
+
+__all__ = ["Case", "TaskOutput"]
+
+_MISSING: Any = object()
+
+
+class Case(BaseModel):
+    """One row of a dataset: what the task is asked and what a good answer looks like.
+
+    ``Case(id, input, expected=None, metadata={}, **extra)``: fields beyond these four are kept
+    as extras (``case.model_extra``, or attribute access ``case.tag``) and reach the task, not
+    the judges.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    id: str = Field(min_length=1)
+    """Unique, non-blank identifier of the case (ids are compared exactly, case-sensitively)."""
+    input: Any
+    """What the system under test is given (any JSON value)."""
+    expected: Any = None
+    """The reference the judges compare against (any JSON value), when there is one."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form facts about the case; judges see it as ``ctx.metadata`` (plus ``case_id``)."""
+
+    def __init__(self, id: Any = _MISSING, input: Any = _MISSING, /, **data: Any) -> None:
+        if id is not _MISSING:
+            data["id"] = id
+        if input is not _MISSING:
+            data["input"] = input
+        super().__init__(**data)
+
+    @field_validator("id")
+    @classmethod
+    def _id_not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("id must be a non-blank string")
+        return v
+
+    @property
+    def extras(self) -> Mapping[str, Any]:
+        """The row's fields beyond id, input, expected and metadata."""
+        return self.model_extra or {}
+
+
+class TaskOutput(BaseModel):
+    """What a task may return when judges need more than the answer text.
+
+    ``TaskOutput(text, citations=(), route=None, refused=False, usage=None)``. The retrieval and
+    routing judges read ``citations``, ``route`` and ``refused`` from it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = ""
+    """The answer text."""
+    citations: tuple[str, ...] = ()
+    """Identifiers of the sources the answer cites, in the order given."""
+    route: str | None = None
+    """The route / sub-agent / tool the system chose, when it routes."""
+    refused: bool = False
+    """True when the system declined to answer."""
+    usage: Usage | None = None
+    """Token usage of the call, when known."""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Anything else worth keeping in the results file (JSON values)."""
+
+    def __init__(self, text: Any = _MISSING, /, **data: Any) -> None:
+        if text is not _MISSING:
+            data["text"] = text
+        super().__init__(**data)
+
+    def __str__(self) -> str:
+        return self.text

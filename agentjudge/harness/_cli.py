@@ -1,0 +1,289 @@
+"""The ``agentjudge`` command line (also ``python -m agentjudge``).
+
+Exit codes: 0 every gate passed (or none was set); 1 a gate or the baseline check failed;
+2 a usage, configuration or dataset error (the message names the setting, file, line or field);
+3 the run was aborted (Ctrl-C or a crash) - the results file stays valid, ``--resume`` goes on.
+``agentjudge report``, ``compare`` and ``schema`` exit 0 (2 when their input is unusable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_ABORTED = 3
+
+_SUITE_FILE = "agentjudge.toml"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for the CLI reference docs)."""
+    parser = argparse.ArgumentParser(
+        prog="agentjudge",
+        description="Offline evaluation: run a dataset through a task and judges, gate on it.",
+        epilog="Exit codes: 0 gates passed, 1 a gate or baseline failed, "
+        "2 usage/configuration/dataset error, 3 run aborted.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    run = sub.add_parser(
+        "run",
+        help="run a suite and write results.jsonl + summary.json",
+        description="Run a suite: each case goes through the task, then the judges; every "
+        "finished case is appended to OUT/results.jsonl at once.",
+    )
+    run.add_argument(
+        "suite",
+        nargs="?",
+        help=f"suite file (default: ./{_SUITE_FILE} when present); flags override its settings",
+    )
+    run.add_argument("--dataset", metavar="FILE", help="JSONL dataset")
+    run.add_argument("--task", metavar="MODULE:FUNC", help="the task, or openai:<model>")
+    run.add_argument("--task-url", metavar="URL", help="base URL of the OpenAI-compatible endpoint")
+    run.add_argument("--judges", metavar="MODULE:ATTR", help="judge, list, dict, Jury or Cascade")
+    run.add_argument("--concurrency", type=_positive_int, metavar="N", help="cases in flight")
+    run.add_argument("--task-timeout", type=_seconds, metavar="S", help="seconds per case")
+    run.add_argument(
+        "--judge-timeout", type=_seconds, metavar="S", help="seconds per judge attempt"
+    )
+    run.add_argument("--out", metavar="DIR", help="output folder (default .agentjudge/<suite>)")
+    mode = run.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--resume", action="store_true", help="continue OUT/results.jsonl, skipping done ids"
+    )
+    mode.add_argument(
+        "--overwrite", action="store_true", help="delete an existing OUT/results.jsonl first"
+    )
+    run.add_argument(
+        "--gate",
+        action="append",
+        default=[],
+        metavar="EXPR",
+        help="e.g. 'correctness.mean>=0.9' or 'errors.rate<=0.02' (repeatable; added to the "
+        "suite's gates)",
+    )
+    run.add_argument("--baseline", metavar="SUMMARY", help="a previous run's summary.json")
+    run.add_argument(
+        "--max-regression",
+        type=_fraction,
+        metavar="X",
+        help="fail when a judge's mean drops by more than X against the baseline",
+    )
+    run.add_argument(
+        "--max-flips",
+        type=_non_negative_int,
+        metavar="N",
+        help="fail when more than N cases flipped from pass against the baseline",
+    )
+    run.add_argument("--limit", type=_non_negative_int, metavar="N", help="first N cases only")
+    run.add_argument("--seed", type=int, metavar="N", help="seed for sampling and bootstrap")
+    run.add_argument(
+        "--progress",
+        choices=("auto", "rich", "plain", "off"),
+        default="auto",
+        help="progress display on stderr (default: a bar on a terminal, lines otherwise)",
+    )
+    run.add_argument(
+        "--progress-interval",
+        type=_seconds,
+        default=5.0,
+        metavar="S",
+        help="seconds between plain progress lines (default 5)",
+    )
+    run.add_argument("--json", action="store_true", help="print summary.json instead of a table")
+
+    report = sub.add_parser("report", help="print a run's report (per judge and per tag)")
+    report.add_argument("run_dir", metavar="DIR", help="a run's output folder")
+
+    compare = sub.add_parser("compare", help="per-judge deltas and flipped cases of two runs")
+    compare.add_argument("a", metavar="A", help="the first run folder (or its summary.json)")
+    compare.add_argument("b", metavar="B", help="the second run folder (or its summary.json)")
+
+    sub.add_parser("schema", help="print the JSON schema of a dataset row")
+    return parser
+
+
+def _error(message: str) -> int:
+    for line in message.splitlines() or [""]:
+        print(f"agentjudge: error: {line}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _cwd_path(value: str | None) -> Path | None:
+    return None if value is None else Path(value).resolve()
+
+
+def _suite_from_args(args: argparse.Namespace) -> Any:
+    from agentjudge.harness._suite import Suite, load_suite
+
+    if args.suite is not None:
+        suite = load_suite(args.suite)
+    elif Path(_SUITE_FILE).is_file():
+        suite = load_suite(_SUITE_FILE)
+    else:
+        suite = Suite()
+    return suite.with_overrides(
+        dataset=_cwd_path(args.dataset),
+        task=args.task,
+        task_url=args.task_url,
+        judges=args.judges,
+        concurrency=args.concurrency,
+        task_timeout=args.task_timeout,
+        judge_timeout=args.judge_timeout,
+        gates=[*suite.gates, *args.gate] if args.gate else None,
+        baseline=_cwd_path(args.baseline),
+        max_regression=args.max_regression,
+        max_flips=args.max_flips,
+        limit=args.limit,
+        seed=args.seed,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    import anyio
+    from pydantic import ValidationError
+
+    from agentjudge.harness._report import format_summary
+    from agentjudge.harness._run import RunAborted, default_out, run_suite
+    from agentjudge.harness._suite import describe_validation_error
+
+    try:
+        suite = _suite_from_args(args)
+    except ValidationError as exc:
+        return _error(describe_validation_error(exc, "command line"))
+    except ValueError as exc:
+        return _error(str(exc))
+    out = Path(args.out) if args.out is not None else default_out(suite)
+
+    async def go() -> Any:
+        return await run_suite(
+            suite,
+            out=out,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            progress=args.progress,
+            progress_interval=args.progress_interval,
+        )
+
+    try:
+        summary = anyio.run(go)
+    except KeyboardInterrupt:
+        print(
+            f"agentjudge: run aborted (interrupted); finished cases are kept in "
+            f"{out / 'results.jsonl'}; continue with --resume",
+            file=sys.stderr,
+        )
+        return EXIT_ABORTED
+    except RunAborted as exc:
+        return _crash(exc.__cause__ or exc, out)
+    except ValueError as exc:  # RunConfigError, DatasetError: raised before any case ran
+        return _error(str(exc))
+    if args.json:
+        print(summary.model_dump_json(indent=2))
+    else:
+        print(format_summary(summary))
+        print(f"\nresults: {out / 'results.jsonl'}\nsummary: {out / 'summary.json'}")
+    return EXIT_OK if summary.passed else EXIT_FAILED
+
+
+def _crash(exc: BaseException, out: Path) -> int:
+    traceback.print_exception(exc, file=sys.stderr)
+    print(
+        f"agentjudge: run aborted: {type(exc).__name__}: {exc}\n"
+        f"agentjudge: finished cases are kept in {out / 'results.jsonl'}; "
+        "continue with --resume",
+        file=sys.stderr,
+    )
+    return EXIT_ABORTED
+
+
+def _report(args: argparse.Namespace) -> int:
+    from agentjudge.harness._report import render_report
+
+    try:
+        print(render_report(args.run_dir))
+    except ValueError as exc:
+        return _error(str(exc))
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from agentjudge.harness._report import render_compare
+
+    try:
+        print(render_compare(args.a, args.b))
+    except ValueError as exc:
+        return _error(str(exc))
+    return EXIT_OK
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from agentjudge.harness._case import Case
+
+    print(json.dumps(Case.model_json_schema(), indent=2))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handlers = {"run": _run, "report": _report, "compare": _compare, "schema": _schema}
+    try:
+        return handlers[args.command](args)
+    except BrokenPipeError:  # e.g. `agentjudge report DIR | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK

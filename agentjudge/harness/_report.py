@@ -1,0 +1,250 @@
+"""Terminal reports: one run (per judge and per tag) and the comparison of two runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from agentjudge.harness._baseline import case_statuses, load_summary, row_status
+from agentjudge.harness._results import iter_rows
+from agentjudge.harness._summary import JudgeSummary, RunAggregate, RunSummary
+
+__all__ = ["format_summary", "render_compare", "render_report", "row_tags"]
+
+MAX_LISTED = 20
+"""Case ids listed per category in a comparison."""
+MAX_TAG_COLUMNS = 6
+"""Up to this many tags are shown as columns (one row per measure); more as rows."""
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _delta(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.3f}"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A plain aligned table: first column left-aligned, the others right-aligned."""
+    body = [list(r) for r in rows]
+    widths = [len(h) for h in headers]
+    for row in body:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(cells)]
+        return "  ".join(parts).rstrip()
+
+    out = [line(headers), line(["-" * w for w in widths])]
+    out.extend(line(r) for r in body)
+    return "\n".join(out)
+
+
+def _judge_row(name: str, s: JudgeSummary) -> list[str]:
+    c = s.counts
+    return [
+        name,
+        _num(s.mean),
+        _num(s.pass_rate),
+        _ci(s.ci95),
+        str(c.get("pass", 0)),
+        str(c.get("fail", 0)),
+        str(c.get("abstain", 0)),
+        str(c.get("error", 0)),
+    ]
+
+
+_JUDGE_HEADERS = ("judge", "mean", "pass_rate", "ci95", "pass", "fail", "abstain", "error")
+
+
+def format_summary(summary: RunSummary) -> str:
+    """Per-judge table, cases, gates and the baseline check of one run."""
+    cases = summary.cases
+    lines = [
+        f"run {summary.run_id} ({summary.status})  dataset {summary.dataset.path} "
+        f"({summary.dataset.rows} rows)",
+        f"cases: {cases.total}, task errors: {cases.errors} (rate {_num(cases.error_rate)})",
+        "",
+    ]
+    rows = [_judge_row(name, s) for name, s in summary.judges.items()]
+    if summary.verdict is not None:
+        rows.append(_judge_row("(verdict)", summary.verdict))
+    lines.append(table(_JUDGE_HEADERS, rows))
+    if summary.gates:
+        lines.append("")
+        lines.append("gates:")
+        for g in summary.gates:
+            mark = "PASS" if g.passed else "FAIL"
+            lines.append(f"  {mark}  {g.expr}  (value {_num(g.value, 4)})")
+    if summary.baseline is not None:
+        b = summary.baseline
+        lines.append("")
+        lines.append(
+            f"baseline {b.summary}: {'PASS' if b.passed else 'FAIL'} "
+            f"(max regression {_num(b.max_regression)})"
+        )
+        for name, j in b.judges.items():
+            flag = "  REGRESSED" if j.regressed else ""
+            missing = " (judge no longer present)" if j.missing else ""
+            lines.append(
+                f"  {name}: {_num(j.baseline_mean)} -> {_num(j.mean)} "
+                f"({_delta(j.delta)}){flag}{missing}"
+            )
+        count = b.flipped_count
+        if not b.flips_checked:
+            lines.append("  flipped cases: not checked (no results.jsonl beside the baseline)")
+        else:
+            lines.append(f"  flipped pass -> not pass: {count}")
+            for f in b.flipped[:MAX_LISTED]:
+                lines.append(f"    {f.id}: {f.before} -> {f.after}")
+            if count > MAX_LISTED:
+                lines.append(f"    ... and {count - MAX_LISTED} more (see summary.json)")
+    if summary.passed is not None:
+        lines.append("")
+        lines.append("result: " + ("PASSED" if summary.passed else "FAILED"))
+    return "\n".join(lines)
+
+
+def row_tags(row: Mapping[str, Any]) -> list[str]:
+    """Tags of a results row: ``metadata.tags`` / ``metadata.tag``, else extra ``tags``/``tag``."""
+    found: list[str] = []
+    for source in (row.get("metadata"), row.get("extra")):
+        if not isinstance(source, Mapping):
+            continue
+        for key in ("tags", "tag"):
+            value = source.get(key)
+            if isinstance(value, str) and value.strip():
+                found.append(value)
+            elif isinstance(value, list):
+                found.extend(v for v in value if isinstance(v, str) and v.strip())
+    return list(dict.fromkeys(found))
+
+
+def _tag_table(results: Path, judge_names: Sequence[str], seed: int) -> str | None:
+    """Per-tag slices; tags as columns when there are few, as rows otherwise."""
+    slices: dict[str, RunAggregate] = {}
+    for row in iter_rows(results):
+        for tag in row_tags(row):
+            agg = slices.get(tag)
+            if agg is None:
+                agg = slices[tag] = RunAggregate(judge_names, seed=seed)
+            agg.add_row(row)
+    if not slices:
+        return None
+    names = list(judge_names)
+    for agg in slices.values():
+        names.extend(n for n in agg.names() if n not in names)
+    tags = sorted(slices)
+    cells: dict[str, list[str]] = {}
+    for tag in tags:
+        agg = slices[tag]
+        judges = {n: agg.judges[n].summary(seed) for n in agg.judges}
+        cells[tag] = [
+            str(agg.total),
+            str(agg.errors),
+            _num(agg.verdict_summary().pass_rate),
+            *[_num(judges[n].mean) if n in judges else "-" for n in names],
+        ]
+    labels = ["cases", "task errors", "verdict pass_rate", *[f"{n} mean" for n in names]]
+    if len(tags) <= MAX_TAG_COLUMNS:
+        return table(
+            ["", *tags], [[label, *[cells[t][i] for t in tags]] for i, label in enumerate(labels)]
+        )
+    return table(["tag", *labels], [[t, *cells[t]] for t in tags])
+
+
+def render_report(run_dir: str | Path) -> str:
+    """The report of one run folder: the summary table plus per-tag slices.
+
+    Raises:
+        ValueError: no usable ``summary.json`` in the folder.
+    """
+    folder = Path(run_dir)
+    summary = load_summary(folder)
+    parts = [format_summary(summary)]
+    results = (folder if folder.is_dir() else folder.parent) / "results.jsonl"
+    if results.is_file():
+        tags = _tag_table(results, list(summary.judges), int(summary.config.get("seed", 0)))
+        if tags is not None:
+            parts.append("by tag:\n" + tags)
+    return "\n\n".join(parts)
+
+
+def _list(title: str, ids: list[str]) -> list[str]:
+    lines = [f"{title}: {len(ids)}"]
+    lines.extend(f"  {i}" for i in ids[:MAX_LISTED])
+    if len(ids) > MAX_LISTED:
+        lines.append(f"  ... and {len(ids) - MAX_LISTED} more")
+    return lines
+
+
+def render_compare(a: str | Path, b: str | Path) -> str:
+    """Per-judge deltas (B - A) and the cases whose verdict changed between two runs.
+
+    Raises:
+        ValueError: either side has no usable ``summary.json``.
+    """
+    first, second = load_summary(a), load_summary(b)
+    names = list(first.judges) + [n for n in second.judges if n not in first.judges]
+    rows = []
+    for name in names:
+        x, y = first.judges.get(name), second.judges.get(name)
+        mx = None if x is None else x.mean
+        my = None if y is None else y.mean
+        px = None if x is None else x.pass_rate
+        py = None if y is None else y.pass_rate
+        rows.append(
+            [
+                name,
+                _num(mx),
+                _num(my),
+                _delta(None if mx is None or my is None else my - mx),
+                _num(px),
+                _num(py),
+                _delta(None if px is None or py is None else py - px),
+            ]
+        )
+    lines = [
+        f"A: {first.run_id}  ({first.cases.total} cases, {first.cases.errors} task errors)",
+        f"B: {second.run_id}  ({second.cases.total} cases, {second.cases.errors} task errors)",
+        "",
+        table(["judge", "mean A", "mean B", "delta", "pass_rate A", "pass_rate B", "delta"], rows),
+    ]
+    if first.dataset.sha256 != second.dataset.sha256:
+        lines += ["", "note: the two runs read different datasets (sha256 differs)"]
+    dir_a = Path(a) if Path(a).is_dir() else Path(a).parent
+    dir_b = Path(b) if Path(b).is_dir() else Path(b).parent
+    results_a, results_b = dir_a / "results.jsonl", dir_b / "results.jsonl"
+    if results_a.is_file() and results_b.is_file():
+        before = case_statuses(results_a)
+        regressed: list[str] = []
+        fixed: list[str] = []
+        changed: list[str] = []
+        only_b: list[str] = []
+        for row in iter_rows(results_b):
+            prior = before.pop(row["id"], None)
+            now = row_status(row)
+            if prior is None:
+                only_b.append(row["id"])
+            elif prior == "pass" and now != "pass":
+                regressed.append(f"{row['id']}: {prior} -> {now}")
+            elif prior != "pass" and now == "pass":
+                fixed.append(f"{row['id']}: {prior} -> {now}")
+            elif prior != now:
+                changed.append(f"{row['id']}: {prior} -> {now}")
+        lines.append("")
+        lines += _list("flipped pass -> not pass (A -> B)", sorted(regressed))
+        lines += _list("flipped not pass -> pass (A -> B)", sorted(fixed))
+        lines += _list("other verdict changes", sorted(changed))
+        if before or only_b:
+            lines.append(f"cases only in A: {len(before)}; only in B: {len(only_b)}")
+    else:
+        lines += ["", "flipped cases: not compared (results.jsonl missing on one side)"]
+    return "\n".join(lines)

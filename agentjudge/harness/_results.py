@@ -1,0 +1,296 @@
+"""The results file: one JSON object per finished case, appended and flushed as cases finish.
+
+Row keys, in order: ``id``, ``input``, ``output``, ``expected``, ``metadata``, ``results`` (one
+`JudgeResult` dump per judge that ran), ``verdict`` (the aggregate `Judgment` dump, null for an
+errored case), ``duration_s`` (the task's wall time), ``error`` (null unless the task raised or
+timed out: ``"TypeName: message"``). Cases that went through a cascade also carry ``tiers``.
+
+Durability: lines are written by one writer, in batches of whatever finished while the previous
+batch was being written, each batch followed by a flush to the operating system. Killing the
+process loses at most the cases in flight and the lines not yet handed to the OS; an OS crash
+can lose what the OS had not yet put on disk (no fsync per line; `ResultsWriter.close` syncs).
+A line cut short by a crash (a "torn" last line) is detected and cut off by `scan_results`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import enum
+import json
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path, PurePath
+from typing import IO, Any
+
+from pydantic import BaseModel
+
+from agentjudge.core import JudgeResult, Judgment, TierAttempt, thaw
+from agentjudge.exceptions import AgentJudgeError
+
+__all__ = [
+    "ResultsError",
+    "ResultsScan",
+    "ResultsWriter",
+    "encode_row",
+    "iter_rows",
+    "judge_result_dict",
+    "judgment_dict",
+    "scan_results",
+    "to_jsonable",
+]
+
+
+class ResultsError(AgentJudgeError, ValueError):
+    """A results file is corrupt somewhere other than its last line, or cannot be used."""
+
+
+# ----------------------------------------------------------------------------- encoding
+def judgment_dict(j: Judgment) -> dict[str, Any]:
+    """``j.model_dump(mode="json", exclude_none=True)``, built by hand (hot path)."""
+    out: dict[str, Any] = {"status": j.status.value}
+    if j.score is not None:
+        out["score"] = j.score
+    if j.label is not None:
+        out["label"] = j.label
+    out["reasoning"] = j.reasoning
+    out["checks"] = [{"name": c.name, "passed": c.passed, "message": c.message} for c in j.checks]
+    out["metadata"] = thaw(j.metadata) if j.metadata else {}
+    return out
+
+
+def judge_result_dict(r: JudgeResult) -> dict[str, Any]:
+    """A `JudgeResult` as JSON values; optional fields that are None are left out.
+
+    `JudgeResult.model_validate` reads it back.
+    """
+    out: dict[str, Any] = {
+        "name": r.name,
+        "judgment": None if r.judgment is None else judgment_dict(r.judgment),
+        "sampled": r.sampled,
+    }
+    if r.metric_key is not None:
+        out["metric_key"] = r.metric_key
+    if r.tier is not None:
+        out["tier"] = r.tier
+    out["attempts"] = r.attempts
+    out["duration_s"] = r.duration_s
+    out["queued_s"] = r.queued_s
+    if r.error_type is not None:
+        out["error_type"] = r.error_type
+    return out
+
+
+def tier_dict(t: TierAttempt) -> dict[str, Any]:
+    """A compact record of one cascade tier (member results are in the row's ``results``)."""
+    return {
+        "name": t.name,
+        "policy": t.policy.value,
+        "status": None if t.judgment is None else t.judgment.status.value,
+        "stopped": t.stopped,
+        "skipped": list(t.skipped),
+        "failure": t.failure,
+    }
+
+
+def to_jsonable(value: Any) -> Any:
+    """A JSON-encodable stand-in for values `json` cannot encode itself.
+
+    pydantic models dump in JSON mode, dataclasses become dicts, sets and tuples lists, paths
+    and enums their string / value, datetimes ISO 8601; anything else its ``repr``.
+    """
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, Mapping):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    if isinstance(value, PurePath):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return repr(value)
+
+
+_encoder = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=to_jsonable
+)
+
+
+def _finite(value: Any) -> Any:
+    """Replace non-finite floats (not JSON) by their names, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def encode_row(row: Mapping[str, Any]) -> str:
+    """One results line (compact JSON, UTF-8 text, newline-terminated).
+
+    Non-finite floats (which JSON cannot hold) are written as the strings ``"nan"``,
+    ``"inf"`` and ``"-inf"``.
+    """
+    try:
+        return _encoder.encode(row) + "\n"
+    except ValueError:
+        plain = json.loads(json.dumps(row, default=to_jsonable, allow_nan=True))
+        return _encoder.encode(_finite(plain)) + "\n"
+
+
+# ----------------------------------------------------------------------------- reading
+class ResultsScan(BaseModel):
+    """What `scan_results` found in an existing results file."""
+
+    rows: int = 0
+    """Complete rows."""
+    valid_bytes: int = 0
+    """Length of the file up to the end of the last complete row."""
+    torn_line: int | None = None
+    """1-based line number of a torn last line, if there was one."""
+
+
+def _parse_line(raw: bytes, lineno: int, label: str, last: bool) -> dict[str, Any] | None:
+    """The row on ``raw``; None for a torn last line.
+
+    A proper prefix of a JSON object is never itself a JSON object, so a last line that parses
+    to an object is complete even when its newline is missing.
+    """
+    try:
+        row = json.loads(raw)
+    except ValueError:
+        if last:
+            return None
+        raise ResultsError(
+            f"{label} line {lineno}: not a JSON row; only the last line may be torn"
+        ) from None
+    if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+        if last and not raw.endswith(b"\n"):
+            return None
+        raise ResultsError(f"{label} line {lineno}: not a results row (no string 'id')")
+    return row
+
+
+def _iter_parsed(
+    path: Path,
+) -> Iterator[tuple[int, bytes, dict[str, Any] | None]]:
+    """Yield ``(lineno, raw, row)``; ``row`` is None for blank lines and a torn last line."""
+    label = str(path)
+    with path.open("rb") as handle:
+        previous: bytes | None = None
+        lineno = 0
+        for raw in handle:
+            if previous is not None:
+                if previous.strip():
+                    yield lineno, previous, _parse_line(previous, lineno, label, last=False)
+                else:
+                    yield lineno, previous, None
+            lineno += 1
+            previous = raw
+        if previous is not None:
+            row = _parse_line(previous, lineno, label, last=True) if previous.strip() else None
+            yield lineno, previous, row
+
+
+def scan_results(
+    path: Path, on_row: Callable[[dict[str, Any]], None] | None = None, *, repair: bool = False
+) -> ResultsScan:
+    """Read a results file row by row, tolerating a torn last line.
+
+    Args:
+        path: The results file.
+        on_row: Called with every complete row, in file order.
+        repair: Cut a torn last line off the file (and end the last row with a newline), so
+            that appending continues from a clean end.
+
+    Raises:
+        ResultsError: a line other than the last is not a JSON row.
+    """
+    scan = ResultsScan()
+    offset = 0
+    ends_with_newline = True
+    for lineno, raw, row in _iter_parsed(path):
+        if row is None:
+            if raw.strip():
+                scan.torn_line = lineno
+            else:
+                offset += len(raw)
+            continue
+        if on_row is not None:
+            try:
+                on_row(row)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise ResultsError(
+                    f"{path} line {lineno}: malformed results row ({type(exc).__name__}: {exc})"
+                ) from None
+        scan.rows += 1
+        offset += len(raw)
+        ends_with_newline = raw.endswith(b"\n")
+    scan.valid_bytes = offset
+    if repair and (scan.torn_line is not None or not ends_with_newline):
+        with path.open("r+b") as handle:
+            handle.truncate(offset)
+            if not ends_with_newline:
+                handle.seek(offset)
+                handle.write(b"\n")
+                scan.valid_bytes += 1
+    return scan
+
+
+def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """Stream the complete rows of a results file (a torn last line is skipped).
+
+    Raises:
+        ResultsError: a line other than the last is not a JSON row.
+    """
+    for _, _, row in _iter_parsed(path):
+        if row is not None:
+            yield row
+
+
+# ----------------------------------------------------------------------------- writing
+class ResultsWriter:
+    """Appends lines to a results file; every `write` is handed to the OS before returning.
+
+    Blocking: call it from a worker thread (the harness does) or from synchronous code.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: IO[str] | None = path.open("a", encoding="utf-8", newline="\n")
+
+    def write(self, lines: list[str]) -> None:
+        """Append ``lines`` (each newline-terminated) and flush them to the OS."""
+        handle = self._handle
+        if handle is None:
+            raise ResultsError(f"{self.path} is closed")
+        handle.write("".join(lines))
+        handle.flush()
+
+    def __enter__(self) -> ResultsWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flush, sync to disk and close (idempotent)."""
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+            finally:
+                handle.close()

@@ -1,0 +1,589 @@
+"""Running a suite: dataset -> task -> judges -> results file -> summary, gates, baseline.
+
+The pipeline is a fixed pool of ``concurrency`` worker tasks (no task per case): a feeder reads
+the dataset in batches on a worker thread and hands cases over a bounded stream; each worker
+runs the task, builds the `Context`, awaits ``Evaluator.verdict`` inline and passes the encoded
+row to the one writer, which appends whatever has finished in one write + flush on a worker
+thread and folds those rows into the aggregates. Memory stays flat however long the dataset is.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+import anyio
+import anyio.to_thread
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from agentjudge.core import Context, ExecutionStatus
+from agentjudge.engine import Evaluator, RetryPolicy
+from agentjudge.exceptions import AgentJudgeError
+from agentjudge.harness._baseline import check_baseline, load_summary
+from agentjudge.harness._case import Case, TaskOutput
+from agentjudge.harness._dataset import Dataset, display_path
+from agentjudge.harness._gates import Gate, check_gate_subjects, parse_gate
+from agentjudge.harness._loading import load_object, takes_no_arguments
+from agentjudge.harness._progress import ProgressState, render_progress
+from agentjudge.harness._results import (
+    ResultsWriter,
+    encode_row,
+    judge_result_dict,
+    judgment_dict,
+    scan_results,
+    tier_dict,
+)
+from agentjudge.harness._suite import Suite
+from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
+from agentjudge.harness._task import TaskRunner
+from agentjudge.harness._telemetry import Telemetry
+
+__all__ = [
+    "RunAborted",
+    "RunConfigError",
+    "build_evaluator",
+    "resolve_judges",
+    "resolve_task",
+    "run_suite",
+]
+
+MODEL_PREFIXES = ("openai:", "anthropic:")
+"""Task references with these prefixes name a chat model, not a Python module."""
+RESULTS_FILE = "results.jsonl"
+SUMMARY_FILE = "summary.json"
+_READ_BATCH = 512
+
+
+class RunConfigError(AgentJudgeError, ValueError):
+    """The run cannot start: a missing or invalid setting, file or output folder."""
+
+
+class RunAborted(AgentJudgeError):
+    """The run started and then failed; the cause is chained (``__cause__``).
+
+    The results file holds every case finished before the failure and ``summary.json`` says
+    ``"status": "aborted"``; run again with ``resume=True`` to continue.
+    """
+
+
+# ----------------------------------------------------------------------------- resolution
+def _instantiate(obj: Any, ref: str) -> Any:
+    """Call factories and classes that take no arguments; leave judges alone."""
+    if isinstance(obj, type) or (
+        takes_no_arguments(obj) and not hasattr(obj, "name") and not hasattr(obj, "tiers")
+    ):
+        try:
+            return obj()
+        except Exception as exc:
+            raise RunConfigError(
+                f"judges {ref!r}: calling the factory raised {type(exc).__name__}: {exc}"
+            ) from exc
+    return obj
+
+
+def resolve_judges(suite: Suite) -> Any:
+    """The judge object(s) the suite names (imported, factories called).
+
+    Raises:
+        RunConfigError: no judges configured, or a reference does not resolve.
+    """
+    spec = suite.judges
+    if spec is None:
+        raise RunConfigError(
+            'no judges given: set judges = "module:attr" in the suite file or pass --judges'
+        )
+    try:
+        if isinstance(spec, str):
+            return _instantiate(load_object(spec, what="judges", base_dir=suite.base_dir), spec)
+        if isinstance(spec, list):
+            return [
+                _instantiate(load_object(r, what="judges", base_dir=suite.base_dir), r)
+                for r in spec
+            ]
+        return {
+            name: _instantiate(load_object(r, what="judges", base_dir=suite.base_dir), r)
+            for name, r in spec.items()
+        }
+    except RunConfigError:
+        raise
+    except ValueError as exc:
+        raise RunConfigError(str(exc)) from exc
+
+
+def resolve_task(suite: Suite) -> Any:
+    """The task callable the suite names.
+
+    Raises:
+        RunConfigError: no task configured, or the reference does not resolve.
+    """
+    ref = suite.task
+    if ref is None:
+        raise RunConfigError(
+            'no task given: set task = "module:function" in the suite file or pass --task'
+        )
+    if ref.startswith(MODEL_PREFIXES):
+        from agentjudge.harness._http_task import model_task
+
+        try:
+            return model_task(ref, base_url=suite.task_url)
+        except ValueError as exc:
+            raise RunConfigError(f"task {ref!r}: {exc}") from exc
+    if suite.task_url is not None:
+        raise RunConfigError(
+            f"task_url is only used with a model task ('openai:<model>'), not with {ref!r}"
+        )
+    try:
+        task = load_object(ref, what="task", base_dir=suite.base_dir)
+    except ValueError as exc:
+        raise RunConfigError(str(exc)) from exc
+    if isinstance(task, type):
+        task = _instantiate(task, ref)
+    if not callable(task):
+        raise RunConfigError(f"task {ref!r} is a {type(task).__name__}, not a callable")
+    return task
+
+
+def build_evaluator(suite: Suite, judges: Any, telemetry: Telemetry | None = None) -> Evaluator:
+    """The Evaluator for ``judges`` with the suite's knobs.
+
+    Raises:
+        RunConfigError: the Evaluator refused the judges or a knob.
+    """
+    try:
+        return Evaluator(
+            judges,
+            max_concurrency=suite.judge_concurrency,
+            limits=suite.limits or None,
+            timeout=suite.judge_timeout,
+            retry=RetryPolicy(attempts=suite.judge_attempts),
+            sampling=suite.sampling or None,
+            rng=random.Random(suite.seed),
+            on_result=None if telemetry is None else telemetry.on_result,
+        )
+    except (TypeError, ValueError) as exc:
+        raise RunConfigError(f"judges {suite.judges!r}: {exc}") from exc
+
+
+# ----------------------------------------------------------------------------- the run
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_run_id(moment: datetime) -> str:
+    """``YYYYmmddTHHMMSSZ-<8 hex>``: sortable, and unique even for runs in the same second."""
+    return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
+
+
+def _write_json_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class _Run:
+    """State of one invocation."""
+
+    def __init__(
+        self,
+        suite: Suite,
+        *,
+        out: Path,
+        resume: bool,
+        overwrite: bool,
+        progress: Literal["auto", "rich", "plain", "off"],
+        progress_interval: float,
+        progress_stream: TextIO | None,
+        telemetry: Telemetry | None,
+    ) -> None:
+        self.suite = suite
+        self.out = out
+        self.results_path = out / RESULTS_FILE
+        self.summary_path = out / SUMMARY_FILE
+        self.resume = resume
+        self.overwrite = overwrite
+        self.progress_mode = progress
+        self.progress_interval = progress_interval
+        self.progress_stream = progress_stream
+        self.telemetry = telemetry
+        self.started = _now()
+        self.run_id = new_run_id(self.started)
+
+    # ------------------------------------------------------------------ setup
+    def prepare_config(self) -> None:
+        """Settings, imports and the Evaluator: everything that can fail before I/O starts."""
+        suite = self.suite
+        if suite.dataset is None:
+            raise RunConfigError(
+                'no dataset given: set dataset = "file.jsonl" in the suite file or pass --dataset'
+            )
+        self.gates: list[Gate] = [parse_gate(g) for g in suite.gates]
+        self.baseline = None
+        if suite.baseline is not None:
+            try:
+                self.baseline = load_summary(suite.path(suite.baseline))
+            except ValueError as exc:
+                raise RunConfigError(f"baseline: {exc}") from exc
+        elif suite.max_regression is not None or suite.max_flips is not None:
+            raise RunConfigError(
+                "max_regression / max_flips need a baseline: pass --baseline SUMMARY "
+                '(or set baseline = "..." in the suite file)'
+            )
+        self.task = TaskRunner(
+            resolve_task(suite), timeout=suite.task_timeout, threads=suite.concurrency
+        )
+        self.evaluator = build_evaluator(suite, resolve_judges(suite), self.telemetry)
+        self.judge_names = list(self.evaluator.judge_names)
+        try:
+            check_gate_subjects(self.gates, self.judge_names)
+        except ValueError as exc:
+            raise RunConfigError(str(exc)) from exc
+        self.aggregate = RunAggregate(self.judge_names, seed=suite.seed)
+        self.done_ids: set[str] = set()
+        self.resumed = False
+
+    def prepare_files(self) -> None:
+        """Validate the dataset and set up the output folder (blocking: run on a thread)."""
+        suite = self.suite
+        assert suite.dataset is not None
+        self.dataset = Dataset.open(suite.path(suite.dataset))
+        if self.out.exists() and not self.out.is_dir():
+            raise RunConfigError(f"output path exists and is not a folder: {self.out}")
+        if self.results_path.exists():
+            if self.resume:
+                self._load_existing()
+            elif self.overwrite:
+                self.results_path.unlink()
+                self.summary_path.unlink(missing_ok=True)
+            else:
+                raise RunConfigError(
+                    f"{self.results_path} already exists: pass --resume to continue that run "
+                    "or --overwrite to start over (or choose another --out)"
+                )
+        self.out.mkdir(parents=True, exist_ok=True)
+
+    def _load_existing(self) -> None:
+        done = self.done_ids
+        aggregate = self.aggregate
+
+        def on_row(row: dict[str, Any]) -> None:
+            done.add(row["id"])
+            aggregate.add_row(row)
+
+        try:
+            scan_results(self.results_path, on_row, repair=True)
+        except ValueError as exc:
+            raise RunConfigError(f"cannot resume: {exc}") from exc
+        self.resumed = True
+
+    # ------------------------------------------------------------------ pipeline
+    def _cases(self) -> Iterator[list[Case]]:
+        limit = self.suite.limit
+        seen = 0
+        done = self.done_ids
+        for batch in self.dataset.iter_batches(_READ_BATCH):
+            if limit is not None and seen + len(batch) > limit:
+                batch = batch[: max(0, limit - seen)]
+            seen += len(batch)
+            todo = [c for c in batch if c.id not in done] if done else batch
+            if todo:
+                yield todo
+            if limit is not None and seen >= limit:
+                return
+
+    def pending_total(self) -> int:
+        """Cases this invocation will run."""
+        rows = (
+            self.dataset.rows
+            if self.suite.limit is None
+            else min(self.suite.limit, self.dataset.rows)
+        )
+        return max(0, rows - len(self.done_ids))
+
+    async def _feed(self, send: MemoryObjectSendStream[Case]) -> None:
+        batches = self._cases()
+        async with send:
+            while True:
+                batch = await anyio.to_thread.run_sync(next, batches, None)
+                if batch is None:
+                    return
+                for case in batch:
+                    await send.send(case)
+
+    async def _run_case(self, case: Case) -> dict[str, Any]:
+        telemetry = self.telemetry
+        span = None if telemetry is None else telemetry.start_case(case.id)
+        started = _now()
+        t0 = time.perf_counter()
+        output, error = await self.task(case)
+        duration = time.perf_counter() - t0
+        row: dict[str, Any] = {
+            "id": case.id,
+            "input": case.input,
+            "output": output,
+            "expected": case.expected,
+            "metadata": case.metadata,
+        }
+        extra = case.model_extra
+        if extra:
+            row["extra"] = extra
+        verdict = None
+        if error is None:
+            status = ExecutionStatus.SUCCESS
+            if isinstance(output, TaskOutput) and output.refused:
+                status = ExecutionStatus.REFUSED
+            ctx = Context(
+                input=case.input,
+                output=output,
+                expected=case.expected,
+                metadata={**case.metadata, "case_id": case.id},
+                status=status,
+                started_at=started,
+                duration=timedelta(seconds=duration),
+            )
+            verdict = await self.evaluator.verdict(ctx)
+            row["results"] = [judge_result_dict(r) for r in verdict.results]
+            row["verdict"] = judgment_dict(verdict.judgment)
+            if verdict.tiers:
+                row["tiers"] = [tier_dict(t) for t in verdict.tiers]
+        else:
+            row["results"] = []
+            row["verdict"] = None
+        row["duration_s"] = duration
+        row["error"] = error
+        if telemetry is not None:
+            telemetry.end_case(span, verdict, error)
+        return row
+
+    async def _work(
+        self,
+        cases: MemoryObjectReceiveStream[Case],
+        rows: MemoryObjectSendStream[tuple[dict[str, Any], str]],
+    ) -> None:
+        async for case in cases:
+            row = await self._run_case(case)
+            await rows.send((row, encode_row(row)))
+
+    async def _write(
+        self, rows: MemoryObjectReceiveStream[tuple[dict[str, Any], str]], state: ProgressState
+    ) -> None:
+        """Append finished rows in batches until every worker is gone.
+
+        Shielded from cancellation: it ends when the row stream is closed (the workers closed
+        it, normally or because the run is aborting), so every finished row is written, and
+        folded into the aggregates, even on Ctrl-C. (A receiver cancelled while an item is
+        being handed to it would lose that item.)
+        """
+        with anyio.CancelScope(shield=True):
+            writer = await anyio.to_thread.run_sync(ResultsWriter, self.results_path)
+            try:
+                async with rows:
+                    async for first in rows:
+                        batch = [first, *_drain(rows)]
+                        await anyio.to_thread.run_sync(writer.write, [line for _, line in batch])
+                        for row, _ in batch:
+                            self.aggregate.add_row(row)
+                            if row["error"] is not None:
+                                state.errors += 1
+                        state.done += len(batch)
+            finally:
+                await anyio.to_thread.run_sync(writer.close)
+
+    async def execute(self) -> None:
+        """Run every pending case."""
+        suite = self.suite
+        state = ProgressState(self.pending_total())
+        self.state = state
+        finished = anyio.Event()
+        case_send, case_recv = anyio.create_memory_object_stream[Case](2 * suite.concurrency)
+        row_send, row_recv = anyio.create_memory_object_stream[tuple[dict[str, Any], str]](
+            4 * suite.concurrency
+        )
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(
+                lambda: render_progress(
+                    state,
+                    finished,
+                    mode=self.progress_mode,
+                    stream=self.progress_stream,
+                    interval=self.progress_interval,
+                )
+            )
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._feed, case_send)
+                    tg.start_soon(self._write, row_recv, state)
+                    async with row_send, case_recv, anyio.create_task_group() as workers:
+                        for _ in range(suite.concurrency):
+                            workers.start_soon(self._work, case_recv, row_send)
+            finally:
+                finished.set()
+                close = getattr(self.task.fn, "aclose", None)
+                if close is not None:
+                    with anyio.CancelScope(shield=True):
+                        await close()
+
+    # ------------------------------------------------------------------ summary
+    def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:
+        """The summary of everything in the results file so far."""
+        suite = self.suite
+        judges = self.aggregate.judge_summaries()
+        verdict = self.aggregate.verdict_summary()
+        cases = self.aggregate.cases_summary()
+        config = suite.model_dump(mode="json")
+        config["suite"] = None if suite.source is None else str(suite.source)
+        config["judge_names"] = self.judge_names
+        config["task_name"] = self.task.name
+        config["out"] = str(self.out)
+        summary = RunSummary(
+            run_id=self.run_id,
+            status=status,
+            started_at=_iso(self.started),
+            completed_at=None if status == "running" else _iso(_now()),
+            dataset=DatasetInfo(
+                path=display_path(self.dataset.path),
+                sha256=self.dataset.sha256,
+                rows=self.dataset.rows,
+            ),
+            config=config,
+            judges=judges,
+            verdict=verdict,
+            cases=cases,
+            resumed=self.resumed,
+        )
+        if status != "completed":
+            return summary
+        summary.gates = [g.evaluate(judges, verdict, cases) for g in self.gates]
+        passed = all(g.passed for g in summary.gates)
+        if self.baseline is not None and suite.baseline is not None:
+            summary.baseline = check_baseline(
+                suite.path(suite.baseline),
+                self.baseline,
+                judges,
+                self.results_path,
+                max_regression=suite.max_regression,
+                max_flips=suite.max_flips,
+            )
+            passed = passed and summary.baseline.passed
+        summary.passed = passed
+        return summary
+
+    async def write_summary(self, summary: RunSummary) -> None:
+        """Write ``summary.json`` atomically (never a half-written file)."""
+        text = summary.model_dump_json(indent=2) + "\n"
+        await anyio.to_thread.run_sync(_write_json_atomic, self.summary_path, text)
+
+
+def _drain(stream: MemoryObjectReceiveStream[Any]) -> list[Any]:
+    """Everything already waiting in ``stream`` (without waiting for more)."""
+    items = []
+    while True:
+        try:
+            items.append(stream.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            return items
+
+
+def _single_leaf(exc: BaseException) -> BaseException:
+    """The one exception inside (nested) single-member exception groups, else ``exc``."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def default_out(suite: Suite) -> Path:
+    """``suite.out`` (relative to the suite file) or ``.agentjudge/<label>`` in the cwd."""
+    if suite.out is not None:
+        return suite.path(suite.out)
+    return Path(".agentjudge") / suite.label
+
+
+async def run_suite(
+    suite: Suite,
+    *,
+    out: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: Literal["auto", "rich", "plain", "off"] = "off",
+    progress_interval: float = 5.0,
+    progress_stream: TextIO | None = None,
+    telemetry: Telemetry | None = None,
+) -> RunSummary:
+    """Run a suite end to end and return its summary (also written to ``out/summary.json``).
+
+    Args:
+        suite: What to run.
+        out: Output folder (default `default_out`).
+        resume: Continue an existing ``results.jsonl``: ids already there are skipped, a torn
+            last line is cut off, and the summary covers every row of the file.
+        overwrite: Delete an existing ``results.jsonl`` / ``summary.json`` first.
+        progress: ``"auto"``, ``"rich"``, ``"plain"`` or ``"off"``.
+        progress_interval: Seconds between plain progress lines.
+        progress_stream: Where progress goes (default stderr).
+        telemetry: OpenTelemetry recorder (default: `Telemetry.create`, i.e. the global SDK
+            providers when one is installed).
+
+    Returns:
+        The summary; ``summary.passed`` is False when a gate or the baseline check failed.
+
+    Raises:
+        RunConfigError: a missing or invalid setting, or an output folder that is in the way.
+        DatasetError: a malformed dataset row (file, line and field named).
+        RunAborted: the run failed after it started (the cause is chained); the results file
+            stays valid and ``summary.json`` says ``"status": "aborted"``.
+        KeyboardInterrupt: likewise, after Ctrl-C (cancellation propagates unchanged).
+    """
+    if resume and overwrite:
+        raise RunConfigError("--resume and --overwrite exclude each other")
+    if telemetry is None:
+        telemetry = Telemetry.create()
+    run = _Run(
+        suite,
+        out=Path(out) if out is not None else default_out(suite),
+        resume=resume,
+        overwrite=overwrite,
+        progress=progress,
+        progress_interval=progress_interval,
+        progress_stream=progress_stream,
+        telemetry=telemetry,
+    )
+    run.prepare_config()
+    await anyio.to_thread.run_sync(run.prepare_files)
+    await run.write_summary(run.summary("running"))
+    if telemetry is not None:
+        telemetry.start_run(
+            {"agentjudge.run.id": run.run_id, "agentjudge.dataset.rows": run.dataset.rows}
+        )
+    try:
+        await run.execute()
+    except BaseException as exc:
+        with anyio.CancelScope(shield=True):
+            await run.write_summary(run.summary("aborted"))
+            if telemetry is not None:
+                telemetry.end_run({"agentjudge.run.status": "aborted"})
+        leaf = _single_leaf(exc)
+        if isinstance(leaf, Exception):
+            raise RunAborted(f"run aborted: {type(leaf).__name__}: {leaf}") from leaf
+        if leaf is not exc and not isinstance(leaf, anyio.get_cancelled_exc_class()):
+            raise leaf from None
+        raise
+    summary = await anyio.to_thread.run_sync(run.summary, "completed")
+    await run.write_summary(summary)
+    if telemetry is not None:
+        telemetry.end_run(
+            {
+                "agentjudge.run.status": "completed",
+                "agentjudge.cases.total": summary.cases.total,
+                "agentjudge.cases.errors": summary.cases.errors,
+            }
+        )
+    return summary

@@ -1,0 +1,164 @@
+"""The suite: what to run (dataset, task, judges) and how (concurrency, timeouts, gates).
+
+A suite comes from an ``agentjudge.toml`` file (`load_suite`), from command-line flags, or from
+Python (``Suite(dataset=..., task=..., judges=...)``). Relative paths in a suite file, and
+``file.py:attr`` references, resolve against the file's folder, which is also put first on
+``sys.path`` so ``task = "task:answer"`` imports ``task.py`` from beside the suite file.
+
+```toml
+dataset = "data.jsonl"
+task = "task:answer"                 # module:function, or "openai:<model>"
+judges = "judges:cascade"            # module:attr -> a judge, list, dict, Jury, Cascade or factory
+concurrency = 16                     # cases in flight
+task_timeout = 30.0                  # seconds per case
+judge_timeout = 60.0                 # seconds per judge attempt
+gates = ["citation_precision.mean>=0.9", "errors.rate<=0.02"]
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+__all__ = ["Suite", "load_suite"]
+
+JudgesRef = str | list[str] | dict[str, str]
+
+
+class Suite(BaseModel):
+    """A validated suite configuration (see the module docstring for the file format)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str | None = None
+    """Label of the suite; the default output folder is ``.agentjudge/<name>``."""
+    dataset: Path | None = None
+    """The JSONL dataset."""
+    task: str | None = None
+    """``module:function`` (or ``file.py:function``), or ``openai:<model>``."""
+    task_url: str | None = None
+    """Base URL of the OpenAI-compatible endpoint an ``openai:<model>`` task calls."""
+    judges: JudgesRef | None = None
+    """``module:attr`` of a judge, a list / dict of judges, a Jury, a Cascade, or a factory
+    returning one; or a list / table of such references."""
+    concurrency: int = Field(default=16, ge=1)
+    """Cases in flight at once."""
+    task_timeout: float | None = Field(default=60.0, gt=0, allow_inf_nan=False)
+    """Seconds per case for the task (None: no limit)."""
+    judge_timeout: float | None = Field(default=60.0, gt=0, allow_inf_nan=False)
+    """Seconds per judge attempt (None: no limit)."""
+    judge_concurrency: int = Field(default=64, ge=1)
+    """Judge calls in flight across all cases."""
+    judge_attempts: int = Field(default=3, ge=1)
+    """Attempts per judge call (1 = no retries)."""
+    limits: dict[str, int] = Field(default_factory=dict)
+    """Per-resource caps on judge calls (e.g. ``{"openai:gpt-4o-mini" = 8}``)."""
+    sampling: dict[str, float] = Field(default_factory=dict)
+    """Per judge name, the fraction of cases it runs on."""
+    gates: list[str] = Field(default_factory=list)
+    """Gates that decide the exit code, e.g. ``"correctness.mean>=0.9"``."""
+    baseline: Path | None = None
+    """A previous run's ``summary.json`` to compare against."""
+    max_regression: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Largest allowed drop of any judge's mean against the baseline."""
+    max_flips: int | None = Field(default=None, ge=0)
+    """Largest allowed number of cases that passed in the baseline and no longer pass."""
+    out: Path | None = None
+    """Output folder (default ``.agentjudge/<name>`` in the working directory)."""
+    limit: int | None = Field(default=None, ge=0)
+    """Run only the first N cases of the dataset."""
+    seed: int = 0
+    """Seed for judge sampling and the bootstrap confidence intervals."""
+    base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
+    """Folder relative paths and ``file.py`` references resolve against."""
+    source: Path | None = Field(default=None, exclude=True)
+    """The suite file this came from, if any."""
+
+    @field_validator("task", "task_url")
+    @classmethod
+    def _not_blank(cls, v: str | None) -> str | None:
+        if v is not None and not v.strip():
+            raise ValueError("must not be blank")
+        return v
+
+    @field_validator("gates")
+    @classmethod
+    def _gates_parse(cls, v: list[str]) -> list[str]:
+        from agentjudge.harness._gates import parse_gate
+
+        for expr in v:
+            parse_gate(expr)
+        return v
+
+    def path(self, value: Path) -> Path:
+        """``value`` resolved against `base_dir` when relative."""
+        return value if value.is_absolute() else self.base_dir / value
+
+    @property
+    def label(self) -> str:
+        """The suite's name, else its folder's name, else the dataset's stem."""
+        if self.name:
+            return self.name
+        if self.source is not None:
+            return self.source.resolve().parent.name
+        if self.dataset is not None:
+            return self.dataset.stem
+        return "run"
+
+    def with_overrides(self, **overrides: Any) -> Suite:
+        """A copy with the non-None ``overrides`` applied (validated again).
+
+        Relative paths among the overrides must already be resolved by the caller (flags are
+        relative to the working directory, not the suite file).
+        """
+        data = self.model_dump()
+        data.update({k: v for k, v in overrides.items() if v is not None})
+        data["base_dir"] = self.base_dir
+        data["source"] = self.source
+        return Suite.model_validate(data)
+
+
+def describe_validation_error(exc: ValidationError, where: str) -> str:
+    """One line per problem: ``<where>: setting 'x': message``."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            valid = ", ".join(k for k in Suite.model_fields if k not in ("base_dir", "source"))
+            lines.append(f"{where}: unknown setting {loc!r} (valid settings: {valid})")
+        else:
+            message = err["msg"].removeprefix("Value error, ")
+            lines.append(f"{where}: setting {loc!r}: {message}")
+    return "\n".join(lines)
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Read and validate an ``agentjudge.toml`` suite file.
+
+    Raises:
+        ValueError: the file is missing or is not valid TOML (line and column named), or a
+            setting is unknown or invalid (the setting named).
+    """
+    file = Path(path)
+    if file.is_dir():
+        file = file / "agentjudge.toml"
+    try:
+        with file.open("rb") as handle:
+            data: Mapping[str, Any] = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ValueError(f"suite file not found: {file}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{file}: invalid TOML: {exc}") from None
+    base = file.resolve().parent
+    for key in ("base_dir", "source"):
+        if key in data:
+            raise ValueError(f"{file}: unknown setting {key!r}")
+    try:
+        return Suite.model_validate({**data, "base_dir": base, "source": file.resolve()})
+    except ValidationError as exc:
+        raise ValueError(describe_validation_error(exc, str(file))) from None

@@ -1,0 +1,348 @@
+"""The run summary (``summary.json``) and the streaming aggregates behind it.
+
+Definitions (per judge, over the cases whose results include that judge):
+
+* ``mean``: arithmetic mean of `Judgment.effective_score` over judgments that have one (the
+  judge's score, else 1.0 for PASS and 0.0 for FAIL); ABSTAIN and ERROR judgments and unsampled
+  results are left out. None (never 0.0) when no judgment had a score.
+* ``pass_rate``: PASS / (PASS + FAIL); None when there was neither.
+* ``counts``: pass, fail, abstain, error; ``unsampled`` counts results sampling drew out.
+* ``ci95``: a 95% confidence interval for ``mean``: the percentile bootstrap (1,000 resamples,
+  seeded, values sorted first so the interval does not depend on completion order) while
+  ``scored x resamples <= 1,000,000``; above that the normal interval
+  ``mean +- 1.96 * sd / sqrt(n)`` (the bootstrap converges to it, and resampling 100,000 values
+  1,000 times in pure Python would take minutes), clipped to the observed range. None when
+  fewer than 2 values. ``ci_method`` says which was used.
+
+Cases whose task errored are counted in ``cases.errors`` and never judged, so they appear in no
+judge's aggregates. ``cases.error_rate`` = errors / total, None when there were no cases.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "BaselineJudge",
+    "BaselineOutcome",
+    "CasesSummary",
+    "DatasetInfo",
+    "FlippedCase",
+    "GateOutcome",
+    "JudgeSummary",
+    "RunAggregate",
+    "RunSummary",
+    "bootstrap_ci",
+    "normal_ci",
+]
+
+STATUSES = ("pass", "fail", "abstain", "error")
+BOOTSTRAP_RESAMPLES = 1000
+BOOTSTRAP_MAX_DRAWS = 1_000_000
+_Z95 = 1.959963984540054
+
+
+def bootstrap_ci(
+    values: Iterable[float],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Percentile bootstrap confidence interval for the mean of ``values``.
+
+    The values are sorted first, so the result depends only on the multiset of values and the
+    seed, never on their order.
+
+    Args:
+        values: The sample.
+        resamples: Number of bootstrap resamples (>= 1).
+        confidence: Coverage, in (0, 1).
+        seed: Seed of the `random.Random` used for resampling.
+
+    Returns:
+        ``(low, high)``, or None when there are fewer than 2 values.
+
+    Raises:
+        ValueError: ``resamples`` < 1 or ``confidence`` outside (0, 1), or a non-finite value.
+    """
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be within (0, 1), got {confidence}")
+    data = sorted(values)
+    n = len(data)
+    if n < 2:
+        return None
+    if not all(math.isfinite(v) for v in (data[0], data[-1])):
+        raise ValueError("bootstrap_ci needs finite values")
+    rng = random.Random(seed)
+    choices = rng.choices
+    means = sorted(sum(choices(data, k=n)) / n for _ in range(resamples))
+    alpha = (1.0 - confidence) / 2.0
+    lo_index = max(0, min(resamples - 1, math.floor(alpha * resamples)))
+    hi_index = max(0, min(resamples - 1, math.ceil((1.0 - alpha) * resamples) - 1))
+    low, high = data[0], data[-1]  # float rounding must not push the bounds outside the data
+    return min(max(means[lo_index], low), high), min(max(means[hi_index], low), high)
+
+
+def normal_ci(values: Sequence[float], *, confidence: float = 0.95) -> tuple[float, float] | None:
+    """Normal-approximation interval ``mean +- z * sd / sqrt(n)``, clipped to the data's range.
+
+    Returns:
+        ``(low, high)``, or None when there are fewer than 2 values.
+    """
+    n = len(values)
+    if n < 2:
+        return None
+    z = _Z95 if confidence == 0.95 else statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+    data = sorted(values)
+    mean = math.fsum(data) / n
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in data) / (n - 1))
+    half = z * sd / math.sqrt(n)
+    return max(data[0], mean - half), min(data[-1], mean + half)
+
+
+# ----------------------------------------------------------------------------- models
+class JudgeSummary(BaseModel):
+    """Aggregates of one judge (or of the case verdicts) over a run."""
+
+    model_config = ConfigDict(extra="allow")
+
+    mean: float | None
+    """Mean effective score over judgments that have one; None when there were none."""
+    pass_rate: float | None
+    """PASS / (PASS + FAIL); None when there was neither."""
+    counts: dict[str, int]
+    """Judgments by status: ``pass``, ``fail``, ``abstain``, ``error``."""
+    ci95: tuple[float, float] | None
+    """95% confidence interval of ``mean``; None with fewer than 2 scored judgments."""
+    scored: int = 0
+    """Number of judgments in ``mean``."""
+    unsampled: int = 0
+    """Results that sampling drew out (the judge was not called)."""
+    ci_method: Literal["bootstrap", "normal"] | None = None
+    """How ``ci95`` was computed."""
+
+    @property
+    def count(self) -> int:
+        """All judgments (every status)."""
+        return sum(self.counts.values())
+
+
+class CasesSummary(BaseModel):
+    """Case counts of a run."""
+
+    model_config = ConfigDict(extra="allow")
+
+    total: int
+    """Cases in the results file."""
+    errors: int
+    """Cases whose task raised or timed out (never judged)."""
+    error_rate: float | None = None
+    """``errors / total``; None when there were no cases."""
+
+
+class DatasetInfo(BaseModel):
+    """The dataset a run read."""
+
+    model_config = ConfigDict(extra="allow")
+
+    path: str
+    """The dataset file."""
+    sha256: str
+    """SHA-256 of its bytes."""
+    rows: int
+    """Cases in the file."""
+
+
+class GateOutcome(BaseModel):
+    """One gate's outcome."""
+
+    model_config = ConfigDict(extra="allow")
+
+    expr: str
+    """The gate as written, e.g. ``citation_precision.mean>=0.9``."""
+    value: float | None
+    """The measured value; None when undefined (such a gate fails)."""
+    passed: bool
+    """Whether the gate held."""
+
+
+class BaselineJudge(BaseModel):
+    """One judge's mean against the baseline's."""
+
+    model_config = ConfigDict(extra="allow")
+
+    baseline_mean: float | None
+    mean: float | None
+    delta: float | None
+    """``mean - baseline_mean`` (negative is a drop)."""
+    regressed: bool
+    """True when the drop exceeds the allowed regression (or the mean became undefined)."""
+    missing: bool = False
+    """True when the current run has no such judge (reported, never a failure)."""
+
+
+class FlippedCase(BaseModel):
+    """A case whose verdict was PASS in the baseline and is not any more."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    before: str
+    """The baseline verdict status."""
+    after: str
+    """The current verdict status, or ``"task_error"``."""
+
+
+class BaselineOutcome(BaseModel):
+    """The regression check against a baseline run."""
+
+    model_config = ConfigDict(extra="allow")
+
+    summary: str
+    """Path of the baseline ``summary.json``."""
+    max_regression: float | None
+    """Largest allowed drop of a judge's mean; None: means are compared but never fail."""
+    max_flips: int | None = None
+    """Largest allowed number of PASS -> not-PASS cases; None: listed, never fail."""
+    judges: dict[str, BaselineJudge] = Field(default_factory=dict)
+    flipped: list[FlippedCase] = Field(default_factory=list)
+    """Cases that passed in the baseline and no longer pass (the first 1,000 by id)."""
+    flipped_count: int = 0
+    """How many cases flipped (all of them, listed or not)."""
+    flips_checked: bool = True
+    """False when the baseline's ``results.jsonl`` was not found next to its summary."""
+    passed: bool = True
+
+
+class RunSummary(BaseModel):
+    """The contents of ``summary.json``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run_id: str
+    """Unique per invocation, e.g. ``20250101T120000Z-3f9a1c2b``."""
+    status: Literal["running", "completed", "aborted"]
+    started_at: str
+    """ISO 8601 UTC."""
+    completed_at: str | None
+    """ISO 8601 UTC; None while running."""
+    dataset: DatasetInfo
+    config: dict[str, Any]
+    judges: dict[str, JudgeSummary]
+    verdict: JudgeSummary | None = None
+    """Aggregates of the case verdicts (the jury / cascade outcome)."""
+    cases: CasesSummary
+    gates: list[GateOutcome] = Field(default_factory=list)
+    baseline: BaselineOutcome | None = None
+    passed: bool | None = None
+    """True when every gate and the baseline check held; None until the run completed."""
+    resumed: bool = False
+    """True when this invocation continued an earlier results file."""
+
+
+# ----------------------------------------------------------------------------- aggregation
+class _Stat:
+    """Running counts and scores of one judge."""
+
+    __slots__ = ("counts", "unsampled", "values")
+
+    def __init__(self) -> None:
+        self.counts = dict.fromkeys(STATUSES, 0)
+        self.unsampled = 0
+        self.values = array("d")
+
+    def add(self, judgment: Mapping[str, Any] | None) -> None:
+        if judgment is None:
+            self.unsampled += 1
+            return
+        status = judgment["status"]
+        self.counts[status] += 1
+        score = judgment.get("score")
+        if score is not None:
+            self.values.append(score)
+        elif status == "pass":
+            self.values.append(1.0)
+        elif status == "fail":
+            self.values.append(0.0)
+
+    def summary(self, seed: int) -> JudgeSummary:
+        n = len(self.values)
+        decided = self.counts["pass"] + self.counts["fail"]
+        ci: tuple[float, float] | None = None
+        method: Literal["bootstrap", "normal"] | None = None
+        if n >= 2:
+            if n * BOOTSTRAP_RESAMPLES <= BOOTSTRAP_MAX_DRAWS:
+                ci, method = bootstrap_ci(self.values, seed=seed), "bootstrap"
+            else:
+                ci, method = normal_ci(self.values), "normal"
+        return JudgeSummary(
+            mean=math.fsum(sorted(self.values)) / n if n else None,
+            pass_rate=self.counts["pass"] / decided if decided else None,
+            counts=dict(self.counts),
+            ci95=ci,
+            scored=n,
+            unsampled=self.unsampled,
+            ci_method=method,
+        )
+
+
+class RunAggregate:
+    """Streaming aggregates of results rows (the same code for a live run and a resumed file).
+
+    Memory: the counts, plus 8 bytes per scored judgment (kept for the confidence interval).
+    """
+
+    def __init__(self, judge_order: Sequence[str] = (), *, seed: int = 0) -> None:
+        self.judge_order = list(judge_order)
+        self.seed = seed
+        self.total = 0
+        self.errors = 0
+        self.judges: dict[str, _Stat] = {}
+        self.verdict = _Stat()
+
+    def add_row(self, row: Mapping[str, Any]) -> None:
+        """Fold one results row in."""
+        self.total += 1
+        if row.get("error") is not None:
+            self.errors += 1
+            return
+        judges = self.judges
+        for result in row.get("results") or ():
+            stat = judges.get(result["name"])
+            if stat is None:
+                stat = judges[result["name"]] = _Stat()
+            stat.add(result.get("judgment"))
+        verdict = row.get("verdict")
+        if verdict is not None:
+            self.verdict.add(verdict)
+
+    def names(self) -> list[str]:
+        """Judge names: configured order first, then any others sorted."""
+        known = [n for n in self.judge_order if n in self.judges]
+        return known + sorted(n for n in self.judges if n not in set(self.judge_order))
+
+    def judge_summaries(self) -> dict[str, JudgeSummary]:
+        """Per-judge aggregates, in `names` order."""
+        return {name: self.judges[name].summary(self.seed) for name in self.names()}
+
+    def verdict_summary(self) -> JudgeSummary:
+        """Aggregates of the case verdicts."""
+        return self.verdict.summary(self.seed)
+
+    def cases_summary(self) -> CasesSummary:
+        """Case counts."""
+        return CasesSummary(
+            total=self.total,
+            errors=self.errors,
+            error_rate=self.errors / self.total if self.total else None,
+        )

@@ -1,0 +1,106 @@
+"""The task: the system under test, called once per case.
+
+A task is any callable ``task(case)``, async or sync, returning any value or a `TaskOutput`.
+Sync tasks run on worker threads (at most ``threads`` at once), never on the event loop. A task
+that raises, or runs past the per-case timeout, makes that case an error row; the run goes on.
+Cancellation (Ctrl-C, an aborted run) is never turned into an error row, and a task raising
+KeyboardInterrupt or SystemExit stops the run (`TaskInterrupted`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from agentjudge.exceptions import AgentJudgeError
+from agentjudge.harness._case import Case
+
+__all__ = ["TaskInterrupted", "TaskRunner", "describe_error"]
+
+
+class TaskInterrupted(AgentJudgeError):
+    """The task raised KeyboardInterrupt or SystemExit: the run stops (chained as the cause).
+
+    Re-raised as an ordinary exception because asyncio lets those two escape the event loop
+    without unwinding the other tasks, which would leave finished rows unwritten.
+    """
+
+
+def describe_error(exc: BaseException) -> str:
+    """``"TypeName: message"`` (just the type name when the message is empty)."""
+    message = str(exc).strip()
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _is_async(fn: object) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class's, not the instance's
+    return call is not None and inspect.iscoroutinefunction(call)
+
+
+def task_name(fn: object) -> str:
+    """A readable name for a task callable."""
+    name = getattr(fn, "name", None)
+    if isinstance(name, str) and name:
+        return name
+    module = getattr(fn, "__module__", None)
+    qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{module}:{qualname}" if module else str(qualname)
+
+
+class TaskRunner:
+    """Calls a task on one case with a timeout and turns its failure into an error string.
+
+    Args:
+        fn: The task, ``fn(case)``; async or sync.
+        timeout: Seconds per case (None: no limit). A sync task past its timeout is abandoned
+            (its thread finishes in the background; Python cannot stop it).
+        threads: Worker threads for a sync task.
+    """
+
+    def __init__(self, fn: Callable[[Case], Any], *, timeout: float | None, threads: int) -> None:
+        if not callable(fn):
+            raise ValueError(f"task must be callable, got {type(fn).__name__}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not math.isfinite(timeout) or timeout <= 0
+        ):
+            raise ValueError(f"task timeout must be finite and > 0 seconds, got {timeout!r}")
+        self.fn = fn
+        self.timeout = timeout
+        self.is_async = _is_async(fn)
+        self.name = task_name(fn)
+        self._limiter = anyio.CapacityLimiter(max(1, threads))
+
+    async def _call(self, case: Case) -> Any:
+        if self.is_async:
+            return await self.fn(case)
+        value = await anyio.to_thread.run_sync(
+            self.fn, case, limiter=self._limiter, abandon_on_cancel=True
+        )
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+    async def __call__(self, case: Case) -> tuple[Any, str | None]:
+        """Run the task on ``case``: ``(output, None)`` or ``(None, "TypeName: message")``."""
+        try:
+            if self.timeout is None:
+                return await self._call(case), None
+            with anyio.move_on_after(self.timeout):
+                return await self._call(case), None
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            return None, describe_error(exc)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            raise TaskInterrupted(f"the task raised {describe_error(exc)}") from exc
+        return None, f"TimeoutError: the task did not finish within {self.timeout:g}s"
