@@ -534,48 +534,35 @@ class Evaluator:
                 logger.exception("on_result callback failed for judge %r", leaf.name)
 
     async def _run_leaf(self, leaf: Leaf, run: _Run, stats: _Stats | None = None) -> JudgeResult:
-        if not run.sampled[leaf.index]:
-            result = _new(
-                JudgeResult,
-                name=leaf.name,
-                judgment=None,
-                sampled=False,
-                metric_key=leaf.metric_key,
-                tier=leaf.tier,
-                attempts=0,
-                duration_s=0.0,
-                queued_s=0.0,
-                error_type=None,
-            )
-            await self._record(run, leaf, result)
-            return result
         if stats is None:
             stats = _Stats()
+        sampled = run.sampled[leaf.index]
+        judgment: Judgment | None = None
         error_type: str | None = None
-        try:
-            judgment = await self._attempt(leaf, run.ctx, stats)
-        except Exception as exc:
-            judgment = None
-            error: Exception = exc
-            retry = self._retry
-            if retry is not None and retry.is_retryable(exc):
-                try:
-                    judgment, _ = await call_with_retry(
-                        retry,
-                        lambda: self._attempt(leaf, run.ctx, stats),
-                        attempts_made=1,
-                        last_error=exc,
-                    )
-                except Exception as final:
-                    error = final
-            if judgment is None:
-                judgment = _error(error, leaf)
-                error_type = type(error).__name__
+        if sampled:
+            try:
+                judgment = await self._attempt(leaf, run.ctx, stats)
+            except Exception as exc:
+                error: Exception = exc
+                retry = self._retry
+                if retry is not None and retry.is_retryable(exc):
+                    try:
+                        judgment, _ = await call_with_retry(
+                            retry,
+                            lambda: self._attempt(leaf, run.ctx, stats),
+                            attempts_made=1,
+                            last_error=exc,
+                        )
+                    except Exception as final:
+                        error = final
+                if judgment is None:
+                    judgment = _error(error, leaf)
+                    error_type = type(error).__name__
         result = _new(
             JudgeResult,
             name=leaf.name,
             judgment=judgment,
-            sampled=True,
+            sampled=sampled,
             metric_key=leaf.metric_key,
             tier=leaf.tier,
             attempts=stats.attempts,
