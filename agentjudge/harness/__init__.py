@@ -15,6 +15,8 @@ The same from a shell: ``agentjudge run agentjudge.toml --out .agentjudge/run``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from agentjudge.harness._baseline import load_summary
 from agentjudge.harness._case import Case, TaskOutput
 from agentjudge.harness._cli import main
@@ -38,6 +40,9 @@ from agentjudge.harness._summary import (
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
 
+if TYPE_CHECKING:
+    from agentjudge.harness._http_task import ModelTask
+
 __all__ = [
     "BaselineJudge",
     "BaselineOutcome",
@@ -49,6 +54,7 @@ __all__ = [
     "Gate",
     "GateOutcome",
     "JudgeSummary",
+    "ModelTask",
     "ResultsError",
     "RunAborted",
     "RunConfigError",
@@ -69,3 +75,12 @@ __all__ = [
     "run_suite",
     "scan_results",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # ModelTask needs agentjudge.models (httpx): imported on first use, not with the CLI.
+    if name == "ModelTask":
+        from agentjudge.harness._http_task import ModelTask
+
+        return ModelTask
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from agentjudge.models._types import Usage
+if TYPE_CHECKING:
+    from agentjudge.models import Usage
 
 __all__ = ["Case", "TaskOutput"]
 
@@ -70,8 +71,8 @@ class TaskOutput(BaseModel):
     """The route / sub-agent / tool the system chose, when it routes."""
     refused: bool = False
     """True when the system declined to answer."""
-    usage: Usage | None = None
-    """Token usage of the call, when known."""
+    usage: Any = None
+    """Token usage of the call (an `agentjudge.models.Usage` or a dict of its fields)."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else worth keeping in the results file (JSON values)."""
 
@@ -79,6 +80,16 @@ class TaskOutput(BaseModel):
         if text is not _MISSING:
             data["text"] = text
         super().__init__(**data)
+
+    @field_validator("usage", mode="before")
+    @classmethod
+    def _usage(cls, v: object) -> Usage | None:
+        # Imported lazily: agentjudge.models pulls in httpx, which the CLI need not pay for.
+        if v is None:
+            return None
+        from agentjudge.models import Usage
+
+        return v if isinstance(v, Usage) else Usage.model_validate(v)
 
     def __str__(self) -> str:
         return self.text

@@ -13,7 +13,7 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -167,7 +167,8 @@ def build_evaluator(suite: Suite, judges: Any, telemetry: Telemetry | None = Non
             on_result=None if telemetry is None else telemetry.on_result,
         )
     except (TypeError, ValueError) as exc:
-        raise RunConfigError(f"judges {suite.judges!r}: {exc}") from exc
+        where = "judges" if suite.judges is None else f"judges {suite.judges!r}"
+        raise RunConfigError(f"{where}: {exc}") from exc
 
 
 # ----------------------------------------------------------------------------- the run
@@ -219,7 +220,7 @@ class _Run:
         self.run_id = new_run_id(self.started)
 
     # ------------------------------------------------------------------ setup
-    def prepare_config(self) -> None:
+    def prepare_config(self, task: Any = None, judges: Any = None) -> None:
         """Settings, imports and the Evaluator: everything that can fail before I/O starts."""
         suite = self.suite
         if suite.dataset is None:
@@ -238,10 +239,12 @@ class _Run:
                 "max_regression / max_flips need a baseline: pass --baseline SUMMARY "
                 '(or set baseline = "..." in the suite file)'
             )
-        self.task = TaskRunner(
-            resolve_task(suite), timeout=suite.task_timeout, threads=suite.concurrency
-        )
-        self.evaluator = build_evaluator(suite, resolve_judges(suite), self.telemetry)
+        if task is None:
+            task = resolve_task(suite)
+        self.task = TaskRunner(task, timeout=suite.task_timeout, threads=suite.concurrency)
+        if judges is None:
+            judges = resolve_judges(suite)
+        self.evaluator = build_evaluator(suite, judges, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
         try:
             check_gate_subjects(self.gates, self.judge_names)
@@ -517,6 +520,8 @@ async def run_suite(
     progress_interval: float = 5.0,
     progress_stream: TextIO | None = None,
     telemetry: Telemetry | None = None,
+    task: Callable[[Case], Any] | None = None,
+    judges: Any = None,
 ) -> RunSummary:
     """Run a suite end to end and return its summary (also written to ``out/summary.json``).
 
@@ -531,6 +536,9 @@ async def run_suite(
         progress_stream: Where progress goes (default stderr).
         telemetry: OpenTelemetry recorder (default: `Telemetry.create`, i.e. the global SDK
             providers when one is installed).
+        task: The task object itself, instead of ``suite.task`` (a reference).
+        judges: The judge(s) themselves (a judge, list, dict, Jury or Cascade), instead of
+            ``suite.judges``.
 
     Returns:
         The summary; ``summary.passed`` is False when a gate or the baseline check failed.
@@ -556,7 +564,7 @@ async def run_suite(
         progress_stream=progress_stream,
         telemetry=telemetry,
     )
-    run.prepare_config()
+    run.prepare_config(task, judges)
     await anyio.to_thread.run_sync(run.prepare_files)
     await run.write_summary(run.summary("running"))
     if telemetry is not None:

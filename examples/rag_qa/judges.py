@@ -8,7 +8,7 @@ keyword check, averaged (PASS when the mean score is at least 0.75).
 from __future__ import annotations
 
 from agentjudge import Average, Cascade, Context, Judgment, Jury, Tier, TierPolicy, judge
-from agentjudge.judges._deterministic import (
+from agentjudge.judges import (
     CitationPrecision,
     CitationRecall,
     RefusalCorrectness,
