@@ -19,18 +19,14 @@ from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import Element, ParseError
 
-import anyio.to_thread
 import defusedxml
 import defusedxml.ElementTree as SafeET
 
 from agentjudge.core import Check, Context, Judgment
 from agentjudge.judges._paths import (
     DeterministicJudge,
-    WorkspaceError,
+    check_reference_files,
     normalise_excludes,
-    reference_dir,
-    walk_files,
-    workspace_of,
 )
 
 __all__ = ["FileComparison", "comparator_for", "compare_contents", "normalize_requirement"]
@@ -1076,75 +1072,11 @@ class FileComparison(DeterministicJudge):
 
     async def __call__(self, ctx: Context) -> Judgment:
         """Judge one context."""
-        ref = reference_dir(ctx)
-        if isinstance(ref, str):
-            return Judgment.abstained(ref)
-        try:
-            workspace = workspace_of(ctx)
-        except WorkspaceError as exc:
-            return Judgment.errored(str(exc))
-        return await anyio.to_thread.run_sync(self._compare, ref, workspace)
-
-    def _compare(self, ref: Path, workspace: Path) -> Judgment:
-        meta: dict[str, Any] = {"expected_dir": str(ref)}
-        if not ref.is_dir():
-            return Judgment.abstained(f"Reference folder does not exist: {ref}", metadata=meta)
-        if not workspace.is_dir():
-            return Judgment.errored(f"workspace {str(workspace)!r} is not an existing folder")
-        root = workspace.resolve()
-        try:
-            files = walk_files(ref, excludes=self.exclude)
-        except OSError as exc:
-            return Judgment.errored(f"Cannot list reference folder {ref}: {exc}", metadata=meta)
-        if not files:
-            return Judgment.abstained(f"No files in reference folder {ref}", metadata=meta)
-        checks: list[Check] = []
-        for rel, expected_path in files:
-            actual_path = root / rel
-            real = actual_path.resolve()
-            if not real.is_relative_to(root):
-                return Judgment.errored(
-                    f"refused {rel!r}: it resolves to {str(real)!r}, outside the workspace "
-                    f"{str(root)!r} through a symbolic link",
-                    metadata=meta,
-                )
-            try:
-                expected = expected_path.read_bytes()
-            except OSError as exc:
-                return Judgment.errored(
-                    f"Cannot read reference file {rel}: {exc.strerror or exc}", metadata=meta
-                )
-            if not actual_path.is_file():
-                what = "Missing file" if not actual_path.exists() else "Not a regular file"
-                checks.append(Check.fail(rel, f"{what}: {rel}"))
-                continue
-            try:
-                actual = actual_path.read_bytes()
-            except OSError as exc:
-                checks.append(Check.fail(rel, f"Cannot read {rel}: {exc.strerror or exc}"))
-                continue
-            kind, comparator = comparator_for(rel)
-            try:
-                diffs = comparator(expected, actual)
-            except _Unsafe as exc:
-                return Judgment.errored(f"{exc.side} file {rel}: {exc.message}", metadata=meta)
-            except _ParseFailure as exc:
-                if exc.side == "expected":
-                    return Judgment.errored(f"Reference file {rel} is {exc.message}", metadata=meta)
-                checks.append(Check.fail(rel, f"{rel} is {exc.message}"))
-                continue
-            except ImportError as exc:
-                return Judgment.errored(f"Cannot compare {rel}: {exc}", metadata=meta)
-            if not diffs:
-                checks.append(Check.ok(rel, f"matches ({kind})"))
-                continue
-            shown = diffs[:MAX_DIFFERENCES]
-            if len(diffs) > MAX_DIFFERENCES:
-                shown.append(f"... and {len(diffs) - MAX_DIFFERENCES} more differences")
-            checks.append(Check.fail(rel, f"{kind} differences:\n" + "\n".join(shown)))
-        matched = sum(1 for c in checks if c.passed)
-        total = len(checks)
-        meta.update(matched_files=matched, total_files=total)
+        walked = await check_reference_files(ctx, self.exclude, _compare_file)
+        if isinstance(walked, Judgment):
+            return walked
+        checks, meta = walked
+        matched, total = meta["matched_files"], meta["total_files"]
         if matched == total:
             return Judgment.passed(
                 f"All {total} files match", score=1.0, checks=tuple(checks), metadata=meta
@@ -1157,3 +1089,34 @@ class FileComparison(DeterministicJudge):
             checks=tuple(checks),
             metadata=meta,
         )
+
+
+def _compare_file(rel: str, expected_path: Path, actual_path: Path) -> Check | str:
+    try:
+        expected = expected_path.read_bytes()
+    except OSError as exc:
+        return f"Cannot read reference file {rel}: {exc.strerror or exc}"
+    if not actual_path.is_file():
+        what = "Missing file" if not actual_path.exists() else "Not a regular file"
+        return Check.fail(rel, f"{what}: {rel}")
+    try:
+        actual = actual_path.read_bytes()
+    except OSError as exc:
+        return Check.fail(rel, f"Cannot read {rel}: {exc.strerror or exc}")
+    kind, comparator = comparator_for(rel)
+    try:
+        diffs = comparator(expected, actual)
+    except _Unsafe as exc:
+        return f"{exc.side} file {rel}: {exc.message}"
+    except _ParseFailure as exc:
+        if exc.side == "expected":
+            return f"Reference file {rel} is {exc.message}"
+        return Check.fail(rel, f"{rel} is {exc.message}")
+    except ImportError as exc:
+        return f"Cannot compare {rel}: {exc}"
+    if not diffs:
+        return Check.ok(rel, f"matches ({kind})")
+    shown = diffs[:MAX_DIFFERENCES]
+    if len(diffs) > MAX_DIFFERENCES:
+        shown.append(f"... and {len(diffs) - MAX_DIFFERENCES} more differences")
+    return Check.fail(rel, f"{kind} differences:\n" + "\n".join(shown))

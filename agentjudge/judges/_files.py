@@ -16,11 +16,9 @@ from agentjudge.judges._paths import (
     DeterministicJudge,
     PathEscapeError,
     WorkspaceError,
+    check_reference_files,
     normalise_excludes,
-    reference_dir,
     resolve_in_workspace,
-    walk_files,
-    workspace_of,
 )
 
 __all__ = ["FileContent", "FileExists", "MatchMode", "SupersetDiff"]
@@ -264,55 +262,11 @@ class SupersetDiff(DeterministicJudge):
 
     async def __call__(self, ctx: Context) -> Judgment:
         """Judge one context."""
-        ref = reference_dir(ctx)
-        if isinstance(ref, str):
-            return Judgment.abstained(ref)
-        try:
-            workspace = workspace_of(ctx)
-        except WorkspaceError as exc:
-            return Judgment.errored(str(exc))
-        return await anyio.to_thread.run_sync(self._compare, ref, workspace)
-
-    def _compare(self, ref: Path, workspace: Path) -> Judgment:
-        meta: dict[str, object] = {"expected_dir": str(ref)}
-        if not ref.is_dir():
-            return Judgment.abstained(f"Reference folder does not exist: {ref}", metadata=meta)
-        if not workspace.is_dir():
-            return Judgment.errored(f"workspace {str(workspace)!r} is not an existing folder")
-        root = workspace.resolve()
-        try:
-            files = walk_files(ref, excludes=self.exclude)
-        except OSError as exc:
-            return Judgment.errored(f"Cannot list reference folder {ref}: {exc}", metadata=meta)
-        if not files:
-            return Judgment.abstained(f"No files in reference folder {ref}", metadata=meta)
-        checks: list[Check] = []
-        for rel, expected_path in files:
-            actual = root / rel
-            real = actual.resolve()
-            if not real.is_relative_to(root):
-                return Judgment.errored(
-                    f"refused {rel!r}: it resolves to {str(real)!r}, outside the workspace "
-                    f"{str(root)!r} through a symbolic link",
-                    metadata=meta,
-                )
-            if not actual.exists():
-                checks.append(Check.fail(rel, f"Missing file: {rel}"))
-                continue
-            if not actual.is_file():
-                checks.append(Check.fail(rel, f"Not a regular file: {rel}"))
-                continue
-            try:
-                offset = first_difference(expected_path, actual)
-            except OSError as exc:
-                return Judgment.errored(f"Cannot compare {rel}: {exc}", metadata=meta)
-            if offset is None:
-                checks.append(Check.ok(rel, "identical"))
-            else:
-                checks.append(Check.fail(rel, f"Content differs at byte {offset}: {rel}"))
-        matched = sum(1 for c in checks if c.passed)
-        total = len(checks)
-        meta.update(matched_files=matched, total_files=total)
+        walked = await check_reference_files(ctx, self.exclude, _superset_file)
+        if isinstance(walked, Judgment):
+            return walked
+        checks, meta = walked
+        matched, total = meta["matched_files"], meta["total_files"]
         score = matched / total
         if matched == total:
             return Judgment.passed(
@@ -338,3 +292,17 @@ class SupersetDiff(DeterministicJudge):
             checks=tuple(checks),
             metadata=meta,
         )
+
+
+def _superset_file(rel: str, expected_path: Path, actual: Path) -> Check | str:
+    if not actual.exists():
+        return Check.fail(rel, f"Missing file: {rel}")
+    if not actual.is_file():
+        return Check.fail(rel, f"Not a regular file: {rel}")
+    try:
+        offset = first_difference(expected_path, actual)
+    except OSError as exc:
+        return f"Cannot compare {rel}: {exc}"
+    if offset is None:
+        return Check.ok(rel, "identical")
+    return Check.fail(rel, f"Content differs at byte {offset}: {rel}")

@@ -9,19 +9,20 @@ refused (the judge answers ERROR naming the path) unless the judge was built wit
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import anyio.to_thread
 
-from agentjudge.core import Context
+from agentjudge.core import Check, Context, Judgment
 from agentjudge.judging import JudgeKind
 
 __all__ = [
     "DeterministicJudge",
     "PathEscapeError",
     "WorkspaceError",
+    "check_reference_files",
     "excluded",
     "normalise_excludes",
     "reference_dir",
@@ -231,3 +232,63 @@ def walk_files(
                 found.append((rel, path))
     found.sort(key=lambda item: item[0])
     return found
+
+
+FileCheck = Callable[[str, Path, Path], Check | str]
+"""Checks one reference file: ``(relative POSIX path, reference path, workspace path)`` to a
+`Check`, or to the reason the whole judgment is ERROR. Runs on a worker thread."""
+
+
+async def check_reference_files(
+    ctx: Context, excludes: Sequence[str], check_file: FileCheck
+) -> Judgment | tuple[list[Check], dict[str, Any]]:
+    """Run ``check_file`` on every reference file and its counterpart in the workspace.
+
+    The reference folder is ``ctx.metadata["expected_dir"]`` (see `reference_dir`); its files
+    are walked sorted, without ``excludes``, on a worker thread. Returns the finished judgment
+    when there is nothing to compare or ``check_file`` answers an error (no reference folder or
+    no files in it: ABSTAIN; no workspace, an unlistable reference folder or a workspace path
+    escaping through a symbolic link: ERROR). Otherwise returns the checks, one per file in
+    order, and the metadata ``expected_dir``, ``matched_files`` and ``total_files``.
+    """
+    ref = reference_dir(ctx)
+    if isinstance(ref, str):
+        return Judgment.abstained(ref)
+    try:
+        workspace = workspace_of(ctx)
+    except WorkspaceError as exc:
+        return Judgment.errored(str(exc))
+    return await anyio.to_thread.run_sync(_check_files_sync, ref, workspace, excludes, check_file)
+
+
+def _check_files_sync(
+    ref: Path, workspace: Path, excludes: Sequence[str], check_file: FileCheck
+) -> Judgment | tuple[list[Check], dict[str, Any]]:
+    meta: dict[str, Any] = {"expected_dir": str(ref)}
+    if not ref.is_dir():
+        return Judgment.abstained(f"Reference folder does not exist: {ref}", metadata=meta)
+    if not workspace.is_dir():
+        return Judgment.errored(f"workspace {str(workspace)!r} is not an existing folder")
+    root = workspace.resolve()
+    try:
+        files = walk_files(ref, excludes=excludes)
+    except OSError as exc:
+        return Judgment.errored(f"Cannot list reference folder {ref}: {exc}", metadata=meta)
+    if not files:
+        return Judgment.abstained(f"No files in reference folder {ref}", metadata=meta)
+    checks: list[Check] = []
+    for rel, expected_path in files:
+        actual_path = root / rel
+        real = actual_path.resolve()
+        if not real.is_relative_to(root):
+            return Judgment.errored(
+                f"refused {rel!r}: it resolves to {str(real)!r}, outside the workspace "
+                f"{str(root)!r} through a symbolic link",
+                metadata=meta,
+            )
+        outcome = check_file(rel, expected_path, actual_path)
+        if isinstance(outcome, str):
+            return Judgment.errored(outcome, metadata=meta)
+        checks.append(outcome)
+    meta.update(matched_files=sum(1 for c in checks if c.passed), total_files=len(checks))
+    return checks, meta
