@@ -211,7 +211,46 @@ class CorrectnessJudge(_VerdictJudge):
         return "\n\n".join(parts)
 
 
-class FaithfulnessJudge(_VerdictJudge):
+class _RagJudge(_VerdictJudge):
+    """A RAG verdict judge: needs the context (and the answer, when ``_needs_answer``).
+
+    The prompt is the instruction, the question (when known), the context, the answer, the data
+    note and the reply format; a missing required input is ABSTAIN naming what it cannot do.
+    """
+
+    _needs_answer = True
+    _cannot = ""
+    """What the judge cannot do without its inputs, ending the ABSTAIN reason."""
+    _instruction = ""
+    _yes_means = ""
+
+    def prompt(self, ctx: Context) -> str | Judgment:
+        """The prompt, or ABSTAIN when a required input is missing."""
+        context = rag_context(ctx)
+        answer = rag_answer(ctx) if self._needs_answer else ""
+        if not context:
+            return Judgment.abstained(
+                "No context provided (metadata 'rag.context' is missing or blank); "
+                f"cannot {self._cannot}"
+            )
+        if self._needs_answer and not answer:
+            return Judgment.abstained(
+                "No answer provided ('rag.answer' and ctx.output are missing or blank); "
+                f"cannot {self._cannot}"
+            )
+        parts = [
+            self._instruction,
+            _section("question", rag_question(ctx) or "(not provided)"),
+            _section("context", context),
+        ]
+        if self._needs_answer:
+            parts.append(_section("answer", answer))
+        parts.append(_DATA_NOTE)
+        parts.append(_reply_format(self.structured, self._yes_means))
+        return "\n\n".join(parts)
+
+
+class FaithfulnessJudge(_RagJudge):
     """Is every claim in the answer supported by the retrieved context?
 
     Needs the context and the answer (ABSTAIN without a model call when either is missing); the
@@ -229,36 +268,15 @@ class FaithfulnessJudge(_VerdictJudge):
 
     default_name = "Faithfulness"
 
-    def prompt(self, ctx: Context) -> str | Judgment:
-        """The prompt, or ABSTAIN when the context or the answer is missing."""
-        context, answer = rag_context(ctx), rag_answer(ctx)
-        if not context:
-            return Judgment.abstained(
-                "No context provided (metadata 'rag.context' is missing or blank); "
-                "cannot judge faithfulness"
-            )
-        if not answer:
-            return Judgment.abstained(
-                "No answer provided ('rag.answer' and ctx.output are missing or blank); "
-                "cannot judge faithfulness"
-            )
-        return "\n\n".join(
-            [
-                "Decide whether an answer is faithful to the retrieved context: every factual "
-                "claim in the answer must be stated in, or directly follow from, the context.",
-                _section("question", rag_question(ctx) or "(not provided)"),
-                _section("context", context),
-                _section("answer", answer),
-                _DATA_NOTE,
-                _reply_format(
-                    self.structured,
-                    "every claim in the answer is supported by the context",
-                ),
-            ]
-        )
+    _cannot = "judge faithfulness"
+    _instruction = (
+        "Decide whether an answer is faithful to the retrieved context: every factual "
+        "claim in the answer must be stated in, or directly follow from, the context."
+    )
+    _yes_means = "every claim in the answer is supported by the context"
 
 
-class ContextualRelevanceJudge(_VerdictJudge):
+class ContextualRelevanceJudge(_RagJudge):
     """Is the retrieved context relevant to the question?
 
     Needs only the context (ABSTAIN without a model call when it is missing); the question is
@@ -276,30 +294,16 @@ class ContextualRelevanceJudge(_VerdictJudge):
 
     default_name = "ContextualRelevance"
 
-    def prompt(self, ctx: Context) -> str | Judgment:
-        """The prompt, or ABSTAIN when the context is missing."""
-        context = rag_context(ctx)
-        if not context:
-            return Judgment.abstained(
-                "No context provided (metadata 'rag.context' is missing or blank); "
-                "cannot judge relevance"
-            )
-        return "\n\n".join(
-            [
-                "Decide whether the context retrieved for a question is relevant: whether it "
-                "holds information that helps answer the question.",
-                _section("question", rag_question(ctx) or "(not provided)"),
-                _section("context", context),
-                _DATA_NOTE,
-                _reply_format(
-                    self.structured,
-                    "the context is relevant and useful for answering the question",
-                ),
-            ]
-        )
+    _needs_answer = False
+    _cannot = "judge relevance"
+    _instruction = (
+        "Decide whether the context retrieved for a question is relevant: whether it "
+        "holds information that helps answer the question."
+    )
+    _yes_means = "the context is relevant and useful for answering the question"
 
 
-class HallucinationJudge(_VerdictJudge):
+class HallucinationJudge(_RagJudge):
     """Is the answer free of hallucinations (claims the context does not support)?
 
     PASS ("Answer: YES") means no hallucination was found. Needs the context and the answer
@@ -317,31 +321,9 @@ class HallucinationJudge(_VerdictJudge):
 
     default_name = "Hallucination"
 
-    def prompt(self, ctx: Context) -> str | Judgment:
-        """The prompt, or ABSTAIN when the context or the answer is missing."""
-        context, answer = rag_context(ctx), rag_answer(ctx)
-        if not context:
-            return Judgment.abstained(
-                "No context provided (metadata 'rag.context' is missing or blank); "
-                "cannot detect hallucinations"
-            )
-        if not answer:
-            return Judgment.abstained(
-                "No answer provided ('rag.answer' and ctx.output are missing or blank); "
-                "cannot detect hallucinations"
-            )
-        return "\n\n".join(
-            [
-                "Check an answer for hallucinations: factual claims that the retrieved context "
-                "does not support. Examine each claim in the answer against the context.",
-                _section("question", rag_question(ctx) or "(not provided)"),
-                _section("context", context),
-                _section("answer", answer),
-                _DATA_NOTE,
-                _reply_format(
-                    self.structured,
-                    "the answer is free of hallucinations (every claim is supported by the "
-                    "context)",
-                ),
-            ]
-        )
+    _cannot = "detect hallucinations"
+    _instruction = (
+        "Check an answer for hallucinations: factual claims that the retrieved context "
+        "does not support. Examine each claim in the answer against the context."
+    )
+    _yes_means = "the answer is free of hallucinations (every claim is supported by the context)"
