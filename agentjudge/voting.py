@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from agentjudge.core import AGGREGATION_KEY, Judgment, Status, construct
 
@@ -574,13 +574,16 @@ class Consensus(_CountingStrategy):
         )
 
 
+@dataclass(frozen=True, slots=True, repr=False)
 class _ScoreStrategy(_Strategy):
     """Strategies over effective scores: PASS iff the aggregate score >= threshold."""
 
-    __slots__ = ()
+    threshold: float = 0.5
+    """Pass mark in [0, 1], inclusive."""
+    errors: ErrorPolicy = ErrorPolicy.PROPAGATE
+    """The error policy."""
 
-    threshold: float
-    _label: str = ""
+    _label: ClassVar[str] = ""
 
     def _verdict(self, pop: _Population, score: float, running: int, detail: str = "") -> Judgment:
         score = min(1.0, max(0.0, score))
@@ -591,7 +594,7 @@ class _ScoreStrategy(_Strategy):
         )
         return self._result(pop, status, reasoning, running, score)
 
-    def _knobs(self) -> None:
+    def __post_init__(self) -> None:
         object.__setattr__(self, "threshold", _check_threshold(self.threshold))
         object.__setattr__(self, "errors", _check_enum(ErrorPolicy, "errors", self.errors))
 
@@ -617,15 +620,7 @@ class Average(_ScoreStrategy):
         ValueError: ``threshold`` is not a finite number in [0, 1], or ``errors`` is invalid.
     """
 
-    threshold: float = 0.5
-    """Pass mark in [0, 1], inclusive."""
-    errors: ErrorPolicy = ErrorPolicy.PROPAGATE
-    """The error policy."""
-
     _label = "Average score"
-
-    def __post_init__(self) -> None:
-        self._knobs()
 
     @property
     def name(self) -> str:
@@ -650,15 +645,7 @@ class Median(_ScoreStrategy):
         ValueError: ``threshold`` is not a finite number in [0, 1], or ``errors`` is invalid.
     """
 
-    threshold: float = 0.5
-    """Pass mark in [0, 1], inclusive."""
-    errors: ErrorPolicy = ErrorPolicy.PROPAGATE
-    """The error policy."""
-
     _label = "Median score"
-
-    def __post_init__(self) -> None:
-        self._knobs()
 
     @property
     def name(self) -> str:
@@ -689,15 +676,7 @@ class WeightedAverage(_ScoreStrategy):
         ValueError: ``threshold`` is not a finite number in [0, 1], or ``errors`` is invalid.
     """
 
-    threshold: float = 0.5
-    """Pass mark in [0, 1], inclusive."""
-    errors: ErrorPolicy = ErrorPolicy.PROPAGATE
-    """The error policy."""
-
     _label = "Weighted average score"
-
-    def __post_init__(self) -> None:
-        self._knobs()
 
     @property
     def name(self) -> str:
