@@ -373,15 +373,28 @@ class _CoverageJudge(DeterministicJudge):
             )
         return metrics, value
 
-    def _meta(self, metrics: CoverageMetrics, baseline: float, current: float) -> dict[str, Any]:
-        return {
+    async def __call__(self, ctx: Context) -> Judgment:
+        """Judge one context."""
+        baseline = _baseline(ctx, self.metric)
+        if isinstance(baseline, Judgment):
+            return baseline
+        current = await self._current(ctx)
+        if isinstance(current, Judgment):
+            return current
+        metrics, value = current
+        meta: dict[str, Any] = {
             "report": metrics.source,
             "format": metrics.format,
             "metric": self.metric,
             "baseline_coverage": baseline,
-            "current_coverage": current,
+            "current_coverage": value,
             "summary": metrics.summary,
         }
+        return self._judge(baseline, value, meta)
+
+    def _judge(self, baseline: float, value: float, meta: dict[str, Any]) -> Judgment:
+        """Compare coverage ``value`` with ``baseline``; ``meta`` holds the shared metadata."""
+        raise NotImplementedError
 
 
 class CoveragePreservation(_CoverageJudge):
@@ -426,17 +439,8 @@ class CoveragePreservation(_CoverageJudge):
             allow_outside=allow_outside,
         )
 
-    async def __call__(self, ctx: Context) -> Judgment:
-        """Judge one context."""
-        baseline = _baseline(ctx, self.metric)
-        if isinstance(baseline, Judgment):
-            return baseline
-        current = await self._current(ctx)
-        if isinstance(current, Judgment):
-            return current
-        metrics, value = current
+    def _judge(self, baseline: float, value: float, meta: dict[str, Any]) -> Judgment:
         drop = baseline - value
-        meta = self._meta(metrics, baseline, value)
         meta.update(coverage_drop=drop, threshold=self.threshold)
         what = (
             f"{self.metric.capitalize()} coverage drop {drop:.1f} points "
@@ -510,18 +514,9 @@ class CoverageImprovement(_CoverageJudge):
             allow_outside=allow_outside,
         )
 
-    async def __call__(self, ctx: Context) -> Judgment:
-        """Judge one context."""
-        baseline = _baseline(ctx, self.metric)
-        if isinstance(baseline, Judgment):
-            return baseline
-        current = await self._current(ctx)
-        if isinstance(current, Judgment):
-            return current
-        metrics, value = current
+    def _judge(self, baseline: float, value: float, meta: dict[str, Any]) -> Judgment:
         gain = value - baseline
         score = min(1.0, max(0.0, gain / self.max_improvement))
-        meta = self._meta(metrics, baseline, value)
         meta.update(coverage_gain=gain, max_improvement=self.max_improvement, minimum=self.minimum)
         span = f"({baseline:.1f}% -> {value:.1f}%)"
         improved = gain > 0
