@@ -38,7 +38,10 @@ class MatchMode(StrEnum):
 
 
 def _path_text(path: str | os.PathLike[str]) -> str:
-    return os.fspath(path)
+    text = os.fspath(path)
+    if not text.strip():
+        raise ValueError("path must be non-blank")
+    return text
 
 
 class FileExists(DeterministicJudge):
@@ -60,8 +63,6 @@ class FileExists(DeterministicJudge):
         allow_outside: bool = False,
     ) -> None:
         self.path = _path_text(path)
-        if not self.path.strip():
-            raise ValueError("path must be non-blank")
         self.allow_outside = allow_outside
         super().__init__(name, f"Verifies that a file exists at {self.path}")
 
@@ -113,8 +114,6 @@ class FileContent(DeterministicJudge):
         allow_outside: bool = False,
     ) -> None:
         self.path = _path_text(path)
-        if not self.path.strip():
-            raise ValueError("path must be non-blank")
         if not isinstance(expected, str):
             raise ValueError(f"expected must be a str, got {type(expected).__name__}")
         try:
