@@ -17,6 +17,7 @@ from agentjudge.judges._paths import (
     DeterministicJudge,
     PathEscapeError,
     WorkspaceError,
+    first_names,
     normalise_excludes,
     resolve_in_workspace,
     walk_files,
@@ -167,7 +168,7 @@ class ClassVersionJudge(DeterministicJudge):
                 checks=tuple(checks),
                 metadata=meta,
             )
-        shown = ", ".join(wrong[:10]) + (" ..." if len(wrong) > 10 else "")
+        shown = first_names(wrong, ", ")
         return Judgment.failed(
             f"{len(wrong)} of {len(checks)} .class files do not have major version {expected}: "
             f"{shown}",
@@ -340,7 +341,7 @@ class PycVersionJudge(DeterministicJudge):
                 checks=tuple(checks),
                 metadata=meta,
             )
-        shown = ", ".join(wrong[:10]) + (" ..." if len(wrong) > 10 else "")
+        shown = first_names(wrong, ", ")
         return Judgment.failed(
             f"{len(wrong)} of {len(checks)} .pyc files were not compiled for Python {target}: "
             f"{shown}",

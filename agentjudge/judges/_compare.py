@@ -26,6 +26,7 @@ from agentjudge.core import Check, Context, Judgment
 from agentjudge.judges._paths import (
     DeterministicJudge,
     check_reference_files,
+    first_names,
     normalise_excludes,
 )
 
@@ -1082,7 +1083,7 @@ class FileComparison(DeterministicJudge):
                 f"All {total} files match", score=1.0, checks=tuple(checks), metadata=meta
             )
         failing = [c.name for c in checks if not c.passed]
-        shown_names = "; ".join(failing[:10]) + (" ..." if len(failing) > 10 else "")
+        shown_names = first_names(failing, "; ")
         return Judgment.failed(
             f"{len(failing)} of {total} files differ: {shown_names}",
             score=matched / total,

@@ -17,6 +17,7 @@ from agentjudge.judges._paths import (
     PathEscapeError,
     WorkspaceError,
     check_reference_files,
+    first_names,
     normalise_excludes,
     resolve_in_workspace,
 )
@@ -278,13 +279,9 @@ class SupersetDiff(DeterministicJudge):
         differing = [c.name for c in checks if not c.passed and c.name not in missing]
         parts = []
         if missing:
-            parts.append(
-                "missing: " + ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
-            )
+            parts.append("missing: " + first_names(missing, ", "))
         if differing:
-            parts.append(
-                "differing: " + ", ".join(differing[:10]) + (" ..." if len(differing) > 10 else "")
-            )
+            parts.append("differing: " + first_names(differing, ", "))
         return Judgment.failed(
             f"{matched} of {total} reference files matched ({'; '.join(parts)})",
             score=score,

@@ -24,6 +24,7 @@ __all__ = [
     "WorkspaceError",
     "check_reference_files",
     "excluded",
+    "first_names",
     "normalise_excludes",
     "reference_dir",
     "resolve_in_workspace",
@@ -143,6 +144,11 @@ def reference_dir(ctx: Context) -> Path | str:
     if isinstance(value, str) and not value.strip():
         return 'ctx.metadata["expected_dir"] is blank'
     return Path(value)
+
+
+def first_names(names: Sequence[str], sep: str) -> str:
+    """The first ten ``names`` joined by ``sep``, then ``" ..."`` when there are more."""
+    return sep.join(names[:10]) + (" ..." if len(names) > 10 else "")
 
 
 def normalise_excludes(exclude: Iterable[str]) -> tuple[str, ...]:

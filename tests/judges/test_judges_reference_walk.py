@@ -6,6 +6,7 @@ import pytest
 
 from agentjudge.core import Context, Judgment, Status
 from agentjudge.judges._deterministic import FileComparison, SupersetDiff
+from agentjudge.judges._paths import first_names
 
 JUDGES = [SupersetDiff, FileComparison]
 
@@ -81,3 +82,34 @@ async def test_walk_reports_counts_in_metadata(
     assert result.checks[1].message == "Missing file: b.txt"
     assert dict(result.metadata) == {"expected_dir": str(ref), "matched_files": 1, "total_files": 2}
     assert result.score == 0.5
+
+
+async def test_superset_diff_names_at_most_ten_files(folders: tuple[Path, Path]) -> None:
+    """The FAIL reasoning names the first ten missing files, then ' ...'."""
+    ref, ws = folders
+    for i in range(12):
+        (ref / f"f{i:02}.txt").write_text("x")
+    result = await SupersetDiff()(ctx_for(ws, expected_dir=ref))
+    names = ", ".join(f"f{i:02}.txt" for i in range(10))
+    assert result.reasoning == f"0 of 12 reference files matched (missing: {names} ...)"
+
+
+async def test_file_comparison_names_at_most_ten_files(folders: tuple[Path, Path]) -> None:
+    """FileComparison's FAIL reasoning names ten differing files with '; ', then ' ...'."""
+    ref, ws = folders
+    for i in range(11):
+        (ref / f"f{i:02}.txt").write_text("x")
+    result = await FileComparison()(ctx_for(ws, expected_dir=ref))
+    names = "; ".join(f"f{i:02}.txt" for i in range(10))
+    assert result.reasoning == f"11 of 11 files differ: {names} ..."
+    (ref / "f10.txt").unlink()
+    result = await FileComparison()(ctx_for(ws, expected_dir=ref))
+    names = "; ".join(f"f{i:02}.txt" for i in range(10))
+    assert result.reasoning == f"10 of 10 files differ: {names}"
+
+
+def test_first_names_shows_ten_then_an_ellipsis() -> None:
+    """first_names joins up to ten names and marks a longer list with ' ...'."""
+    assert first_names([], ", ") == ""
+    assert first_names([str(i) for i in range(10)], ",") == "0,1,2,3,4,5,6,7,8,9"
+    assert first_names([str(i) for i in range(11)], ",") == "0,1,2,3,4,5,6,7,8,9 ..."
