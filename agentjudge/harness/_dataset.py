@@ -19,7 +19,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -109,17 +109,20 @@ def parse_case(text: str, lineno: int, label: str) -> Case:
         raise DatasetError(f"{where} (id {case_id!r}): {exc}") from None
 
 
-def _iter_lines(path: Path, label: str) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(lineno, raw line)`` for every physical line, streaming."""
+def _open(path: Path, label: str) -> BinaryIO:
     try:
-        handle = path.open("rb", buffering=_READ_CHUNK)
+        return path.open("rb", buffering=_READ_CHUNK)
     except FileNotFoundError:
         raise DatasetError(f"dataset file not found: {label}") from None
     except IsADirectoryError:
         raise DatasetError(f"dataset path is a folder, not a JSONL file: {label}") from None
     except OSError as exc:
         raise DatasetError(f"cannot read dataset file {label}: {exc.strerror or exc}") from None
-    with handle:
+
+
+def _iter_lines(path: Path, label: str) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(lineno, raw line)`` for every physical line, streaming."""
+    with _open(path, label) as handle:
         yield from enumerate(handle, start=1)
 
 
@@ -189,6 +192,39 @@ class Dataset(BaseModel):
             rows += 1
         return cls(path=file, sha256=digest.hexdigest(), rows=rows)
 
+    def iter_raw(self, hint: int = _READ_CHUNK) -> Iterator[list[tuple[int, bytes]]]:
+        """Stream the file's physical lines as ``(lineno, bytes)``, about ``hint`` bytes a chunk.
+
+        Only blocking I/O happens here, so a harness reads chunks on a worker thread and
+        parses them with `parse_chunk` on its own thread (parsing on the worker thread would
+        fight the event loop for the GIL).
+        """
+        with _open(self.path, self.label) as handle:
+            lineno = 0
+            while True:
+                lines = handle.readlines(hint)
+                if not lines:
+                    return
+                chunk = []
+                for raw in lines:
+                    lineno += 1
+                    chunk.append((lineno, raw))
+                yield chunk
+
+    def parse_chunk(self, chunk: list[tuple[int, bytes]]) -> list[Case]:
+        """The cases on a chunk of `iter_raw` (blank and comment lines dropped).
+
+        Raises:
+            DatasetError: a row became malformed since `open` checked it.
+        """
+        label = self.label
+        cases = []
+        for lineno, raw in chunk:
+            text = _decode_line(raw, lineno, label)
+            if text is not None:
+                cases.append(parse_case(text, lineno, label))
+        return cases
+
     def iter_cases(self) -> Iterator[Case]:
         """Stream the cases in file order.
 
@@ -196,18 +232,8 @@ class Dataset(BaseModel):
             DatasetError: a row became malformed since `open` checked it.
         """
         label = self.label
-        for lineno, raw in _iter_lines(self.path, label):
-            text = _decode_line(raw, lineno, label)
-            if text is not None:
-                yield parse_case(text, lineno, label)
-
-    def iter_batches(self, size: int = 256) -> Iterator[list[Case]]:
-        """Stream the cases in lists of at most ``size`` (for reading on a worker thread)."""
-        batch: list[Case] = []
-        for case in self.iter_cases():
-            batch.append(case)
-            if len(batch) >= size:
-                yield batch
-                batch = []
-        if batch:
-            yield batch
+        for chunk in self.iter_raw():
+            for lineno, raw in chunk:
+                text = _decode_line(raw, lineno, label)
+                if text is not None:
+                    yield parse_case(text, lineno, label)

@@ -22,11 +22,12 @@ import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePath
+from types import MappingProxyType
 from typing import IO, Any
 
 from pydantic import BaseModel
 
-from agentjudge.core import JudgeResult, Judgment, TierAttempt, thaw
+from agentjudge.core import JudgeResult, Judgment, TierAttempt
 from agentjudge.exceptions import AgentJudgeError
 
 __all__ = [
@@ -48,7 +49,10 @@ class ResultsError(AgentJudgeError, ValueError):
 
 # ----------------------------------------------------------------------------- encoding
 def judgment_dict(j: Judgment) -> dict[str, Any]:
-    """``j.model_dump(mode="json", exclude_none=True)``, built by hand (hot path)."""
+    """``j.model_dump(mode="json", exclude_none=True)`` as far as JSON can tell, built by hand.
+
+    Hot path: ``metadata`` stays the judgment's read-only mapping (encoded by `encode_row`).
+    """
     out: dict[str, Any] = {"status": j.status.value}
     if j.score is not None:
         out["score"] = j.score
@@ -56,7 +60,9 @@ def judgment_dict(j: Judgment) -> dict[str, Any]:
         out["label"] = j.label
     out["reasoning"] = j.reasoning
     out["checks"] = [{"name": c.name, "passed": c.passed, "message": c.message} for c in j.checks]
-    out["metadata"] = thaw(j.metadata) if j.metadata else {}
+    # The read-only mapping itself: the JSON encoder turns it (and nested ones) into objects
+    # through `to_jsonable`, which is much cheaper than thawing every nested value up front.
+    out["metadata"] = j.metadata if j.metadata else {}
     return out
 
 
@@ -100,6 +106,8 @@ def to_jsonable(value: Any) -> Any:
     pydantic models dump in JSON mode, dataclasses become dicts, sets and tuples lists, paths
     and enums their string / value, datetimes ISO 8601; anything else its ``repr``.
     """
+    if type(value) is MappingProxyType:  # frozen judgment metadata: by far the common case
+        return dict(value)
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -13,14 +13,14 @@ import os
 import random
 import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from agentjudge.core import Context, ExecutionStatus
 from agentjudge.engine import Evaluator, RetryPolicy
@@ -30,6 +30,7 @@ from agentjudge.harness._case import Case, TaskOutput
 from agentjudge.harness._dataset import Dataset, display_path
 from agentjudge.harness._gates import Gate, check_gate_subjects, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
+from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._results import (
     ResultsWriter,
@@ -56,8 +57,11 @@ __all__ = [
 MODEL_PREFIXES = ("openai:", "anthropic:")
 """Task references with these prefixes name a chat model, not a Python module."""
 RESULTS_FILE = "results.jsonl"
+CASE_BUFFER = 2048
+"""Parsed cases waiting for a worker (at least 2 x concurrency)."""
+ROW_BUFFER = 4096
+"""Finished rows waiting for the writer (at least 4 x concurrency)."""
 SUMMARY_FILE = "summary.json"
-_READ_BATCH = 512
 
 
 class RunConfigError(AgentJudgeError, ValueError):
@@ -289,20 +293,6 @@ class _Run:
         self.resumed = True
 
     # ------------------------------------------------------------------ pipeline
-    def _cases(self) -> Iterator[list[Case]]:
-        limit = self.suite.limit
-        seen = 0
-        done = self.done_ids
-        for batch in self.dataset.iter_batches(_READ_BATCH):
-            if limit is not None and seen + len(batch) > limit:
-                batch = batch[: max(0, limit - seen)]
-            seen += len(batch)
-            todo = [c for c in batch if c.id not in done] if done else batch
-            if todo:
-                yield todo
-            if limit is not None and seen >= limit:
-                return
-
     def pending_total(self) -> int:
         """Cases this invocation will run."""
         rows = (
@@ -312,15 +302,25 @@ class _Run:
         )
         return max(0, rows - len(self.done_ids))
 
-    async def _feed(self, send: MemoryObjectSendStream[Case]) -> None:
-        batches = self._cases()
-        async with send:
-            while True:
-                batch = await anyio.to_thread.run_sync(next, batches, None)
-                if batch is None:
+    async def _feed(self, cases: Pipe[Case]) -> None:
+        """Read raw chunks on a worker thread, parse here, hand pending cases to the workers."""
+        limit = self.suite.limit
+        done = self.done_ids
+        seen = 0
+        chunks = self.dataset.iter_raw()
+        try:
+            while limit is None or seen < limit:
+                chunk = await anyio.to_thread.run_sync(next, chunks, None)
+                if chunk is None:
                     return
-                for case in batch:
-                    await send.send(case)
+                for case in self.dataset.parse_chunk(chunk):
+                    seen += 1
+                    if limit is not None and seen > limit:
+                        return
+                    if case.id not in done:
+                        await cases.put(case)
+        finally:
+            cases.close()
 
     async def _run_case(self, case: Case) -> dict[str, Any]:
         telemetry = self.telemetry
@@ -367,39 +367,41 @@ class _Run:
             telemetry.end_case(span, verdict, error)
         return row
 
-    async def _work(
-        self,
-        cases: MemoryObjectReceiveStream[Case],
-        rows: MemoryObjectSendStream[tuple[dict[str, Any], str]],
-    ) -> None:
-        async for case in cases:
+    async def _work(self, cases: Pipe[Case], rows: Pipe[tuple[dict[str, Any], str]]) -> None:
+        while (case := await cases.get()) is not None:
             row = await self._run_case(case)
-            await rows.send((row, encode_row(row)))
+            await rows.put((row, encode_row(row)))
+            await anyio.lowlevel.checkpoint()  # let the writer and other workers in
 
-    async def _write(
-        self, rows: MemoryObjectReceiveStream[tuple[dict[str, Any], str]], state: ProgressState
-    ) -> None:
+    async def _write(self, rows: Pipe[tuple[dict[str, Any], str]], state: ProgressState) -> None:
         """Append finished rows in batches until every worker is gone.
 
-        Shielded from cancellation: it ends when the row stream is closed (the workers closed
-        it, normally or because the run is aborting), so every finished row is written, and
-        folded into the aggregates, even on Ctrl-C. (A receiver cancelled while an item is
-        being handed to it would lose that item.)
+        Shielded from cancellation: it ends when the row pipe is closed and drained (the
+        workers close it when they are done, normally or because the run is aborting), so every
+        finished case is written, and folded into the aggregates, even on Ctrl-C.
         """
         with anyio.CancelScope(shield=True):
             writer = await anyio.to_thread.run_sync(ResultsWriter, self.results_path)
             try:
-                async with rows:
-                    async for first in rows:
-                        batch = [first, *_drain(rows)]
-                        await anyio.to_thread.run_sync(writer.write, [line for _, line in batch])
-                        for row, _ in batch:
-                            self.aggregate.add_row(row)
-                            if row["error"] is not None:
-                                state.errors += 1
-                        state.done += len(batch)
+                while (first := await rows.get()) is not None:
+                    batch = [first, *rows.take_all()]
+                    await anyio.to_thread.run_sync(writer.write, [line for _, line in batch])
+                    for row, _ in batch:
+                        self.aggregate.add_row(row)
+                        if row["error"] is not None:
+                            state.errors += 1
+                    state.done += len(batch)
             finally:
                 await anyio.to_thread.run_sync(writer.close)
+
+    async def _workers(self, cases: Pipe[Case], rows: Pipe[tuple[dict[str, Any], str]]) -> None:
+        try:
+            async with anyio.create_task_group() as workers:
+                for _ in range(self.suite.concurrency):
+                    workers.start_soon(self._work, cases, rows)
+        finally:
+            rows.close()
+            cases.close()
 
     async def execute(self) -> None:
         """Run every pending case."""
@@ -407,10 +409,11 @@ class _Run:
         state = ProgressState(self.pending_total())
         self.state = state
         finished = anyio.Event()
-        case_send, case_recv = anyio.create_memory_object_stream[Case](2 * suite.concurrency)
-        row_send, row_recv = anyio.create_memory_object_stream[tuple[dict[str, Any], str]](
-            4 * suite.concurrency
-        )
+        # Generous bounds: a hop to a worker thread (reading a chunk, writing a batch) can take
+        # a GIL switch interval (5 ms) while the loop is busy; the pipes keep the workers fed
+        # meanwhile. Memory stays bounded: ~1 KiB per waiting case, ~2 KiB per waiting row.
+        cases: Pipe[Case] = Pipe(max(2 * suite.concurrency, CASE_BUFFER))
+        rows: Pipe[tuple[dict[str, Any], str]] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
         async with anyio.create_task_group() as outer:
             outer.start_soon(
                 lambda: render_progress(
@@ -423,11 +426,9 @@ class _Run:
             )
             try:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._feed, case_send)
-                    tg.start_soon(self._write, row_recv, state)
-                    async with row_send, case_recv, anyio.create_task_group() as workers:
-                        for _ in range(suite.concurrency):
-                            workers.start_soon(self._work, case_recv, row_send)
+                    tg.start_soon(self._feed, cases)
+                    tg.start_soon(self._write, rows, state)
+                    await self._workers(cases, rows)
             finally:
                 finished.set()
                 close = getattr(self.task.fn, "aclose", None)
@@ -484,16 +485,6 @@ class _Run:
         """Write ``summary.json`` atomically (never a half-written file)."""
         text = summary.model_dump_json(indent=2) + "\n"
         await anyio.to_thread.run_sync(_write_json_atomic, self.summary_path, text)
-
-
-def _drain(stream: MemoryObjectReceiveStream[Any]) -> list[Any]:
-    """Everything already waiting in ``stream`` (without waiting for more)."""
-    items = []
-    while True:
-        try:
-            items.append(stream.receive_nowait())
-        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
-            return items
 
 
 def _single_leaf(exc: BaseException) -> BaseException:

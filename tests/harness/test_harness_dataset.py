@@ -137,11 +137,16 @@ def test_iter_cases_streams_lazily(tmp_path: Path) -> None:
         next(cases)
 
 
-def test_iter_batches_groups_cases(tmp_path: Path) -> None:
-    """Batches hold at most `size` cases, in file order."""
-    path = write(tmp_path, "".join(f'{{"id": "c{i}", "input": {i}}}\n' for i in range(5)))
-    batches = list(Dataset.open(path).iter_batches(2))
-    assert [[c.id for c in b] for b in batches] == [["c0", "c1"], ["c2", "c3"], ["c4"]]
+def test_iter_raw_chunks_keep_line_numbers(tmp_path: Path) -> None:
+    """Raw chunks carry 1-based line numbers; parse_chunk drops blank and comment lines."""
+    text = "# c\n" + "".join(f'{{"id": "c{i}", "input": {i}}}\n' for i in range(5))
+    ds = Dataset.open(write(tmp_path, text))
+    chunks = list(ds.iter_raw(hint=40))
+    assert len(chunks) > 1
+    flat = [lineno for chunk in chunks for lineno, _ in chunk]
+    assert flat == [1, 2, 3, 4, 5, 6]
+    cases = [c for chunk in chunks for c in ds.parse_chunk(chunk)]
+    assert [c.id for c in cases] == ["c0", "c1", "c2", "c3", "c4"]
 
 
 def test_case_constructor_positional_and_schema() -> None:

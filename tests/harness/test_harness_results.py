@@ -23,9 +23,9 @@ JUDGMENTS = [
 
 @pytest.mark.parametrize("judgment", JUDGMENTS)
 def test_judgment_dict_matches_pydantic_json_dump(judgment: Judgment) -> None:
-    """The hand-built dump equals model_dump(mode='json', exclude_none=True), key order too."""
+    """The encoded hand-built dump equals model_dump(mode='json', exclude_none=True), in order."""
     expected = judgment.model_dump(mode="json", exclude_none=True)
-    got = judgment_dict(judgment)
+    got = json.loads(encode_row(judgment_dict(judgment)))
     assert got == expected
     assert list(got) == list(expected)
 
@@ -40,7 +40,7 @@ def test_judge_result_dict_round_trips() -> None:
         ),
     ]
     for r in results:
-        assert JudgeResult.model_validate(json.loads(json.dumps(judge_result_dict(r)))) == r
+        assert JudgeResult.model_validate(json.loads(encode_row(judge_result_dict(r)))) == r
 
 
 def test_encode_row_is_one_compact_line_with_odd_values() -> None:

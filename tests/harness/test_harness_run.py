@@ -351,3 +351,66 @@ def test_telemetry_records_spans_and_metrics(tmp_path: Path) -> None:
 def test_telemetry_is_off_without_a_configured_provider() -> None:
     """With only the OpenTelemetry API's default providers, nothing is recorded."""
     assert Telemetry.create() is None
+
+
+class _Stream:
+    """A text stream that records writes and signals the first progress line."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.progress_line = anyio.Event()
+
+    def write(self, text: str) -> int:
+        self.text += text
+        if "cases (" in text:
+            self.progress_line.set()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def test_plain_progress_lines_while_running(tmp_path: Path) -> None:
+    """Off a terminal, progress lines go to the stream while cases run, then a final line."""
+    stream = _Stream()
+    rows = [{"id": f"r{i}", "input": "q", "expected": "Q"} for i in range(3)]
+
+    async def task(case: Any) -> str:
+        if case.id == "r1":
+            await stream.progress_line.wait()  # finish only once a progress line was printed
+        return "Q"
+
+    suite = make_suite(tmp_path, rows, concurrency=1)
+    summary = anyio.run(
+        lambda: run_suite(
+            suite,
+            out=tmp_path / "out",
+            progress="auto",
+            progress_interval=0.01,
+            progress_stream=stream,  # type: ignore[arg-type]
+            task=task,
+        )
+    )
+    assert summary.cases.total == 3
+    assert re.search(r"agentjudge: [01]/3 cases \(\d+%\), 0 errors, [\d.]+ cases/s", stream.text)
+    assert stream.text.rstrip().splitlines()[-1].startswith("agentjudge: 3/3 cases done in")
+
+
+def test_rich_progress_renders_a_bar(tmp_path: Path) -> None:
+    """progress='rich' renders rich's bar with the case count and errors."""
+    import io
+
+    stream = io.StringIO()
+    summary = anyio.run(
+        lambda: run_suite(
+            make_suite(tmp_path, ROWS),
+            out=tmp_path / "out",
+            progress="rich",
+            progress_stream=stream,
+        )
+    )
+    assert summary.cases.total == 3
+    assert "3/3" in stream.getvalue() and "1 errors" in stream.getvalue()
