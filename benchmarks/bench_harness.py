@@ -71,9 +71,7 @@ def harness(dataset: Path, out: Path) -> dict[str, Any]:
     suite = Suite(dataset=dataset, concurrency=CONCURRENCY, gates=["exact.mean>=0.99"])
     started = time.perf_counter()
     summary = anyio.run(
-        lambda: run_suite(
-            suite, out=out, overwrite=True, task=task, judges=[exact, length, always]
-        )
+        lambda: run_suite(suite, out=out, overwrite=True, task=task, judges=[exact, length, always])
     )
     wall = time.perf_counter() - started
     assert summary.cases.total == summary.dataset.rows
