@@ -62,11 +62,7 @@ def rows(n: int = 4, extra: list[dict[str, object]] | None = None) -> list[dict[
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    (tmp_path / "task.py").write_text(textwrap.dedent(TASK), encoding="utf-8")
-    (tmp_path / "judges.py").write_text(textwrap.dedent(JUDGES), encoding="utf-8")
-    (tmp_path / "agentjudge.toml").write_text(textwrap.dedent(SUITE), encoding="utf-8")
-    write_rows(tmp_path / "data.jsonl", rows())
-    return tmp_path
+    return make_project(tmp_path)
 
 
 def write_rows(path: Path, data: list[dict[str, object]]) -> None:
@@ -120,61 +116,101 @@ def test_exit_1_when_errors_exceed_the_gate(project: Path) -> None:
     assert summary["judges"]["exact"]["counts"]["pass"] == 2
 
 
-@pytest.mark.parametrize(
-    ("data", "message"),
-    [
-        (
-            '{"id": "a", "input": 1}\n\n{"input": 2}\n',
-            "data.jsonl line 3: missing required field 'id'",
-        ),
-        (
-            '{"id": "a", "input": 1}\n{"id": "a", "input": 2}\n',
-            "data.jsonl line 2: duplicate id 'a'",
-        ),
-        ('{"id": "a", "input": 1,}\n', "data.jsonl line 1, column 24: invalid JSON"),
-        ('{"id": "a"}\n', "data.jsonl line 1 (id 'a'): missing required field 'input'"),
-    ],
-)
-def test_exit_2_on_bad_dataset_rows(project: Path, data: str, message: str) -> None:
+# The exit-2 scenarios start one process each; they run concurrently (module fixture below)
+# and each is still its own test.
+BAD_ROWS: list[tuple[str, str]] = [
+    (
+        '{"id": "a", "input": 1}\n\n{"input": 2}\n',
+        "data.jsonl line 3: missing required field 'id'",
+    ),
+    (
+        '{"id": "a", "input": 1}\n{"id": "a", "input": 2}\n',
+        "data.jsonl line 2: duplicate id 'a'",
+    ),
+    ('{"id": "a", "input": 1,}\n', "data.jsonl line 1, column 24: invalid JSON"),
+    ('{"id": "a"}\n', "data.jsonl line 1 (id 'a'): missing required field 'input'"),
+]
+
+BAD_CONFIG: list[tuple[list[str], str | None, str]] = [
+    (["--task", "task:answer", "--judges", "judges:judges"], None, "no dataset given"),
+    (["--dataset", "data.jsonl", "--judges", "judges:judges"], None, "no task given"),
+    (["--dataset", "data.jsonl", "--task", "task:answer"], None, "no judges given"),
+    ([], "concurency = 3\n", "unknown setting 'concurency'"),
+    (
+        [],
+        'dataset = "missing.jsonl"\ntask = "task:answer"\njudges = "judges:judges"\n',
+        "dataset file not found: missing.jsonl",
+    ),
+    (["--task", "task:nope"], SUITE, "module 'task' has no attribute 'nope'"),
+    (["--judges", "nojudges:x"], SUITE, "cannot import module 'nojudges'"),
+    (["--gate", "exakt.mean>=1"], SUITE, "unknown judge 'exakt'; valid: exact, nonempty"),
+    (["--gate", "exact.median>=1"], SUITE, "unknown stat 'median'"),
+    (["--max-regression", "0.1"], SUITE, "need a baseline"),
+    (["--baseline", "nowhere/summary.json"], SUITE, "baseline: summary not found"),
+]
+
+
+def make_project(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "task.py").write_text(textwrap.dedent(TASK), encoding="utf-8")
+    (folder / "judges.py").write_text(textwrap.dedent(JUDGES), encoding="utf-8")
+    (folder / "agentjudge.toml").write_text(textwrap.dedent(SUITE), encoding="utf-8")
+    write_rows(folder / "data.jsonl", rows())
+    return folder
+
+
+@pytest.fixture(scope="module")
+def exit2_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int, str]]:
+    """Run every exit-2 scenario at once; map scenario id -> (folder, exit code, stderr)."""
+    root = tmp_path_factory.mktemp("exit2")
+    procs: dict[str, tuple[Path, subprocess.Popen[str]]] = {}
+    for i, (data, _) in enumerate(BAD_ROWS):
+        folder = make_project(root / f"rows{i}")
+        (folder / "data.jsonl").write_text(data, encoding="utf-8")
+        procs[f"rows{i}"] = (folder, spawn(folder, "run", "--out", "out"))
+    for i, (args, suite, _) in enumerate(BAD_CONFIG):
+        folder = make_project(root / f"config{i}")
+        if suite is None:
+            (folder / "agentjudge.toml").unlink()
+        else:
+            (folder / "agentjudge.toml").write_text(suite, encoding="utf-8")
+        procs[f"config{i}"] = (folder, spawn(folder, "run", "--out", "out", *args))
+    results = {}
+    for key, (folder, proc) in procs.items():
+        _, stderr = proc.communicate(timeout=120)
+        results[key] = (folder, proc.returncode, stderr)
+    return results
+
+
+def spawn(cwd: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentjudge", *args],
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("index", range(len(BAD_ROWS)))
+def test_exit_2_on_bad_dataset_rows(
+    exit2_runs: dict[str, tuple[Path, int, str]], index: int
+) -> None:
     """Malformed rows exit 2 naming the file, the line and the field; nothing runs."""
-    (project / "data.jsonl").write_text(data, encoding="utf-8")
-    proc = cli(project, "run", "--out", "out")
-    assert proc.returncode == 2
-    assert f"agentjudge: error: {message}" in proc.stderr
-    assert not (project / "out" / "results.jsonl").exists()
+    folder, code, stderr = exit2_runs[f"rows{index}"]
+    assert code == 2, stderr
+    assert f"agentjudge: error: {BAD_ROWS[index][1]}" in stderr
+    assert not (folder / "out" / "results.jsonl").exists()
 
 
-@pytest.mark.parametrize(
-    ("args", "suite", "message"),
-    [
-        (["--task", "task:answer", "--judges", "judges:judges"], None, "no dataset given"),
-        (["--dataset", "data.jsonl", "--judges", "judges:judges"], None, "no task given"),
-        (["--dataset", "data.jsonl", "--task", "task:answer"], None, "no judges given"),
-        ([], "concurency = 3\n", "unknown setting 'concurency'"),
-        (
-            [],
-            'dataset = "missing.jsonl"\ntask = "task:answer"\njudges = "judges:judges"\n',
-            "dataset file not found: missing.jsonl",
-        ),
-        (["--task", "task:nope"], SUITE, "module 'task' has no attribute 'nope'"),
-        (["--judges", "nojudges:x"], SUITE, "cannot import module 'nojudges'"),
-        (["--gate", "exakt.mean>=1"], SUITE, "unknown judge 'exakt'; valid: exact, nonempty"),
-        (["--gate", "exact.median>=1"], SUITE, "unknown stat 'median'"),
-        (["--max-regression", "0.1"], SUITE, "need a baseline"),
-        (["--baseline", "nowhere/summary.json"], SUITE, "baseline: summary not found"),
-    ],
-)
+@pytest.mark.parametrize("index", range(len(BAD_CONFIG)))
 def test_exit_2_on_configuration_errors(
-    project: Path, args: list[str], suite: str | None, message: str
+    exit2_runs: dict[str, tuple[Path, int, str]], index: int
 ) -> None:
     """Missing or invalid settings exit 2 with a message naming the setting."""
-    if suite is None:
-        (project / "agentjudge.toml").unlink()
-    else:
-        (project / "agentjudge.toml").write_text(suite, encoding="utf-8")
-    proc = cli(project, "run", "--out", "out", *args)
-    assert proc.returncode == 2, proc.stdout
-    assert message in proc.stderr
+    _, code, stderr = exit2_runs[f"config{index}"]
+    assert code == 2, stderr
+    assert BAD_CONFIG[index][2] in stderr
 
 
 def test_exit_2_on_usage_errors(project: Path) -> None:

@@ -414,3 +414,47 @@ def test_rich_progress_renders_a_bar(tmp_path: Path) -> None:
     )
     assert summary.cases.total == 3
     assert "3/3" in stream.getvalue() and "1 errors" in stream.getvalue()
+
+
+def test_model_task_asks_an_openai_compatible_endpoint(tmp_path: Path) -> None:
+    """task = 'openai:<model>' with task_url sends each input and judges the reply text."""
+    from agentjudge.testing import FakeModelServer, FakeResponse
+
+    def reply(body: Any) -> FakeResponse:
+        return FakeResponse(text=body["messages"][-1]["content"].upper())
+
+    rows = [
+        {"id": "s", "input": "x", "expected": "X"},
+        {"id": "m", "input": {"messages": [{"role": "user", "content": "y"}]}, "expected": "Y"},
+        {"id": "j", "input": {"k": 1}, "expected": '{"K": 1}'},
+    ]
+    judges = """
+    from agentjudge.core import Judgment
+
+    def exact(ctx):
+        return ctx.output.text == ctx.expected
+
+    judges = [exact]
+    """
+
+    async def go() -> Any:
+        async with FakeModelServer(default=reply) as server:
+            suite = make_suite(tmp_path, rows, judges=judges).with_overrides(
+                task="openai:assistant", task_url=server.base_url
+            )
+            summary = await run_suite(suite, out=tmp_path / "out")
+            return summary, server.requests
+
+    summary, requests = anyio.run(go)
+    assert summary.judges["exact"].counts["pass"] == 3
+    assert {r["model"] for r in requests} == {"assistant"}
+    rows_out = {r["id"]: r for r in iter_rows(tmp_path / "out" / "results.jsonl")}
+    assert rows_out["s"]["output"]["text"] == "X"
+    assert rows_out["s"]["output"]["usage"]["input_tokens"] is not None
+
+
+def test_task_url_needs_a_model_task(tmp_path: Path) -> None:
+    """task_url with a Python task is a configuration error."""
+    suite = make_suite(tmp_path, ROWS, task_url="http://127.0.0.1:9/v1")
+    with pytest.raises(RunConfigError, match="task_url is only used with a model task"):
+        run(suite, tmp_path / "out")
