@@ -230,6 +230,8 @@ def _run(args: argparse.Namespace) -> int:
         return _crash(exc.__cause__ or exc, out)
     except ValueError as exc:  # RunConfigError, DatasetError: raised before any case ran
         return _error(str(exc))
+    for warning in summary.warnings:
+        print(f"agentjudge: warning: {warning}", file=sys.stderr)
     if args.json:
         print(summary.model_dump_json(indent=2))
     else:

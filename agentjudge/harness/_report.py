@@ -69,7 +69,15 @@ def format_summary(summary: RunSummary) -> str:
     cases = summary.cases
     lines = [
         f"run {summary.run_id} ({summary.status})  dataset {summary.dataset.path} "
-        f"({summary.dataset.rows} rows)",
+        f"({summary.dataset.rows} rows)"
+    ]
+    if summary.status != "completed":
+        lines.append(
+            f"note: this run did not complete ({summary.status}); the numbers cover what was "
+            "recorded then. Finish it with `agentjudge run ... --resume`."
+        )
+    lines.extend(f"warning: {warning}" for warning in summary.warnings)
+    lines += [
         f"cases: {cases.total}, task errors: {cases.errors} (rate {_num(cases.error_rate)})",
         "",
     ]

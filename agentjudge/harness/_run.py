@@ -77,17 +77,24 @@ class RunAborted(AgentJudgeError):
 
 
 # ----------------------------------------------------------------------------- resolution
-def _instantiate(obj: Any, ref: str) -> Any:
+def _instantiate(obj: Any, ref: str, what: str = "judges") -> Any:
     """Call factories and classes that take no arguments; leave judges alone."""
     if isinstance(obj, type) or (
         takes_no_arguments(obj) and not hasattr(obj, "name") and not hasattr(obj, "tiers")
     ):
         try:
-            return obj()
+            made = obj()
         except Exception as exc:
             raise RunConfigError(
-                f"judges {ref!r}: calling the factory raised {type(exc).__name__}: {exc}"
+                f"{what} {ref!r}: calling it (as a factory) raised {type(exc).__name__}: {exc}"
             ) from exc
+        if what == "judges" and not callable(made) and not isinstance(made, list | tuple | dict):
+            raise RunConfigError(
+                f"judges {ref!r}: calling it with no arguments returned a "
+                f"{type(made).__name__}; expected a judge, a list or dict of judges, a Jury or "
+                "a Cascade (a judge function must take the context as a required argument)"
+            )
+        return made
     return obj
 
 
@@ -147,7 +154,7 @@ def resolve_task(suite: Suite) -> Any:
     except ValueError as exc:
         raise RunConfigError(str(exc)) from exc
     if isinstance(task, type):
-        task = _instantiate(task, ref)
+        task = _instantiate(task, ref, "task")
     if not callable(task):
         raise RunConfigError(f"task {ref!r} is a {type(task).__name__}, not a callable")
     return task
@@ -257,6 +264,7 @@ class _Run:
         self.aggregate = RunAggregate(self.judge_names, seed=suite.seed)
         self.done_ids: set[str] = set()
         self.resumed = False
+        self.warnings: list[str] = []
 
     def prepare_files(self) -> None:
         """Validate the dataset and set up the output folder (blocking: run on a thread)."""
@@ -287,10 +295,25 @@ class _Run:
             aggregate.add_row(row)
 
         try:
-            scan_results(self.results_path, on_row, repair=True)
+            scan = scan_results(self.results_path, on_row, repair=True)
         except ValueError as exc:
             raise RunConfigError(f"cannot resume: {exc}") from exc
         self.resumed = True
+        if scan.torn_line is not None:
+            self.warnings.append(
+                f"{self.results_path} line {scan.torn_line} was cut short (a crash?); "
+                "it was removed and that case runs again"
+            )
+        try:
+            previous = load_summary(self.summary_path)
+        except ValueError:
+            return
+        if previous.dataset.sha256 != self.dataset.sha256:
+            self.warnings.append(
+                f"resuming a run that read another version of the dataset "
+                f"(sha256 {previous.dataset.sha256[:12]}... then, "
+                f"{self.dataset.sha256[:12]}... now); the summary covers rows of both"
+            )
 
     # ------------------------------------------------------------------ pipeline
     def pending_total(self) -> int:
@@ -463,6 +486,7 @@ class _Run:
             verdict=verdict,
             cases=cases,
             resumed=self.resumed,
+            warnings=self.warnings,
         )
         if status != "completed":
             return summary

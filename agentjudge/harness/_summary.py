@@ -248,6 +248,8 @@ class RunSummary(BaseModel):
     """True when every gate and the baseline check held; None until the run completed."""
     resumed: bool = False
     """True when this invocation continued an earlier results file."""
+    warnings: list[str] = Field(default_factory=list)
+    """Things worth knowing that did not stop the run (e.g. a torn line cut off on resume)."""
 
 
 # ----------------------------------------------------------------------------- aggregation

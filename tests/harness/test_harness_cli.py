@@ -269,6 +269,7 @@ def test_resume_after_a_torn_last_line(project: Path) -> None:
     results.write_text("".join(lines[:4]) + lines[4][: len(lines[4]) // 2], encoding="utf-8")
     proc = cli(project, "run", "--out", "out", "--resume", "--json")
     assert proc.returncode == 0, proc.stderr
+    assert "agentjudge: warning: out/results.jsonl line 5 was cut short" in proc.stderr
     ids = result_ids(results)
     assert sorted(ids) == [f"q{i}" for i in range(8)] and len(ids) == 8
     summary = json.loads(proc.stdout)

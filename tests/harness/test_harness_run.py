@@ -11,7 +11,14 @@ from typing import Any
 import anyio
 import pytest
 
-from agentjudge.harness import RunAborted, RunConfigError, Suite, iter_rows, run_suite
+from agentjudge.harness import (
+    RunAborted,
+    RunConfigError,
+    Suite,
+    iter_rows,
+    render_report,
+    run_suite,
+)
 from agentjudge.harness._task import TaskInterrupted
 from agentjudge.harness._telemetry import Telemetry
 
@@ -166,6 +173,9 @@ def test_resume_skips_done_ids_and_summarises_the_whole_file(tmp_path: Path) -> 
     assert sorted(ids) == sorted(r["id"] for r in rows)
     assert len(ids) == len(set(ids)) == 10
     assert summary.resumed is True
+    assert summary.warnings == [
+        f"{results} line 5 was cut short (a crash?); it was removed and that case runs again"
+    ]
     assert summary.cases.total == 10
     assert summary.judges["exact"].counts["pass"] == 10
 
@@ -268,6 +278,8 @@ def test_crash_mid_run_keeps_results_and_marks_summary_aborted(tmp_path: Path) -
     with pytest.raises(RunAborted, match="SystemExit: simulated crash") as info:
         run(suite, tmp_path / "out")
     assert isinstance(info.value.__cause__, TaskInterrupted)
+    report = render_report(tmp_path / "out")
+    assert "note: this run did not complete (aborted)" in report
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["status"] == "aborted"
     assert summary["passed"] is None
@@ -457,4 +469,15 @@ def test_task_url_needs_a_model_task(tmp_path: Path) -> None:
     """task_url with a Python task is a configuration error."""
     suite = make_suite(tmp_path, ROWS, task_url="http://127.0.0.1:9/v1")
     with pytest.raises(RunConfigError, match="task_url is only used with a model task"):
+        run(suite, tmp_path / "out")
+
+
+def test_judge_function_with_defaults_is_not_mistaken_for_a_factory(tmp_path: Path) -> None:
+    """A reference whose no-argument call returns no judge explains what was expected."""
+    judges = """
+    def maybe(ctx=None):
+        return True
+    """
+    suite = make_suite(tmp_path, ROWS, judges=judges, judges_ref="judges.py:maybe")
+    with pytest.raises(RunConfigError, match="returned a bool; expected a judge"):
         run(suite, tmp_path / "out")
