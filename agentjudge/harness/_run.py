@@ -57,9 +57,9 @@ __all__ = [
 MODEL_PREFIXES = ("openai:", "anthropic:")
 """Task references with these prefixes name a chat model, not a Python module."""
 RESULTS_FILE = "results.jsonl"
-CASE_BUFFER = 2048
+CASE_BUFFER = 1024
 """Parsed cases waiting for a worker (at least 2 x concurrency)."""
-ROW_BUFFER = 4096
+ROW_BUFFER = 2048
 """Finished rows waiting for the writer (at least 4 x concurrency)."""
 SUMMARY_FILE = "summary.json"
 
