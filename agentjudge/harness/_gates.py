@@ -57,6 +57,10 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": lambda a, b: a < b,
     "==": lambda a, b: a == b,
 }
+_SYNTAX = (
+    "expected <judge>.<stat><op><number> with op one of >=, <=, >, <, == "
+    "(e.g. 'correctness.mean>=0.9' or 'errors.rate<=0.02')"
+)
 _GATE = re.compile(
     r"^\s*(?P<target>\S(?:.*?\S)?)\s*(?P<op>>=|<=|==|>|<)\s*(?P<number>[^\s<>=]+)\s*$"
 )
@@ -116,17 +120,11 @@ def parse_gate(expr: str) -> Gate:
     """
     match = _GATE.match(expr)
     if match is None:
-        raise ValueError(
-            f"gate {expr!r}: expected <judge>.<stat><op><number> with op one of "
-            f">=, <=, >, <, == (e.g. 'correctness.mean>=0.9' or 'errors.rate<=0.02')"
-        )
+        raise ValueError(f"gate {expr!r}: {_SYNTAX}")
     target, op, number = match["target"], match["op"], match["number"]
     subject, dot, stat = target.rpartition(".")
     if dot and not stat.strip().isidentifier():
-        raise ValueError(
-            f"gate {expr!r}: expected <judge>.<stat><op><number> with op one of "
-            f">=, <=, >, <, == (e.g. 'correctness.mean>=0.9' or 'errors.rate<=0.02')"
-        )
+        raise ValueError(f"gate {expr!r}: {_SYNTAX}")
     if not dot or not subject.strip() or not stat.strip():
         raise ValueError(
             f"gate {expr!r}: {target!r} is not <judge>.<stat> (e.g. 'correctness.mean')"

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentjudge.harness._baseline import case_statuses, load_summary, row_status
+from agentjudge.harness._baseline import case_statuses, load_summary, row_status, summary_path
 from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import JudgeSummary, RunAggregate, RunSummary
 
@@ -177,7 +177,7 @@ def render_report(run_dir: str | Path) -> str:
     folder = Path(run_dir)
     summary = load_summary(folder)
     parts = [format_summary(summary)]
-    results = (folder if folder.is_dir() else folder.parent) / "results.jsonl"
+    results = summary_path(folder).parent / "results.jsonl"
     if results.is_file():
         tags = _tag_table(results, list(summary.judges), int(summary.config.get("seed", 0)))
         if tags is not None:
@@ -227,9 +227,8 @@ def render_compare(a: str | Path, b: str | Path) -> str:
     ]
     if first.dataset.sha256 != second.dataset.sha256:
         lines += ["", "note: the two runs read different datasets (sha256 differs)"]
-    dir_a = Path(a) if Path(a).is_dir() else Path(a).parent
-    dir_b = Path(b) if Path(b).is_dir() else Path(b).parent
-    results_a, results_b = dir_a / "results.jsonl", dir_b / "results.jsonl"
+    results_a = summary_path(Path(a)).parent / "results.jsonl"
+    results_b = summary_path(Path(b)).parent / "results.jsonl"
     if results_a.is_file() and results_b.is_file():
         before = case_statuses(results_a)
         regressed: list[str] = []

@@ -1,10 +1,11 @@
 """Running a suite: dataset -> task -> judges -> results file -> summary, gates, baseline.
 
 The pipeline is a fixed pool of ``concurrency`` worker tasks (no task per case): a feeder reads
-the dataset in batches on a worker thread and hands cases over a bounded stream; each worker
-runs the task, builds the `Context`, awaits ``Evaluator.verdict`` inline and passes the encoded
-row to the one writer, which appends whatever has finished in one write + flush on a worker
-thread and folds those rows into the aggregates. Memory stays flat however long the dataset is.
+raw chunks of the dataset on a worker thread, parses them and hands cases over a bounded
+`Pipe`; each worker runs the task, builds the `Context`, awaits ``Evaluator.verdict`` inline
+and passes the encoded row to the one writer, which appends whatever has finished in one
+write + flush on a worker thread and folds those rows into the aggregates. Memory stays flat
+however long the dataset is (apart from the set of ids, kept for duplicate checks and resume).
 """
 
 from __future__ import annotations
@@ -57,11 +58,11 @@ __all__ = [
 MODEL_PREFIXES = ("openai:", "anthropic:")
 """Task references with these prefixes name a chat model, not a Python module."""
 RESULTS_FILE = "results.jsonl"
+SUMMARY_FILE = "summary.json"
 CASE_BUFFER = 1024
 """Parsed cases waiting for a worker (at least 2 x concurrency)."""
 ROW_BUFFER = 2048
 """Finished rows waiting for the writer (at least 4 x concurrency)."""
-SUMMARY_FILE = "summary.json"
 
 
 class RunConfigError(AgentJudgeError, ValueError):
@@ -109,22 +110,20 @@ def resolve_judges(suite: Suite) -> Any:
         raise RunConfigError(
             'no judges given: set judges = "module:attr" in the suite file or pass --judges'
         )
-    try:
-        if isinstance(spec, str):
-            return _instantiate(load_object(spec, what="judges", base_dir=suite.base_dir), spec)
-        if isinstance(spec, list):
-            return [
-                _instantiate(load_object(r, what="judges", base_dir=suite.base_dir), r)
-                for r in spec
-            ]
-        return {
-            name: _instantiate(load_object(r, what="judges", base_dir=suite.base_dir), r)
-            for name, r in spec.items()
-        }
-    except RunConfigError:
-        raise
-    except ValueError as exc:
-        raise RunConfigError(str(exc)) from exc
+
+    def one(ref: str) -> Any:
+        try:
+            return _instantiate(load_object(ref, what="judges", base_dir=suite.base_dir), ref)
+        except RunConfigError:
+            raise
+        except ValueError as exc:
+            raise RunConfigError(str(exc)) from exc
+
+    if isinstance(spec, str):
+        return one(spec)
+    if isinstance(spec, list):
+        return [one(ref) for ref in spec]
+    return {name: one(ref) for name, ref in spec.items()}
 
 
 def resolve_task(suite: Suite) -> Any:
