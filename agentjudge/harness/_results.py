@@ -145,17 +145,25 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as plain JSON data, or its ``repr`` when it cannot be encoded at all."""
+    try:
+        return _finite(json.loads(json.dumps(value, default=to_jsonable, allow_nan=True)))
+    except (ValueError, TypeError, RecursionError):  # circular, odd dict keys
+        return repr(value)
+
+
 def encode_row(row: Mapping[str, Any]) -> str:
     """One results line (compact JSON, UTF-8 text, newline-terminated).
 
-    Non-finite floats (which JSON cannot hold) are written as the strings ``"nan"``,
-    ``"inf"`` and ``"-inf"``.
+    Never fails on odd values: non-finite floats (which JSON cannot hold) become the strings
+    ``"nan"``, ``"inf"`` and ``"-inf"``, and a value that cannot be encoded at all (a circular
+    structure, a dict with tuple keys) is written as its ``repr``.
     """
     try:
         return _encoder.encode(row) + "\n"
-    except ValueError:
-        plain = json.loads(json.dumps(row, default=to_jsonable, allow_nan=True))
-        return _encoder.encode(_finite(plain)) + "\n"
+    except (ValueError, TypeError, RecursionError):
+        return _encoder.encode({key: _plain(value) for key, value in row.items()}) + "\n"
 
 
 # ----------------------------------------------------------------------------- reading

@@ -59,6 +59,14 @@ def test_encode_row_is_one_compact_line_with_odd_values() -> None:
     assert back["f"] == "nan"
 
 
+def test_encode_row_survives_unencodable_values() -> None:
+    """Circular structures and odd dict keys are written as their repr, not an abort."""
+    loop: list[object] = []
+    loop.append(loop)
+    back = json.loads(encode_row({"id": "a", "output": loop, "odd": {(1, 2): "x"}, "n": 1}))
+    assert back == {"id": "a", "output": "[[...]]", "odd": "{(1, 2): 'x'}", "n": 1}
+
+
 def write_rows(path: Path, rows: list[dict[str, object]], tail: str = "") -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows) + tail, encoding="utf-8")
 
