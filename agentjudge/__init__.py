@@ -63,6 +63,7 @@ from agentjudge.voting import (
 )
 
 if TYPE_CHECKING:
+    from agentjudge.harness import Case, TaskOutput
     from agentjudge.judges import (
         BuildSuccess,
         CitationPrecision,
@@ -111,7 +112,7 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# Judges and model clients import httpx and friends: load them on first access so that
+# Judges, model clients and the harness import httpx and friends: load them on first access so that
 # `import agentjudge` stays light (PEP 562).
 _LAZY: dict[str, str] = {
     "PromptTemplate": "agentjudge.judges",
@@ -155,6 +156,8 @@ _LAZY: dict[str, str] = {
     "RateLimit": "agentjudge.models",
     "SqliteCache": "agentjudge.models",
     "model_from_string": "agentjudge.models",
+    "Case": "agentjudge.harness",
+    "TaskOutput": "agentjudge.harness",
 }
 
 
@@ -177,6 +180,7 @@ __all__ = [
     "Average",
     "BuildSuccess",
     "Cascade",
+    "Case",
     "CaseResult",
     "Check",
     "CitationPrecision",
@@ -235,6 +239,7 @@ __all__ = [
     "SqliteCache",
     "Status",
     "SupersetDiff",
+    "TaskOutput",
     "TemplateError",
     "TiePolicy",
     "Tier",
