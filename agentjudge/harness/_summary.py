@@ -107,7 +107,9 @@ def normal_ci(values: Sequence[float], *, confidence: float = 0.95) -> tuple[flo
     mean = math.fsum(data) / n
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in data) / (n - 1))
     half = z * sd / math.sqrt(n)
-    return max(data[0], mean - half), min(data[-1], mean + half)
+    low, high = data[0], data[-1]
+    mean = min(max(mean, low), high)  # float rounding must not push the mean outside the data
+    return max(low, mean - half), min(high, mean + half)
 
 
 # ----------------------------------------------------------------------------- models
