@@ -573,10 +573,14 @@ class Evaluator:
         await self._record(run, leaf, result)
         return result
 
+    def _limiters(self, leaf: Leaf) -> tuple[anyio.CapacityLimiter | None, anyio.CapacityLimiter]:
+        """The leaf's resource limiter (None without a limit) and the global limiter."""
+        resource = self.resource_limiter(leaf.resource) if leaf.resource is not None else None
+        return resource, self._global or self.limiter
+
     def _reserve(self, leaf: Leaf, stats: _Stats) -> bool:
         """Take this leaf's slots now if they are free (never waits); True on success."""
-        resource = self.resource_limiter(leaf.resource) if leaf.resource is not None else None
-        limiter = self._global or self.limiter
+        resource, limiter = self._limiters(leaf)
         if resource is not None:
             try:
                 resource.acquire_on_behalf_of_nowait(stats)
@@ -594,11 +598,10 @@ class Evaluator:
     def _unreserve(self, leaf: Leaf, stats: _Stats) -> None:
         if stats.reserved:
             stats.reserved = False
-            (self._global or self.limiter).release_on_behalf_of(stats)
-            if leaf.resource is not None:
-                resource = self.resource_limiter(leaf.resource)
-                if resource is not None:
-                    resource.release_on_behalf_of(stats)
+            resource, limiter = self._limiters(leaf)
+            limiter.release_on_behalf_of(stats)
+            if resource is not None:
+                resource.release_on_behalf_of(stats)
             self._dispatch()
 
     def _dispatch(self) -> None:
@@ -621,8 +624,7 @@ class Evaluator:
     async def _attempt(self, leaf: Leaf, ctx: Context, stats: _Stats) -> Judgment:
         stats.attempts += 1
         started, stats.since = stats.since or perf_counter(), 0.0
-        resource = self.resource_limiter(leaf.resource) if leaf.resource is not None else None
-        limiter = self._global or self.limiter
+        resource, limiter = self._limiters(leaf)
         # A member started after its group was cancelled must not reach the judge just
         # because a slot is free (acquiring without waiting is no checkpoint). A reservation
         # still held here is released by the group if this raises.
@@ -749,21 +751,39 @@ class Evaluator:
         if failures:
             raise failures[0]
 
-    def _vote(self, group: Group, out: list[Any]) -> Judgment | None:
-        """Aggregate the judgments that completed (None when none did)."""
-        judgments: list[Judgment] = []
-        weights: list[float] = []
+    @staticmethod
+    def _ballot(
+        group: Group, out: list[Any], *, running: bool
+    ) -> tuple[list[Judgment | None], list[float] | None]:
+        """The members that vote, with their weights (None when the group has none).
+
+        Completed judgments vote; with ``running``, still-running members are included as None
+        (as `VotingStrategy.decided` expects). Unsampled members never vote.
+        """
+        votes: list[Judgment | None] = []
+        weights: list[float] | None = None if group.weights is None else []
         for i, j in enumerate(out):
             if isinstance(j, Judgment):
-                judgments.append(j)
-                if group.weights is not None:
-                    weights.append(group.weights[i])
+                votes.append(j)
+            elif running and j is _PENDING:
+                votes.append(None)
+            else:
+                continue
+            if weights is not None:
+                assert group.weights is not None
+                weights.append(group.weights[i])
+        return votes, weights
+
+    def _vote(self, group: Group, out: list[Any]) -> Judgment | None:
+        """Aggregate the judgments that completed (None when none did)."""
+        ballot, weights = self._ballot(group, out, running=False)
+        judgments = [j for j in ballot if j is not None]
         if not judgments:
             return None
         if group.voting is None:
             return judgments[0]
         try:
-            return group.voting.aggregate(judgments, weights if group.weights is not None else None)
+            return group.voting.aggregate(judgments, weights)
         except Exception as exc:
             raise _CompositeFailure(
                 f"{group.name}: voting {group.voting.name!r} failed: {type(exc).__name__}: {exc}"
@@ -771,16 +791,9 @@ class Evaluator:
 
     def _decided(self, group: Group, out: list[Any]) -> Judgment | None:
         assert group.voting is not None
-        done: list[Judgment | None] = []
-        weights: list[float] = []
-        for i, j in enumerate(out):
-            if j is None:
-                continue  # unsampled: not part of the vote
-            done.append(None if j is _PENDING else j)
-            if group.weights is not None:
-                weights.append(group.weights[i])
+        done, weights = self._ballot(group, out, running=True)
         try:
-            return group.voting.decided(done, weights if group.weights is not None else None)
+            return group.voting.decided(done, weights)
         except Exception:
             return None
 
