@@ -24,12 +24,13 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
+    Coroutine,
     Generator,
     Iterable,
     Mapping,
 )
 from time import perf_counter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import anyio
 from anyio import WouldBlock
@@ -47,7 +48,7 @@ from agentjudge.core import (
     Verdict,
     construct,
 )
-from agentjudge.engine._inline import start_all
+from agentjudge.engine._inline import Resume, start_all
 from agentjudge.engine._plan import CascadeNode, Group, Leaf, Node, Plan, TierNode, compile_plan
 from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import EvaluationCancelled
@@ -522,47 +523,31 @@ class Evaluator:
         assert isinstance(node, CascadeNode)
         return await self._run_cascade(node, run, record=False)
 
-    async def _record(self, run: _Run, leaf: Leaf, result: JudgeResult) -> None:
-        run.add(leaf.index, result)
+    async def _notify(self, leaf: Leaf, result: JudgeResult) -> None:
+        """Hand one result to the ``on_result`` callback (its failures are logged, not raised)."""
         callback = self._on_result
-        if callback is not None:
-            try:
-                value = callback(result)
-                if inspect.isawaitable(value):
-                    await value
-            except Exception:
-                logger.exception("on_result callback failed for judge %r", leaf.name)
+        assert callback is not None
+        try:
+            value = callback(result)
+            if inspect.isawaitable(value):
+                await value
+        except Exception:
+            logger.exception("on_result callback failed for judge %r", leaf.name)
 
-    async def _run_leaf(self, leaf: Leaf, run: _Run, stats: _Stats | None = None) -> JudgeResult:
-        if stats is None:
-            stats = _Stats()
-        sampled = run.sampled[leaf.index]
-        judgment: Judgment | None = None
-        error_type: str | None = None
-        if sampled:
-            try:
-                judgment = await self._attempt(leaf, run.ctx, stats)
-            except Exception as exc:
-                error: Exception = exc
-                retry = self._retry
-                if retry is not None and retry.is_retryable(exc):
-                    try:
-                        judgment, _ = await call_with_retry(
-                            retry,
-                            lambda: self._attempt(leaf, run.ctx, stats),
-                            attempts_made=1,
-                            last_error=exc,
-                        )
-                    except Exception as final:
-                        error = final
-                if judgment is None:
-                    judgment = _error(error, leaf)
-                    error_type = type(error).__name__
+    async def _finish_leaf(
+        self,
+        leaf: Leaf,
+        run: _Run,
+        stats: _Stats,
+        judgment: Judgment | None,
+        error_type: str | None = None,
+    ) -> JudgeResult:
+        """Build, store and announce the leaf's result."""
         result = _new(
             JudgeResult,
             name=leaf.name,
             judgment=judgment,
-            sampled=sampled,
+            sampled=run.sampled[leaf.index],
             metric_key=leaf.metric_key,
             tier=leaf.tier,
             attempts=stats.attempts,
@@ -570,8 +555,52 @@ class Evaluator:
             queued_s=stats.queued,
             error_type=error_type,
         )
-        await self._record(run, leaf, result)
+        run.add(leaf.index, result)
+        if self._on_result is not None:
+            await self._notify(leaf, result)
         return result
+
+    async def _run_leaf(
+        self,
+        leaf: Leaf,
+        run: _Run,
+        stats: _Stats | None = None,
+        failed: Exception | None = None,
+    ) -> JudgeResult:
+        """Run one leaf to its result; ``failed``: its first attempt already raised this."""
+        if stats is None:
+            stats = _Stats()
+        judgment: Judgment | None = None
+        error_type: str | None = None
+        if run.sampled[leaf.index]:
+            if failed is None:
+                try:
+                    judgment = await self._attempt(leaf, run.ctx, stats)
+                except Exception as exc:
+                    failed = exc
+            if failed is not None:
+                judgment, error_type = await self._recover(leaf, run, stats, failed)
+        return await self._finish_leaf(leaf, run, stats, judgment, error_type)
+
+    async def _recover(
+        self, leaf: Leaf, run: _Run, stats: _Stats, exc: Exception
+    ) -> tuple[Judgment, str | None]:
+        """Retry a failed first attempt as the policy allows; an ERROR judgment if all fail."""
+        error = exc
+        retry = self._retry
+        if retry is not None and retry.is_retryable(exc):
+            try:
+                judgment, _ = await call_with_retry(
+                    retry,
+                    lambda: self._attempt(leaf, run.ctx, stats),
+                    attempts_made=1,
+                    last_error=exc,
+                )
+            except Exception as final:
+                error = final
+            else:
+                return judgment, None
+        return _error(error, leaf), type(error).__name__
 
     def _limiters(self, leaf: Leaf) -> tuple[anyio.CapacityLimiter | None, anyio.CapacityLimiter]:
         """The leaf's resource limiter (None without a limit) and the global limiter."""
@@ -621,6 +650,20 @@ class Evaluator:
             entry.stats.reserved = True
             entry.launch()
 
+    def _timed_out(self, leaf: Leaf, stats: _Stats) -> TimeoutError:
+        return TimeoutError(
+            f"judge {leaf.name!r} timed out after {self._timeout:g} s (attempt {stats.attempts})"
+        )
+
+    def _release(self, leaf: Leaf, stats: _Stats) -> None:
+        """Return the slots an attempt of ``leaf`` held (global, then resource)."""
+        resource, limiter = self._limiters(leaf)
+        limiter.release_on_behalf_of(stats)
+        if self._waiting:
+            self._dispatch()
+        if resource is not None:
+            resource.release_on_behalf_of(stats)
+
     async def _attempt(self, leaf: Leaf, ctx: Context, stats: _Stats) -> Judgment:
         stats.attempts += 1
         started, stats.since = stats.since or perf_counter(), 0.0
@@ -640,14 +683,14 @@ class Evaluator:
                 stats.queued += began - started
                 try:
                     if self._timeout is None:
-                        return await leaf.call(ctx)
-                    with anyio.CancelScope(deadline=anyio.current_time() + self._timeout) as sc:
-                        judgment = await leaf.call(ctx)
+                        return await _step(leaf, ctx, None, began)
+                    # The scope gets its deadline only if the judge suspends: one that completes
+                    # in its first step cannot be interrupted anyway, and a scope without a
+                    # deadline costs half as much (no timer).
+                    with anyio.CancelScope() as sc:
+                        judgment = await _step(leaf, ctx, sc, began, self._timeout)
                     if sc.cancelled_caught:
-                        raise TimeoutError(
-                            f"judge {leaf.name!r} timed out after {self._timeout:g} s "
-                            f"(attempt {stats.attempts})"
-                        )
+                        raise self._timed_out(leaf, stats)
                     return judgment
                 finally:
                     stats.working += perf_counter() - began
@@ -661,17 +704,18 @@ class Evaluator:
 
     async def _gather(
         self,
-        members: tuple[Node, ...],
+        group: Group,
         run: _Run,
         out: list[Any],
         on_done: Callable[[int, Judgment | None], bool],
     ) -> None:
-        """Run members concurrently, storing each outcome in ``out`` as it arrives.
+        """Run the group's members concurrently, storing each outcome in ``out`` as it arrives.
 
         Entries end as a Judgment, None (unsampled leaf) or _PENDING (cancelled / never
         started). ``on_done`` returning True cancels the rest. A nested composite failure
         cancels the rest and raises.
         """
+        members = group.members
         if len(members) == 1:
             out[0] = await self._run_node(members[0], run)
             on_done(0, out[0])
@@ -685,14 +729,20 @@ class Evaluator:
         # them and a slot), or start as their own task waiting on their resource limiter.
         stats: list[_Stats | None] = [None] * len(members)
         inline: list[bool] = [True] * len(members)
+        # Instant members (see `Leaf.instant`) of a flat group with every slot free run one
+        # after another in this task: no task group, no per-attempt scope.
+        fast = group.flat
         for i, m in enumerate(members):
             if type(m) is Leaf and run.sampled[m.index]:
                 st = _Stats(perf_counter())
                 stats[i] = st
-                inline[i] = self._reserve(m, st)
+                inline[i] = reserved = self._reserve(m, st)
+                fast = fast and reserved and m.instant
         queued: list[_Queued] = []
         pending = 0
         all_started: anyio.Event | None = None
+        start = 0
+        first_failure: Exception | None = None
 
         def stopped() -> bool:
             return stop
@@ -719,12 +769,25 @@ class Evaluator:
             tg.start_soon(member, i)
 
         try:
+            if fast:
+                start, first_failure, stop = await self._gather_inline(
+                    members, run, out, on_done, stats
+                )
+                if stop or start == len(members):
+                    return
             async with anyio.create_task_group() as tg:
 
                 async def member(i: int) -> None:
-                    nonlocal stop
+                    nonlocal stop, first_failure
                     try:
-                        judgment = await self._run_node(members[i], run, stats[i])
+                        if first_failure is not None and i == start:
+                            failed, first_failure = first_failure, None
+                            leaf = members[i]
+                            assert type(leaf) is Leaf
+                            result = await self._run_leaf(leaf, run, stats[i], failed)
+                            judgment = result.judgment
+                        else:
+                            judgment = await self._run_node(members[i], run, stats[i])
                     except _CompositeFailure as exc:
                         failures.append(exc)
                         finish = True
@@ -735,7 +798,7 @@ class Evaluator:
                         stop = True
                         tg.cancel_scope.cancel()
 
-                await start_all(tg, member, len(members), stopped, runs_inline, start_later)
+                await start_all(tg, member, len(members), stopped, runs_inline, start_later, start)
                 if pending:
                     self._dispatch()
                 if pending:
@@ -750,6 +813,91 @@ class Evaluator:
                     self._unreserve(m, held)
         if failures:
             raise failures[0]
+
+    async def _gather_inline(
+        self,
+        members: tuple[Node, ...],
+        run: _Run,
+        out: list[Any],
+        on_done: Callable[[int, Judgment | None], bool],
+        stats: list[_Stats | None],
+    ) -> tuple[int, Exception | None, bool]:
+        """Run instant leaves one after another in this task, each on its reserved slots.
+
+        One scope without a deadline guards the loop. A leaf that suspends after all (an
+        instant judge may still do so once, e.g. on a cache miss) gets the guard's deadline as
+        its timeout and is driven to its end here; the rest then go the concurrent way.
+
+        Returns:
+            ``(k, failure, stopped)``: members before ``k`` are done; the caller runs the
+            others concurrently, member ``k`` retrying from ``failure`` when that is set (its
+            first attempt raised something the retry policy retries). ``stopped``: ``on_done``
+            asked to stop.
+        """
+        await checkpoint_if_cancelled()
+        ctx, timeout, retry = run.ctx, self._timeout, self._retry
+        count = len(members)
+        i = 0
+        leaf: Leaf | None = None
+        st = _Stats()
+        with anyio.CancelScope() as guard:
+            while i < count:
+                leaf = cast(Leaf, members[i])
+                held = stats[i]
+                if held is None:  # not sampled
+                    await self._finish_leaf(leaf, run, _Stats(), None)
+                    out[i] = None
+                    i += 1
+                    if on_done(i - 1, None):
+                        return i, None, True
+                    continue
+                st = held
+                st.attempts += 1
+                began = perf_counter()
+                st.queued += began - st.since
+                st.since = 0.0
+                st.reserved = False
+                suspended = False
+                judgment: Judgment | None = None
+                error_type: str | None = None
+                try:
+                    coro = cast(Coroutine[Any, Any, Judgment], leaf.call(ctx))
+                    try:
+                        first = coro.send(None)
+                    except StopIteration as done:
+                        leaf.inline_streak += 1
+                        judgment = done.value
+                    else:
+                        leaf.suspends = suspended = True
+                        if timeout is not None:
+                            guard.deadline = (
+                                anyio.current_time() + timeout - (perf_counter() - began)
+                            )
+                        judgment = await Resume(coro, first)
+                except Exception as exc:
+                    if retry is not None and retry.is_retryable(exc):
+                        return i, exc, False
+                    judgment, error_type = _error(exc, leaf), type(exc).__name__
+                finally:
+                    st.working += perf_counter() - began
+                    self._release(leaf, st)
+                await self._finish_leaf(leaf, run, st, judgment, error_type)
+                out[i] = judgment
+                i += 1
+                if on_done(i - 1, judgment):
+                    return i, None, True
+                if suspended:
+                    return i, None, False
+            return count, None, False
+        # Only reached when the guard's deadline cancelled leaf ``i``.
+        assert leaf is not None
+        error = self._timed_out(leaf, st)
+        if retry is not None and retry.is_retryable(error):
+            return i, error, False
+        judgment = _error(error, leaf)
+        await self._finish_leaf(leaf, run, st, judgment, "TimeoutError")
+        out[i] = judgment
+        return i + 1, None, on_done(i, judgment)
 
     @staticmethod
     def _ballot(
@@ -808,7 +956,7 @@ class Evaluator:
             decision = self._decided(group, out)
             return decision is not None
 
-        await self._gather(group.members, run, out, on_done)
+        await self._gather(group, run, out, on_done)
         if decision is not None:
             return decision
         return self._vote(group, out) or Judgment.abstained(
@@ -882,7 +1030,7 @@ class Evaluator:
             return False
 
         try:
-            await self._gather(group.members, run, out, on_done)
+            await self._gather(group, run, out, on_done)
         except _CompositeFailure as exc:
             return None, False, str(exc)
         if stop_with is not None:
@@ -921,6 +1069,30 @@ class Evaluator:
                         None,
                     )
         return aggregate, False, None
+
+
+async def _step(
+    leaf: Leaf,
+    ctx: Context,
+    scope: anyio.CancelScope | None,
+    began: float,
+    seconds: float = 0.0,
+) -> Judgment:
+    """Call the judge, stepping it once inline to learn whether it suspends (`Leaf.instant`).
+
+    When it suspends, ``scope`` (entered just before, without a deadline) gets the deadline
+    ``seconds`` after ``began`` (a `perf_counter` reading).
+    """
+    coro = cast(Coroutine[Any, Any, Judgment], leaf.call(ctx))
+    try:
+        first = coro.send(None)
+    except StopIteration as done:
+        leaf.inline_streak += 1
+        return cast(Judgment, done.value)
+    leaf.suspends = True
+    if scope is not None:
+        scope.deadline = anyio.current_time() + seconds - (perf_counter() - began)
+    return cast(Judgment, await Resume(coro, first))
 
 
 async def _acquire(limiter: anyio.CapacityLimiter, borrower: object) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
-__all__ = ["start_all"]
+__all__ = ["Resume", "start_all"]
 
 
-class _Resume:
+class Resume:
     """Awaitable that continues a coroutine already stepped once (PEP 380 delegation)."""
 
     __slots__ = ("_coro", "_first")
@@ -77,5 +77,5 @@ async def start_all(
             continue
         if i + 1 < count:
             tg.start_soon(start_all, tg, factory, count, stopped, inline, later, i + 1)
-        await _Resume(coro, first)
+        await Resume(coro, first)
         return

@@ -19,7 +19,16 @@ from agentjudge.engine._composite import Cascade, Jury, unique_name
 from agentjudge.judging import judge_name, to_async
 from agentjudge.voting import VotingStrategy
 
-__all__ = ["CascadeNode", "Group", "Leaf", "Node", "Plan", "TierNode", "compile_plan"]
+__all__ = [
+    "INSTANT_AFTER",
+    "CascadeNode",
+    "Group",
+    "Leaf",
+    "Node",
+    "Plan",
+    "TierNode",
+    "compile_plan",
+]
 
 
 @dataclass(slots=True, eq=False)
@@ -33,6 +42,22 @@ class Leaf:
     metric_key: str | None
     rate: float
     tier: str | None
+    inline_streak: int = 0
+    """Attempts in a row that completed without suspending (see `Leaf.instant`)."""
+    suspends: bool = False
+    """Set for good once an attempt suspended: the leaf is never treated as instant again."""
+
+    @property
+    def instant(self) -> bool:
+        """True after `INSTANT_AFTER` inline completions in a row and no suspension ever.
+
+        The engine then runs the leaf inline, without a task or a timeout scope of its own.
+        """
+        return self.inline_streak >= INSTANT_AFTER and not self.suspends
+
+
+INSTANT_AFTER = 8
+"""Inline completions in a row after which a leaf counts as instant (`Leaf.instant`)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -45,6 +70,11 @@ class Group:
     weights: tuple[float, ...] | None
     early_stop: bool
     leaves: tuple[Leaf, ...]
+    flat: bool = field(init=False)
+    """True when every member is a leaf (no nested composite)."""
+
+    def __post_init__(self) -> None:
+        self.flat = all(type(m) is Leaf for m in self.members)
 
 
 @dataclass(slots=True, eq=False)
