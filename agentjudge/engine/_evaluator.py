@@ -534,30 +534,32 @@ class Evaluator:
         except Exception:
             logger.exception("on_result callback failed for judge %r", leaf.name)
 
-    async def _finish_leaf(
+    def _store(
         self,
         leaf: Leaf,
         run: _Run,
-        stats: _Stats,
+        attempts: int,
+        working: float,
+        queued: float,
         judgment: Judgment | None,
-        error_type: str | None = None,
+        error_type: str | None,
     ) -> JudgeResult:
-        """Build, store and announce the leaf's result."""
-        result = _new(
+        """Build the leaf's result and store it in the run."""
+        result = construct(
             JudgeResult,
-            name=leaf.name,
-            judgment=judgment,
-            sampled=run.sampled[leaf.index],
-            metric_key=leaf.metric_key,
-            tier=leaf.tier,
-            attempts=stats.attempts,
-            duration_s=stats.working,
-            queued_s=stats.queued,
-            error_type=error_type,
+            {
+                "name": leaf.name,
+                "judgment": judgment,
+                "sampled": run.sampled[leaf.index],
+                "metric_key": leaf.metric_key,
+                "tier": leaf.tier,
+                "attempts": attempts,
+                "duration_s": working,
+                "queued_s": queued,
+                "error_type": error_type,
+            },
         )
         run.add(leaf.index, result)
-        if self._on_result is not None:
-            await self._notify(leaf, result)
         return result
 
     async def _run_leaf(
@@ -580,7 +582,12 @@ class Evaluator:
                     failed = exc
             if failed is not None:
                 judgment, error_type = await self._recover(leaf, run, stats, failed)
-        return await self._finish_leaf(leaf, run, stats, judgment, error_type)
+        result = self._store(
+            leaf, run, stats.attempts, stats.working, stats.queued, judgment, error_type
+        )
+        if self._on_result is not None:
+            await self._notify(leaf, result)
+        return result
 
     async def _recover(
         self, leaf: Leaf, run: _Run, stats: _Stats, exc: Exception
@@ -655,6 +662,13 @@ class Evaluator:
             f"judge {leaf.name!r} timed out after {self._timeout:g} s (attempt {stats.attempts})"
         )
 
+    def _take(self, leaf: Leaf, stats: _Stats) -> None:
+        """Take the slots for an attempt of ``leaf`` now; the caller checked they are free."""
+        resource, limiter = self._limiters(leaf)
+        if resource is not None:
+            resource.acquire_on_behalf_of_nowait(stats)
+        limiter.acquire_on_behalf_of_nowait(stats)
+
     def _release(self, leaf: Leaf, stats: _Stats) -> None:
         """Return the slots an attempt of ``leaf`` held (global, then resource)."""
         resource, limiter = self._limiters(leaf)
@@ -720,6 +734,32 @@ class Evaluator:
             out[0] = await self._run_node(members[0], run)
             on_done(0, out[0])
             return
+        stats: list[_Stats | None] = [None] * len(members)
+        start, failure = 0, None
+        sampled = run.sampled
+        if group.flat and all(
+            m.instant or not sampled[m.index] for m in cast(tuple[Leaf, ...], members)
+        ):
+            start, failure, stop = await self._gather_inline(members, run, out, on_done, stats)
+            if stop or start == len(members):
+                return
+        await self._gather_tasks(members, run, out, on_done, stats, start, failure)
+
+    async def _gather_tasks(
+        self,
+        members: tuple[Node, ...],
+        run: _Run,
+        out: list[Any],
+        on_done: Callable[[int, Judgment | None], bool],
+        stats: list[_Stats | None],
+        start: int,
+        first_failure: Exception | None,
+    ) -> None:
+        """The general way: members from ``start`` on, a task for each one that suspends.
+
+        ``first_failure``: member ``start`` already made its first attempt, which raised this
+        (its ``stats`` entry holds the count).
+        """
         failures: list[_CompositeFailure] = []
         stop = False
         # Case-major fairness: take every member's slots now, in member order, so the members
@@ -727,22 +767,16 @@ class Evaluator:
         # of interleaving with other evaluations. Members whose slots are not free wait in
         # the evaluator's FIFO queue without a task (only the global limit stands between
         # them and a slot), or start as their own task waiting on their resource limiter.
-        stats: list[_Stats | None] = [None] * len(members)
         inline: list[bool] = [True] * len(members)
-        # Instant members (see `Leaf.instant`) of a flat group with every slot free run one
-        # after another in this task: no task group, no per-attempt scope.
-        fast = group.flat
-        for i, m in enumerate(members):
-            if type(m) is Leaf and run.sampled[m.index]:
+        for i in range(start, len(members)):
+            m = members[i]
+            if stats[i] is None and type(m) is Leaf and run.sampled[m.index]:
                 st = _Stats(perf_counter())
                 stats[i] = st
-                inline[i] = reserved = self._reserve(m, st)
-                fast = fast and reserved and m.instant
+                inline[i] = self._reserve(m, st)
         queued: list[_Queued] = []
         pending = 0
         all_started: anyio.Event | None = None
-        start = 0
-        first_failure: Exception | None = None
 
         def stopped() -> bool:
             return stop
@@ -769,12 +803,6 @@ class Evaluator:
             tg.start_soon(member, i)
 
         try:
-            if fast:
-                start, first_failure, stop = await self._gather_inline(
-                    members, run, out, on_done, stats
-                )
-                if stop or start == len(members):
-                    return
             async with anyio.create_task_group() as tg:
 
                 async def member(i: int) -> None:
@@ -782,8 +810,7 @@ class Evaluator:
                     try:
                         if first_failure is not None and i == start:
                             failed, first_failure = first_failure, None
-                            leaf = members[i]
-                            assert type(leaf) is Leaf
+                            leaf = cast(Leaf, members[i])
                             result = await self._run_leaf(leaf, run, stats[i], failed)
                             judgment = result.judgment
                         else:
@@ -809,8 +836,7 @@ class Evaluator:
                 entry.dead = True
             for m, held in zip(members, stats, strict=True):
                 if held is not None and held.reserved:
-                    assert type(m) is Leaf
-                    self._unreserve(m, held)
+                    self._unreserve(cast(Leaf, m), held)
         if failures:
             raise failures[0]
 
@@ -822,41 +848,53 @@ class Evaluator:
         on_done: Callable[[int, Judgment | None], bool],
         stats: list[_Stats | None],
     ) -> tuple[int, Exception | None, bool]:
-        """Run instant leaves one after another in this task, each on its reserved slots.
+        """Run instant leaves (`Leaf.instant`) one after another in this task.
 
-        One scope without a deadline guards the loop. A leaf that suspends after all (an
-        instant judge may still do so once, e.g. on a cache miss) gets the guard's deadline as
-        its timeout and is driven to its end here; the rest then go the concurrent way.
+        A judge that completes in its first step holds its slots for no time at all, so none
+        are taken; the loop only checks that they are free (and that nobody is queued for
+        them). One scope without a deadline guards the loop. A leaf that suspends after all
+        (an instant judge may still do so once, e.g. on a cache miss) takes its slots then,
+        gets the guard's deadline as its timeout and is driven to its end here; the members
+        after it then go the general way.
 
         Returns:
             ``(k, failure, stopped)``: members before ``k`` are done; the caller runs the
-            others concurrently, member ``k`` retrying from ``failure`` when that is set (its
-            first attempt raised something the retry policy retries). ``stopped``: ``on_done``
-            asked to stop.
+            others, member ``k`` retrying from ``failure`` when that is set (its first attempt
+            raised something the retry policy retries; ``stats[k]`` counts it). ``stopped``:
+            ``on_done`` asked to stop.
         """
         await checkpoint_if_cancelled()
-        ctx, timeout, retry = run.ctx, self._timeout, self._retry
+        ctx, timeout, retry, sampled = run.ctx, self._timeout, self._retry, run.sampled
+        limiter = self.limiter
         count = len(members)
-        i = 0
         leaf: Leaf | None = None
         st = _Stats()
+        since = perf_counter()
+        i = 0
         with anyio.CancelScope() as guard:
             while i < count:
                 leaf = cast(Leaf, members[i])
-                held = stats[i]
-                if held is None:  # not sampled
-                    await self._finish_leaf(leaf, run, _Stats(), None)
+                if not sampled[leaf.index]:
+                    result = self._store(leaf, run, 0, 0.0, 0.0, None, None)
+                    if self._on_result is not None:
+                        await self._notify(leaf, result)
                     out[i] = None
                     i += 1
                     if on_done(i - 1, None):
                         return i, None, True
                     continue
-                st = held
-                st.attempts += 1
+                resource = None
+                if leaf.resource is not None:
+                    resource = self.resource_limiter(leaf.resource)
+                if (
+                    self._waiting
+                    or limiter.available_tokens < 1
+                    or (resource is not None and resource.available_tokens < 1)
+                ):
+                    return i, None, False  # the general way queues for them
                 began = perf_counter()
-                st.queued += began - st.since
-                st.since = 0.0
-                st.reserved = False
+                queued = began - since
+                held = None
                 suspended = False
                 judgment: Judgment | None = None
                 error_type: str | None = None
@@ -869,6 +907,9 @@ class Evaluator:
                         judgment = done.value
                     else:
                         leaf.suspends = suspended = True
+                        held = st = stats[i] = _Stats()
+                        st.attempts, st.queued = 1, queued
+                        self._take(leaf, st)
                         if timeout is not None:
                             guard.deadline = (
                                 anyio.current_time() + timeout - (perf_counter() - began)
@@ -876,12 +917,19 @@ class Evaluator:
                         judgment = await Resume(coro, first)
                 except Exception as exc:
                     if retry is not None and retry.is_retryable(exc):
+                        st = stats[i] = held or _Stats()
+                        st.attempts, st.queued = 1, queued
+                        st.working = perf_counter() - began
                         return i, exc, False
                     judgment, error_type = _error(exc, leaf), type(exc).__name__
                 finally:
-                    st.working += perf_counter() - began
-                    self._release(leaf, st)
-                await self._finish_leaf(leaf, run, st, judgment, error_type)
+                    if held is not None:
+                        held.working = perf_counter() - began
+                        self._release(leaf, held)
+                since = perf_counter()
+                result = self._store(leaf, run, 1, since - began, queued, judgment, error_type)
+                if self._on_result is not None:
+                    await self._notify(leaf, result)
                 out[i] = judgment
                 i += 1
                 if on_done(i - 1, judgment):
@@ -889,13 +937,15 @@ class Evaluator:
                 if suspended:
                     return i, None, False
             return count, None, False
-        # Only reached when the guard's deadline cancelled leaf ``i``.
+        # Only reached when the guard's deadline cancelled leaf ``i`` (``st`` is its stats).
         assert leaf is not None
         error = self._timed_out(leaf, st)
         if retry is not None and retry.is_retryable(error):
             return i, error, False
         judgment = _error(error, leaf)
-        await self._finish_leaf(leaf, run, st, judgment, "TimeoutError")
+        result = self._store(leaf, run, 1, st.working, st.queued, judgment, "TimeoutError")
+        if self._on_result is not None:
+            await self._notify(leaf, result)
         out[i] = judgment
         return i + 1, None, on_done(i, judgment)
 
