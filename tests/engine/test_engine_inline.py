@@ -146,8 +146,11 @@ async def test_instant_judge_that_suspends_once_still_answers() -> None:
     await warm_up(evaluator)
     judges[1].wait_for = release = anyio.Event()
 
+    borrowed: list[int] = []
+
     async def answer_when_waiting() -> None:
         await judges[1].waiting.wait()
+        borrowed.append(evaluator.limiter.borrowed_tokens)
         release.set()
 
     async with anyio.create_task_group() as tg:
@@ -156,6 +159,30 @@ async def test_instant_judge_that_suspends_once_still_answers() -> None:
     assert summary(results) == [(n, Status.PASS, 1, True) for n in "abcd"]
     assert [j.calls for j in judges] == [INSTANT_AFTER + 1] * 4
     assert not evaluator._plan.leaves[1].instant
+    assert borrowed == [1]  # the suspended judge held a slot, the others none
+    assert idle(evaluator)
+
+
+async def test_instant_members_wait_their_turn_when_every_slot_is_taken() -> None:
+    """With the global limit reached, instant members queue like any other and then run."""
+    from agentjudge.engine._evaluator import _Stats
+
+    fast = [Switchable("a"), Switchable("b")]
+    evaluator = Evaluator(Jury(fast), max_concurrency=1)
+    await warm_up(evaluator)
+    leaf, holder = evaluator._plan.leaves[0], _Stats()
+    assert evaluator._reserve(leaf, holder)  # another evaluation's member holds the one slot
+    results: list[JudgeResult] = []
+
+    async def evaluate() -> None:
+        results.extend(await evaluator.evaluate(CTX))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(evaluate)
+        await wait_until(lambda: len(evaluator._waiting) == 2)
+        assert results == [] and [j.calls for j in fast] == [INSTANT_AFTER] * 2
+        evaluator._unreserve(leaf, holder)
+    assert summary(results) == [("a", Status.PASS, 1, True), ("b", Status.PASS, 1, True)]
     assert idle(evaluator)
 
 
