@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agentjudge.engine._composite import Cascade, Jury, Tier
 from agentjudge.engine._evaluator import EvaluationHandle, Evaluator, ResultCallback
+from agentjudge.engine._inline import await_armed
 from agentjudge.engine._retry import RetryPolicy, call_with_retry, retry_delay
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "ResultCallback",
     "RetryPolicy",
     "Tier",
+    "await_armed",
     "call_with_retry",
     "retry_delay",
 ]

@@ -27,13 +27,14 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
-from agentjudge.core import JudgeResult, Judgment, TierAttempt
+from agentjudge.core import JudgeResult, Judgment, TierAttempt, Verdict
 from agentjudge.exceptions import AgentJudgeError
 
 __all__ = [
     "ResultsError",
     "ResultsScan",
     "ResultsWriter",
+    "encode_case",
     "encode_row",
     "iter_rows",
     "judge_result_dict",
@@ -164,6 +165,102 @@ def encode_row(row: Mapping[str, Any]) -> str:
         return _encoder.encode(row) + "\n"
     except (ValueError, TypeError, RecursionError):
         return _encoder.encode({key: _plain(value) for key, value in row.items()}) + "\n"
+
+
+_string = json.encoder.encode_basestring  # what `_encoder` uses for str (ensure_ascii=False)
+
+
+def _value(value: Any) -> str:
+    """One user value as compact JSON, with `encode_row`'s fallbacks for odd values."""
+    if type(value) is str:
+        return _string(value)
+    try:
+        return _encoder.encode(value)
+    except (ValueError, TypeError, RecursionError):
+        return _encoder.encode(_plain(value))
+
+
+def _judgment_json(j: Judgment) -> str:
+    """``judgment_dict(j)`` encoded, without building the dict."""
+    parts = ['{"status":"', j.status.value, '"']
+    if j.score is not None:
+        parts += [',"score":', repr(j.score)]
+    if j.label is not None:
+        parts += [',"label":', _string(j.label)]
+    parts += [',"reasoning":', _string(j.reasoning)]
+    checks = j.checks
+    if checks:
+        parts += [',"checks":', _value([c.model_dump() for c in checks])]
+    else:
+        parts.append(',"checks":[]')
+    metadata = j.metadata
+    parts += [',"metadata":', _value(metadata) if metadata else "{}", "}"]
+    return "".join(parts)
+
+
+def _result_json(r: JudgeResult) -> str:
+    """``judge_result_dict(r)`` encoded, without building the dict."""
+    j = r.judgment
+    parts = [
+        '{"name":',
+        _string(r.name),
+        ',"judgment":',
+        "null" if j is None else _judgment_json(j),
+        ',"sampled":true' if r.sampled else ',"sampled":false',
+    ]
+    if r.metric_key is not None:
+        parts += [',"metric_key":', _string(r.metric_key)]
+    if r.tier is not None:
+        parts += [',"tier":', _string(r.tier)]
+    parts += [
+        ',"attempts":',
+        str(r.attempts),
+        ',"duration_s":',
+        repr(r.duration_s),
+        ',"queued_s":',
+        repr(r.queued_s),
+    ]
+    if r.error_type is not None:
+        parts += [',"error_type":', _string(r.error_type)]
+    parts.append("}")
+    return "".join(parts)
+
+
+def encode_case(
+    case_id: str,
+    head: Mapping[str, Any],
+    verdict: Verdict | None,
+    duration_s: float,
+    error: str | None,
+) -> str:
+    """One results line for a finished case, the same text as `encode_row` of its row dict.
+
+    The hot path of a run: the engine's values are written straight to JSON text instead of
+    being turned into dicts first. ``head`` holds the row's leading fields in order (``input``,
+    ``output``, ``expected``, ``metadata`` and, when there are any, ``extra``).
+    """
+    parts = ['{"id":', _string(case_id)]
+    for key, value in head.items():
+        parts += [',"', key, '":', _value(value)]
+    if verdict is None:
+        parts.append(',"results":[],"verdict":null')
+    else:
+        parts += [
+            ',"results":[',
+            ",".join([_result_json(r) for r in verdict.results]),
+            '],"verdict":',
+            _judgment_json(verdict.judgment),
+        ]
+        if verdict.tiers:
+            parts += [',"tiers":', _value([tier_dict(t) for t in verdict.tiers])]
+    parts += [
+        ',"duration_s":',
+        _value(duration_s),
+        ',"error":',
+        "null" if error is None else _string(error),
+        "}\n",
+    ]
+    return "".join(parts)
 
 
 # ----------------------------------------------------------------------------- reading

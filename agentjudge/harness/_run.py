@@ -17,13 +17,14 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal, TextIO
 
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
 
-from agentjudge.core import Context, ExecutionStatus
+from agentjudge.core import Context, ExecutionStatus, Verdict, construct
 from agentjudge.engine import Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
@@ -33,14 +34,7 @@ from agentjudge.harness._gates import Gate, check_gate_subjects, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._progress import ProgressState, render_progress
-from agentjudge.harness._results import (
-    ResultsWriter,
-    encode_row,
-    judge_result_dict,
-    judgment_dict,
-    scan_results,
-    tier_dict,
-)
+from agentjudge.harness._results import ResultsWriter, encode_case, scan_results
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
 from agentjudge.harness._task import TaskRunner
@@ -63,6 +57,11 @@ CASE_BUFFER = 1024
 """Parsed cases waiting for a worker (at least 2 x concurrency)."""
 ROW_BUFFER = 2048
 """Finished rows waiting for the writer (at least 4 x concurrency)."""
+YIELD_EVERY = 0.002
+"""Seconds a worker runs cases that never suspend before it lets other tasks in."""
+
+_Finished = tuple[str, Verdict | None, str | None]
+"""A finished case: its results line, its verdict (None for an error row), the task error."""
 
 
 class RunConfigError(AgentJudgeError, ValueError):
@@ -182,6 +181,33 @@ def build_evaluator(suite: Suite, judges: Any, telemetry: Telemetry | None = Non
 
 
 # ----------------------------------------------------------------------------- the run
+def case_context(
+    case: Case, output: Any, status: ExecutionStatus, started: datetime, duration: float
+) -> Context:
+    """The `Context` judges see for one case (``metadata`` gains ``case_id``).
+
+    Built without validation: every value is already valid (a case's metadata is a JSON
+    object, so its keys are strings); equal to ``Context(...)`` with the same values.
+    """
+    metadata = dict(case.metadata)
+    metadata["case_id"] = case.id
+    return construct(
+        Context,
+        {
+            "input": case.input,
+            "output": output,
+            "expected": case.expected,
+            "messages": (),
+            "workspace": None,
+            "status": status,
+            "started_at": started,
+            "duration": timedelta(seconds=duration),
+            "error": None,
+            "metadata": MappingProxyType(metadata),
+        },
+    )
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -344,15 +370,14 @@ class _Run:
         finally:
             cases.close()
 
-    async def _run_case(self, case: Case) -> dict[str, Any]:
+    async def _run_case(self, case: Case) -> _Finished:
         telemetry = self.telemetry
         span = None if telemetry is None else telemetry.start_case(case.id)
         started = _now()
         t0 = time.perf_counter()
         output, error = await self.task(case)
         duration = time.perf_counter() - t0
-        row: dict[str, Any] = {
-            "id": case.id,
+        head: dict[str, Any] = {
             "input": case.input,
             "output": output,
             "expected": case.expected,
@@ -360,42 +385,30 @@ class _Run:
         }
         extra = case.model_extra
         if extra:
-            row["extra"] = extra
+            head["extra"] = extra
         verdict = None
         if error is None:
             status = ExecutionStatus.SUCCESS
             if isinstance(output, TaskOutput) and output.refused:
                 status = ExecutionStatus.REFUSED
-            ctx = Context(
-                input=case.input,
-                output=output,
-                expected=case.expected,
-                metadata={**case.metadata, "case_id": case.id},
-                status=status,
-                started_at=started,
-                duration=timedelta(seconds=duration),
-            )
+            ctx = case_context(case, output, status, started, duration)
             verdict = await self.evaluator.verdict(ctx)
-            row["results"] = [judge_result_dict(r) for r in verdict.results]
-            row["verdict"] = judgment_dict(verdict.judgment)
-            if verdict.tiers:
-                row["tiers"] = [tier_dict(t) for t in verdict.tiers]
-        else:
-            row["results"] = []
-            row["verdict"] = None
-        row["duration_s"] = duration
-        row["error"] = error
         if telemetry is not None:
             telemetry.end_case(span, verdict, error)
-        return row
+        return encode_case(case.id, head, verdict, duration, error), verdict, error
 
-    async def _work(self, cases: Pipe[Case], rows: Pipe[tuple[dict[str, Any], str]]) -> None:
+    async def _work(self, cases: Pipe[Case], rows: Pipe[_Finished]) -> None:
+        # A worker whose cases never suspend would keep the loop to itself until a pipe
+        # blocks it: yield every few milliseconds so the feeder, the writer and the progress
+        # display keep up (a checkpoint per case would cost more than an instant case).
+        next_yield = time.perf_counter() + YIELD_EVERY
         while (case := await cases.get()) is not None:
-            row = await self._run_case(case)
-            await rows.put((row, encode_row(row)))
-            await anyio.lowlevel.checkpoint()  # let the writer and other workers in
+            await rows.put(await self._run_case(case))
+            if (now := time.perf_counter()) >= next_yield:
+                await anyio.lowlevel.checkpoint()
+                next_yield = now + YIELD_EVERY
 
-    async def _write(self, rows: Pipe[tuple[dict[str, Any], str]], state: ProgressState) -> None:
+    async def _write(self, rows: Pipe[_Finished], state: ProgressState) -> None:
         """Append finished rows in batches until every worker is gone.
 
         Shielded from cancellation: it ends when the row pipe is closed and drained (the
@@ -407,16 +420,17 @@ class _Run:
             try:
                 while (first := await rows.get()) is not None:
                     batch = [first, *rows.take_all()]
-                    await anyio.to_thread.run_sync(writer.write, [line for _, line in batch])
-                    for row, _ in batch:
-                        self.aggregate.add_row(row)
-                        if row["error"] is not None:
+                    await anyio.to_thread.run_sync(writer.write, [line for line, _, _ in batch])
+                    add = self.aggregate.add_case
+                    for _, verdict, error in batch:
+                        add(verdict, error)
+                        if error is not None:
                             state.errors += 1
                     state.done += len(batch)
             finally:
                 await anyio.to_thread.run_sync(writer.close)
 
-    async def _workers(self, cases: Pipe[Case], rows: Pipe[tuple[dict[str, Any], str]]) -> None:
+    async def _workers(self, cases: Pipe[Case], rows: Pipe[_Finished]) -> None:
         try:
             async with anyio.create_task_group() as workers:
                 for _ in range(self.suite.concurrency):
@@ -435,7 +449,7 @@ class _Run:
         # a GIL switch interval (5 ms) while the loop is busy; the pipes keep the workers fed
         # meanwhile. Memory stays bounded: ~1 KiB per waiting case, ~2 KiB per waiting row.
         cases: Pipe[Case] = Pipe(max(2 * suite.concurrency, CASE_BUFFER))
-        rows: Pipe[tuple[dict[str, Any], str]] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
+        rows: Pipe[_Finished] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
         async with anyio.create_task_group() as outer:
             outer.start_soon(
                 lambda: render_progress(

@@ -29,6 +29,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentjudge.core import Judgment, Verdict
+
 __all__ = [
     "BaselineJudge",
     "BaselineOutcome",
@@ -279,6 +281,21 @@ class _Stat:
         elif status == "fail":
             self.values.append(0.0)
 
+    def add_judgment(self, judgment: Judgment | None) -> None:
+        """`add` for the judgment itself (a live run) instead of its results-file dict."""
+        if judgment is None:
+            self.unsampled += 1
+            return
+        status = judgment.status.value
+        self.counts[status] += 1
+        score = judgment.score
+        if score is not None:
+            self.values.append(score)
+        elif status == "pass":
+            self.values.append(1.0)
+        elif status == "fail":
+            self.values.append(0.0)
+
     def summary(self, seed: int) -> JudgeSummary:
         n = len(self.values)
         decided = self.counts["pass"] + self.counts["fail"]
@@ -329,6 +346,22 @@ class RunAggregate:
         verdict = row.get("verdict")
         if verdict is not None:
             self.verdict.add(verdict)
+
+    def add_case(self, verdict: Verdict | None, error: str | None) -> None:
+        """Fold one finished case in: what `add_row` does with the row it is written as."""
+        self.total += 1
+        if error is not None:
+            self.errors += 1
+            return
+        if verdict is None:
+            return
+        judges = self.judges
+        for result in verdict.results:
+            stat = judges.get(result.name)
+            if stat is None:
+                stat = judges[result.name] = _Stat()
+            stat.add_judgment(result.judgment)
+        self.verdict.add_judgment(verdict.judgment)
 
     def names(self) -> list[str]:
         """Judge names: configured order first, then any others sorted."""

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from agentjudge.engine import await_armed
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._case import Case
 
@@ -95,8 +96,9 @@ class TaskRunner:
         try:
             if self.timeout is None:
                 return await self._call(case), None
-            with anyio.move_on_after(self.timeout):
-                return await self._call(case), None
+            # The deadline is armed only if the task suspends (an instant task needs no timer).
+            with anyio.CancelScope() as scope:
+                return await await_armed(self._call(case), scope, self.timeout), None
         except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:

@@ -294,17 +294,17 @@ def test_unexpected_exception_is_wrapped_in_run_aborted(
     """An exception escaping the pipeline becomes RunAborted with the cause chained."""
     import agentjudge.harness._run as run_module
 
-    real = run_module.encode_row
+    real = run_module.encode_case
     calls = 0
 
-    def flaky(row: dict[str, Any]) -> str:
+    def flaky(*args: Any) -> str:
         nonlocal calls
         calls += 1
         if calls == 2:
             raise OSError("disk full")
-        return real(row)
+        return real(*args)
 
-    monkeypatch.setattr(run_module, "encode_row", flaky)
+    monkeypatch.setattr(run_module, "encode_case", flaky)
     suite = make_suite(tmp_path, ROWS, concurrency=1)
     with pytest.raises(RunAborted, match="OSError: disk full") as info:
         run(suite, tmp_path / "out")
