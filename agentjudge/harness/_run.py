@@ -370,13 +370,17 @@ class _Run:
         finally:
             cases.close()
 
-    async def _run_case(self, case: Case) -> _Finished:
+    async def _finish_case(
+        self,
+        case: Case,
+        span: Any,
+        output: Any,
+        error: str | None,
+        started: datetime,
+        duration: float,
+    ) -> _Finished:
+        """Judge a case whose task has finished and encode its results line."""
         telemetry = self.telemetry
-        span = None if telemetry is None else telemetry.start_case(case.id)
-        started = _now()
-        t0 = time.perf_counter()
-        output, error = await self.task(case)
-        duration = time.perf_counter() - t0
         head: dict[str, Any] = {
             "input": case.input,
             "output": output,
@@ -398,15 +402,41 @@ class _Run:
         return encode_case(case.id, head, verdict, duration, error), verdict, error
 
     async def _work(self, cases: Pipe[Case], rows: Pipe[_Finished]) -> None:
-        # A worker whose cases never suspend would keep the loop to itself until a pipe
-        # blocks it: yield every few milliseconds so the feeder, the writer and the progress
-        # display keep up (a checkpoint per case would cost more than an instant case).
+        """Run cases until the pipe is drained.
+
+        The cases run inside one scope, ``guard``, that carries the running task's timeout
+        (`TaskRunner.call_guarded`): a scope per case would cost more than an instant case.
+        When a task times out, the guard catches the cancellation, the case is written as a
+        timeout error row and a new guard takes over. A worker whose cases never suspend would
+        keep the loop to itself until a pipe blocks it: it yields every few milliseconds so
+        the feeder, the writer and the progress display keep up.
+        """
+        task, telemetry = self.task, self.telemetry
         next_yield = time.perf_counter() + YIELD_EVERY
-        while (case := await cases.get()) is not None:
-            await rows.put(await self._run_case(case))
-            if (now := time.perf_counter()) >= next_yield:
-                await anyio.lowlevel.checkpoint()
-                next_yield = now + YIELD_EVERY
+        while True:
+            with anyio.CancelScope() as guard:
+                while (case := await cases.get()) is not None:
+                    span = None if telemetry is None else telemetry.start_case(case.id)
+                    started = _now()
+                    t0 = time.perf_counter()
+                    output, error = await task.call_guarded(case, guard)
+                    duration = time.perf_counter() - t0
+                    if guard.cancel_called:
+                        break  # the task returned after its timeout struck
+                    await rows.put(
+                        await self._finish_case(case, span, output, error, started, duration)
+                    )
+                    if (now := time.perf_counter()) >= next_yield:
+                        await anyio.lowlevel.checkpoint()
+                        next_yield = now + YIELD_EVERY
+                else:
+                    return
+            # Only reached when the task of ``case`` timed out.
+            assert case is not None
+            duration = time.perf_counter() - t0
+            await rows.put(
+                await self._finish_case(case, span, None, task.timeout_error(), started, duration)
+            )
 
     async def _write(self, rows: Pipe[_Finished], state: ProgressState) -> None:
         """Append finished rows in batches until every worker is gone.

@@ -91,6 +91,34 @@ class TaskRunner:
             value = await value
         return value
 
+    async def call_guarded(self, case: Case, guard: anyio.CancelScope) -> tuple[Any, str | None]:
+        """`__call__` for a caller that runs many cases inside one scope, ``guard``.
+
+        ``guard`` must have been entered by the caller without a deadline. The task's timeout
+        becomes ``guard``'s deadline only while the task runs, and only once it suspends (a
+        task that completes in its first step needs no timer); it is taken off again when the
+        task returns. When the timeout strikes, the cancellation propagates out of this call
+        to ``guard``, which catches it: the caller then records the case as timed out (also
+        when the task swallowed the cancellation and returned: check ``guard.cancel_called``).
+        """
+        try:
+            if self.timeout is None:
+                return await self._call(case), None
+            try:
+                return await await_armed(self._call(case), guard, self.timeout), None
+            finally:
+                guard.deadline = math.inf
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:
+            return None, describe_error(exc)
+        except (KeyboardInterrupt, SystemExit) as exc:
+            raise TaskInterrupted(f"the task raised {describe_error(exc)}") from exc
+
+    def timeout_error(self) -> str:
+        """The error string of a case whose task ran past the timeout."""
+        return f"TimeoutError: the task did not finish within {self.timeout:g}s"
+
     async def __call__(self, case: Case) -> tuple[Any, str | None]:
         """Run the task on ``case``: ``(output, None)`` or ``(None, "TypeName: message")``."""
         try:
@@ -105,4 +133,4 @@ class TaskRunner:
             return None, describe_error(exc)
         except (KeyboardInterrupt, SystemExit) as exc:
             raise TaskInterrupted(f"the task raised {describe_error(exc)}") from exc
-        return None, f"TimeoutError: the task did not finish within {self.timeout:g}s"
+        return None, self.timeout_error()

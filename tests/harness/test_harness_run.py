@@ -481,3 +481,45 @@ def test_judge_function_with_defaults_is_not_mistaken_for_a_factory(tmp_path: Pa
     suite = make_suite(tmp_path, ROWS, judges=judges, judges_ref="judges.py:maybe")
     with pytest.raises(RunConfigError, match="returned a bool; expected a judge"):
         run(suite, tmp_path / "out")
+
+
+TIMEOUT_TASK = """
+import anyio
+
+async def answer(case):
+    if case.input == "hang":
+        await anyio.sleep(30)
+    if case.input == "stubborn":
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            return "swallowed"  # returns after its timeout struck
+    if case.input == "slow-ok":
+        await anyio.sleep(0.01)
+    return case.input.upper()
+"""
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_task_timeouts_become_error_rows_and_the_run_goes_on(
+    tmp_path: Path, concurrency: int
+) -> None:
+    """Tasks past the timeout are error rows (also one that swallows the cancellation);
+    the cases before and after them, instant or not, are judged normally."""
+    inputs = ["x", "hang", "y", "stubborn", "slow-ok", "hang", "z"]
+    rows = [{"id": f"r{i}", "input": v, "expected": v.upper()} for i, v in enumerate(inputs)]
+    suite = make_suite(tmp_path, rows, task=TIMEOUT_TASK, task_timeout=0.2, concurrency=concurrency)
+    summary = run(suite, tmp_path / "out")
+    by_id = {r["id"]: r for r in iter_rows(tmp_path / "out" / "results.jsonl")}
+    assert sorted(by_id) == [f"r{i}" for i in range(len(inputs))]
+    for i, value in enumerate(inputs):
+        row = by_id[f"r{i}"]
+        if value in ("hang", "stubborn"):
+            assert row["error"] == "TimeoutError: the task did not finish within 0.2s"
+            assert row["verdict"] is None and row["results"] == []
+            assert row["duration_s"] >= 0.2
+        else:
+            assert row["error"] is None
+            assert row["output"] == value.upper()
+            assert [r["name"] for r in row["results"]] == ["exact", "half"]
+    assert summary.cases.errors == 3
