@@ -170,60 +170,90 @@ def encode_row(row: Mapping[str, Any]) -> str:
 _string = json.encoder.encode_basestring  # what `_encoder` uses for str (ensure_ascii=False)
 
 
+def _make_one_shot() -> Callable[[Any], str]:
+    """``_encoder.encode`` without its Python-level wrappers, when the C encoder is there."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has it
+        return _encoder.encode
+    iterencode = make(None, to_jsonable, _string, None, ":", ",", False, False, False)
+
+    def encode(value: Any) -> str:
+        return "".join(iterencode(value, 0))
+
+    return encode
+
+
+_one_shot = _make_one_shot()
+
+
+def _thaw(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """A read-only mapping (and the read-only mappings in it) as plain dicts.
+
+    Judgment metadata (voting evidence, for one) is nested read-only mappings: thawing them
+    here is cheaper than one encoder callback per mapping.
+    """
+    return {k: _thaw(v) if type(v) is MappingProxyType else v for k, v in mapping.items()}
+
+
 def _value(value: Any) -> str:
     """One user value as compact JSON, with `encode_row`'s fallbacks for odd values."""
-    if type(value) is str:
+    kind = type(value)
+    if kind is str:
         return _string(value)
+    if kind is MappingProxyType:
+        value = _thaw(value)
+    if kind is float:
+        return repr(value) if math.isfinite(value) else _string(repr(value))
     try:
-        return _encoder.encode(value)
+        return _one_shot(value)
     except (ValueError, TypeError, RecursionError):
         return _encoder.encode(_plain(value))
 
 
 def _judgment_json(j: Judgment) -> str:
     """``judgment_dict(j)`` encoded, without building the dict."""
-    parts = ['{"status":"', j.status.value, '"']
-    if j.score is not None:
-        parts += [',"score":', repr(j.score)]
-    if j.label is not None:
-        parts += [',"label":', _string(j.label)]
-    parts += [',"reasoning":', _string(j.reasoning)]
-    checks = j.checks
-    if checks:
-        parts += [',"checks":', _value([c.model_dump() for c in checks])]
-    else:
-        parts.append(',"checks":[]')
-    metadata = j.metadata
-    parts += [',"metadata":', _value(metadata) if metadata else "{}", "}"]
-    return "".join(parts)
+    d = j.__dict__  # plain attribute reads: this runs for every judgment of every case
+    score, label, checks, metadata = d["score"], d["label"], d["checks"], d["metadata"]
+    # Status is a StrEnum: the member is its own JSON text.
+    head = '{"status":"' + d["status"] + '"'
+    if score is not None:
+        head += ',"score":' + repr(score)
+    if label is not None:
+        head += ',"label":' + _string(label)
+    tail = _value([c.model_dump() for c in checks]) if checks else "[]"
+    return (
+        head
+        + ',"reasoning":'
+        + _string(d["reasoning"])
+        + ',"checks":'
+        + tail
+        + ',"metadata":'
+        + (_value(metadata) if metadata else "{}")
+        + "}"
+    )
 
 
 def _result_json(r: JudgeResult) -> str:
     """``judge_result_dict(r)`` encoded, without building the dict."""
-    j = r.judgment
-    parts = [
-        '{"name":',
-        _string(r.name),
-        ',"judgment":',
-        "null" if j is None else _judgment_json(j),
-        ',"sampled":true' if r.sampled else ',"sampled":false',
-    ]
-    if r.metric_key is not None:
-        parts += [',"metric_key":', _string(r.metric_key)]
-    if r.tier is not None:
-        parts += [',"tier":', _string(r.tier)]
-    parts += [
-        ',"attempts":',
-        str(r.attempts),
-        ',"duration_s":',
-        repr(r.duration_s),
-        ',"queued_s":',
-        repr(r.queued_s),
-    ]
-    if r.error_type is not None:
-        parts += [',"error_type":', _string(r.error_type)]
-    parts.append("}")
-    return "".join(parts)
+    d = r.__dict__
+    j = d["judgment"]
+    text = (
+        '{"name":'
+        + _string(d["name"])
+        + ',"judgment":'
+        + ("null" if j is None else _judgment_json(j))
+        + (',"sampled":true' if d["sampled"] else ',"sampled":false')
+    )
+    if d["metric_key"] is not None:
+        text += ',"metric_key":' + _string(d["metric_key"])
+    if d["tier"] is not None:
+        text += ',"tier":' + _string(d["tier"])
+    text += (
+        f',"attempts":{d["attempts"]},"duration_s":{d["duration_s"]!r},"queued_s":{d["queued_s"]!r}'
+    )
+    if d["error_type"] is not None:
+        text += ',"error_type":' + _string(d["error_type"])
+    return text + "}"
 
 
 def encode_case(
@@ -255,7 +285,7 @@ def encode_case(
             parts += [',"tiers":', _value([tier_dict(t) for t in verdict.tiers])]
     parts += [
         ',"duration_s":',
-        _value(duration_s),
+        repr(duration_s),
         ',"error":',
         "null" if error is None else _string(error),
         "}\n",
