@@ -52,6 +52,7 @@ from agentjudge.engine._inline import Resume, start_all
 from agentjudge.engine._plan import CascadeNode, Group, Leaf, Node, Plan, TierNode, compile_plan
 from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import EvaluationCancelled
+from agentjudge.judging import coerce_judgment
 
 __all__ = ["EvaluationHandle", "Evaluator", "ResultCallback"]
 
@@ -865,33 +866,38 @@ class Evaluator:
         """
         await checkpoint_if_cancelled()
         ctx, timeout, retry, sampled = run.ctx, self._timeout, self._retry, run.sampled
-        limiter = self.limiter
+        limiter, notify = self.limiter, self._on_result is not None
         count = len(members)
         leaf: Leaf | None = None
         st = _Stats()
         since = perf_counter()
         i = 0
+        # Slots are checked, not taken: nothing else runs until a member suspends or a result
+        # callback is awaited, so they are checked again only after a callback.
+        check_slots = True
         with anyio.CancelScope() as guard:
             while i < count:
                 leaf = cast(Leaf, members[i])
                 if not sampled[leaf.index]:
                     result = self._store(leaf, run, 0, 0.0, 0.0, None, None)
-                    if self._on_result is not None:
+                    if notify:
                         await self._notify(leaf, result)
                     out[i] = None
                     i += 1
                     if on_done(i - 1, None):
                         return i, None, True
                     continue
-                resource = None
-                if leaf.resource is not None:
-                    resource = self.resource_limiter(leaf.resource)
-                if (
-                    self._waiting
-                    or limiter.available_tokens < 1
-                    or (resource is not None and resource.available_tokens < 1)
-                ):
-                    return i, None, False  # the general way queues for them
+                if check_slots or leaf.resource is not None:
+                    resource = None
+                    if leaf.resource is not None:
+                        resource = self.resource_limiter(leaf.resource)
+                    if (
+                        self._waiting
+                        or limiter.available_tokens < 1
+                        or (resource is not None and resource.available_tokens < 1)
+                    ):
+                        return i, None, False  # the general way queues for them
+                    check_slots = notify
                 began = perf_counter()
                 queued = began - since
                 held = None
@@ -899,12 +905,18 @@ class Evaluator:
                 judgment: Judgment | None = None
                 error_type: str | None = None
                 try:
-                    coro = cast(Coroutine[Any, Any, Judgment], leaf.call(ctx))
+                    direct = leaf.direct
+                    if direct is None:
+                        coro = cast(Coroutine[Any, Any, Any], leaf.call(ctx))
+                    else:
+                        coro = cast(Coroutine[Any, Any, Any], direct[0](ctx))
                     try:
                         first = coro.send(None)
                     except StopIteration as done:
                         leaf.inline_streak += 1
                         judgment = done.value
+                        if direct is not None and type(judgment) is not Judgment:
+                            judgment = coerce_judgment(judgment, direct[1])
                     else:
                         leaf.suspends = suspended = True
                         held = st = stats[i] = _Stats()
@@ -915,6 +927,8 @@ class Evaluator:
                                 anyio.current_time() + timeout - (perf_counter() - began)
                             )
                         judgment = await Resume(coro, first)
+                        if direct is not None:
+                            judgment = coerce_judgment(judgment, direct[1])
                 except Exception as exc:
                     if retry is not None and retry.is_retryable(exc):
                         st = stats[i] = held or _Stats()
@@ -928,7 +942,7 @@ class Evaluator:
                         self._release(leaf, held)
                 since = perf_counter()
                 result = self._store(leaf, run, 1, since - began, queued, judgment, error_type)
-                if self._on_result is not None:
+                if notify:
                     await self._notify(leaf, result)
                 out[i] = judgment
                 i += 1
@@ -1139,6 +1153,9 @@ async def _step(
     except StopIteration as done:
         leaf.inline_streak += 1
         return cast(Judgment, done.value)
+    except Exception:
+        leaf.inline_streak += 1  # raising in the first step is completing without suspending
+        raise
     leaf.suspends = True
     if scope is not None:
         scope.deadline = anyio.current_time() + seconds - (perf_counter() - began)

@@ -16,7 +16,7 @@ from typing import Any
 
 from agentjudge.core import Context, Judgment, TierPolicy
 from agentjudge.engine._composite import Cascade, Jury, unique_name
-from agentjudge.judging import judge_name, to_async
+from agentjudge.judging import direct_async, judge_name, to_async
 from agentjudge.voting import VotingStrategy
 
 __all__ = [
@@ -42,6 +42,8 @@ class Leaf:
     metric_key: str | None
     rate: float
     tier: str | None
+    direct: tuple[Callable[[Context], Awaitable[object]], str] | None = None
+    """`direct_async` of the judge: the fast path calls it, saving a coroutine per call."""
     inline_streak: int = 0
     """Attempts in a row that completed without suspending (see `Leaf.instant`)."""
     suspends: bool = False
@@ -137,6 +139,7 @@ class _Compiler:
             name=name,
             index=len(self.leaves),
             call=to_async(judge, name),
+            direct=direct_async(judge, name),
             resource=resource,
             metric_key=metric_key if isinstance(metric_key, str) else None,
             rate=1.0 if rate is None else _rate(rate, where),

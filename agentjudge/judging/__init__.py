@@ -6,6 +6,7 @@ from agentjudge.judging._adapter import (
     JudgeReturnError,
     call_judge,
     coerce_judgment,
+    direct_async,
     is_async_judge,
     to_async,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "any_of",
     "call_judge",
     "coerce_judgment",
+    "direct_async",
     "is_async_judge",
     "judge",
     "judge_name",

@@ -13,7 +13,14 @@ from anyio.lowlevel import RunVar
 
 from agentjudge.core import Context, Judgment
 
-__all__ = ["JudgeReturnError", "call_judge", "coerce_judgment", "is_async_judge", "to_async"]
+__all__ = [
+    "JudgeReturnError",
+    "call_judge",
+    "coerce_judgment",
+    "direct_async",
+    "is_async_judge",
+    "to_async",
+]
 
 SYNC_JUDGE_THREADS = 16
 """Worker threads shared by all sync judges of one event loop."""
@@ -80,6 +87,26 @@ async def call_judge(fn: Callable[..., Any], ctx: Context, *, name: str) -> Judg
         if inspect.isawaitable(value):
             value = await value
     return coerce_judgment(value, name)
+
+
+def direct_async(
+    fn: Callable[..., Any], name: str
+) -> tuple[Callable[[Context], Awaitable[object]], str] | None:
+    """The async callable inside ``to_async(fn, name)`` and the name it coerces results under.
+
+    Awaiting ``call(ctx)`` and passing the value to ``coerce_judgment(value, coerce_name)`` is
+    exactly what ``to_async(fn, name)(ctx)`` does, minus one coroutine (the engine's hot
+    path). None for sync judges (they run on a thread).
+    """
+    from agentjudge.judging._protocol import FunctionJudge
+
+    inner: Any = fn
+    while isinstance(inner, FunctionJudge):
+        name = inner.name
+        inner = inner.__wrapped__
+    if is_async_judge(inner):
+        return cast(Callable[[Context], Awaitable[object]], inner), name
+    return None
 
 
 def to_async(fn: Callable[..., Any], name: str) -> Callable[[Context], Awaitable[Judgment]]:

@@ -283,3 +283,32 @@ async def test_early_stop_on_the_fast_path_matches_the_general_path() -> None:
     assert [r.name for r in hot.results] == ["a", "b", "c"]
     assert judges[4].calls == 0
     assert hot.judgment.status is Status.PASS
+
+
+async def test_return_values_are_coerced_the_same_on_the_fast_path() -> None:
+    """bool / float / garbage returns give the same judgments and errors warmed up or not."""
+    from agentjudge import judge, named
+
+    async def yes(ctx: Context) -> bool:
+        return True
+
+    async def score(ctx: Context) -> float:
+        return 0.25
+
+    async def garbage(ctx: Context) -> object:
+        return "not a judgment"
+
+    @judge(name="decorated")
+    async def decorated(ctx: Context) -> bool:
+        return False
+
+    judges = {"yes": yes, "score": score, "garbage": garbage, "dec": named(decorated, "renamed")}
+    evaluator = Evaluator(judges, retry=None)
+    cold = await evaluator.evaluate(CTX)
+    await warm_up(evaluator)
+    hot = await evaluator.evaluate(CTX)
+    assert [(r.name, r.judgment, r.error_type) for r in hot] == [
+        (r.name, r.judgment, r.error_type) for r in cold
+    ]
+    assert hot[2].error_type == "JudgeReturnError"
+    assert hot[0].judgment is not None and hot[0].judgment.reasoning.endswith("returned True")
