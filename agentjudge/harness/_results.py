@@ -215,13 +215,13 @@ def _judgment_json(j: Judgment) -> str:
     d = j.__dict__  # plain attribute reads: this runs for every judgment of every case
     score, label, checks, metadata = d["score"], d["label"], d["checks"], d["metadata"]
     # Status is a StrEnum: the member is its own JSON text.
-    head = '{"status":"' + d["status"] + '"'
+    head: str = '{"status":"' + d["status"] + '"'
     if score is not None:
         head += ',"score":' + repr(score)
     if label is not None:
         head += ',"label":' + _string(label)
     tail = _value([c.model_dump() for c in checks]) if checks else "[]"
-    return (
+    text: str = (
         head
         + ',"reasoning":'
         + _string(d["reasoning"])
@@ -231,6 +231,7 @@ def _judgment_json(j: Judgment) -> str:
         + (_value(metadata) if metadata else "{}")
         + "}"
     )
+    return text
 
 
 def _result_json(r: JudgeResult) -> str:
