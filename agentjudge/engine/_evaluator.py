@@ -48,7 +48,7 @@ from agentjudge.core import (
     Verdict,
     construct,
 )
-from agentjudge.engine._inline import Resume, start_all
+from agentjudge.engine._inline import Resume, arm, start_all
 from agentjudge.engine._plan import CascadeNode, Group, Leaf, Node, Plan, TierNode, compile_plan
 from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import EvaluationCancelled
@@ -923,9 +923,7 @@ class Evaluator:
                         st.attempts, st.queued = 1, queued
                         self._take(leaf, st)
                         if timeout is not None:
-                            guard.deadline = (
-                                anyio.current_time() + timeout - (perf_counter() - began)
-                            )
+                            arm(guard, timeout, began)
                         judgment = await Resume(coro, first)
                         if direct is not None:
                             judgment = coerce_judgment(judgment, direct[1])
@@ -1158,7 +1156,7 @@ async def _step(
         raise
     leaf.suspends = True
     if scope is not None:
-        scope.deadline = anyio.current_time() + seconds - (perf_counter() - began)
+        arm(scope, seconds, began)
     return cast(Judgment, await Resume(coro, first))
 
 

@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 import anyio
 from anyio.abc import TaskGroup
 
-__all__ = ["Resume", "await_armed", "start_all"]
+__all__ = ["Resume", "arm", "await_armed", "start_all"]
 
 T = TypeVar("T")
 
@@ -53,6 +53,11 @@ class Resume:
                     return stop.value
 
 
+def arm(scope: anyio.CancelScope, seconds: float, began: float) -> None:
+    """Give ``scope`` the deadline ``seconds`` after ``began`` (a `perf_counter` reading)."""
+    scope.deadline = anyio.current_time() + seconds - (perf_counter() - began)
+
+
 async def await_armed(awaitable: Awaitable[T], scope: anyio.CancelScope, seconds: float) -> T:
     """Await ``awaitable`` inside ``scope`` (entered without a deadline by the caller).
 
@@ -70,7 +75,7 @@ async def await_armed(awaitable: Awaitable[T], scope: anyio.CancelScope, seconds
         first = coro.send(None)
     except StopIteration as done:
         return cast(T, done.value)
-    scope.deadline = anyio.current_time() + seconds - (perf_counter() - began)
+    arm(scope, seconds, began)
     return cast(T, await Resume(coro, first))
 
 

@@ -270,25 +270,18 @@ class _Stat:
     def add(self, judgment: Mapping[str, Any] | None) -> None:
         if judgment is None:
             self.unsampled += 1
-            return
-        status = judgment["status"]
-        self.counts[status] += 1
-        score = judgment.get("score")
-        if score is not None:
-            self.values.append(score)
-        elif status == "pass":
-            self.values.append(1.0)
-        elif status == "fail":
-            self.values.append(0.0)
+        else:
+            self._tally(judgment["status"], judgment.get("score"))
 
     def add_judgment(self, judgment: Judgment | None) -> None:
         """`add` for the judgment itself (a live run) instead of its results-file dict."""
         if judgment is None:
             self.unsampled += 1
-            return
-        status = judgment.status.value
+        else:
+            self._tally(judgment.status.value, judgment.score)
+
+    def _tally(self, status: str, score: float | None) -> None:
         self.counts[status] += 1
-        score = judgment.score
         if score is not None:
             self.values.append(score)
         elif status == "pass":
