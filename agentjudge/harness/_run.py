@@ -13,28 +13,25 @@ from __future__ import annotations
 import os
 import random
 import secrets
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Literal, TextIO
 
 import anyio
-import anyio.lowlevel
 import anyio.to_thread
 
-from agentjudge.core import Context, ExecutionStatus, Verdict, construct
 from agentjudge.engine import Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
-from agentjudge.harness._case import Case, TaskOutput
+from agentjudge.harness._case import Case
 from agentjudge.harness._dataset import Dataset, display_path
 from agentjudge.harness._gates import Gate, check_gate_subjects, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
 from agentjudge.harness._pipe import Pipe
+from agentjudge.harness._pipeline import CaseRunner, Finished, case_context
 from agentjudge.harness._progress import ProgressState, render_progress
-from agentjudge.harness._results import ResultsWriter, encode_case, scan_results
+from agentjudge.harness._results import ResultsWriter, scan_results
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
 from agentjudge.harness._task import TaskRunner
@@ -44,6 +41,7 @@ __all__ = [
     "RunAborted",
     "RunConfigError",
     "build_evaluator",
+    "case_context",
     "resolve_judges",
     "resolve_task",
     "run_suite",
@@ -57,11 +55,6 @@ CASE_BUFFER = 1024
 """Parsed cases waiting for a worker (at least 2 x concurrency)."""
 ROW_BUFFER = 2048
 """Finished rows waiting for the writer (at least 4 x concurrency)."""
-YIELD_EVERY = 0.002
-"""Seconds a worker runs cases that never suspend before it lets other tasks in."""
-
-_Finished = tuple[str, Verdict | None, str | None]
-"""A finished case: its results line, its verdict (None for an error row), the task error."""
 
 
 class RunConfigError(AgentJudgeError, ValueError):
@@ -181,33 +174,6 @@ def build_evaluator(suite: Suite, judges: Any, telemetry: Telemetry | None = Non
 
 
 # ----------------------------------------------------------------------------- the run
-def case_context(
-    case: Case, output: Any, status: ExecutionStatus, started: datetime, duration: float
-) -> Context:
-    """The `Context` judges see for one case (``metadata`` gains ``case_id``).
-
-    Built without validation: every value is already valid (a case's metadata is a JSON
-    object, so its keys are strings); equal to ``Context(...)`` with the same values.
-    """
-    metadata = dict(case.metadata)
-    metadata["case_id"] = case.id
-    return construct(
-        Context,
-        {
-            "input": case.input,
-            "output": output,
-            "expected": case.expected,
-            "messages": (),
-            "workspace": None,
-            "status": status,
-            "started_at": started,
-            "duration": timedelta(seconds=duration),
-            "error": None,
-            "metadata": MappingProxyType(metadata),
-        },
-    )
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -281,6 +247,7 @@ class _Run:
         if judges is None:
             judges = resolve_judges(suite)
         self.evaluator = build_evaluator(suite, judges, self.telemetry)
+        self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
         try:
             check_gate_subjects(self.gates, self.judge_names)
@@ -370,75 +337,7 @@ class _Run:
         finally:
             cases.close()
 
-    async def _finish_case(
-        self,
-        case: Case,
-        span: Any,
-        output: Any,
-        error: str | None,
-        started: datetime,
-        duration: float,
-    ) -> _Finished:
-        """Judge a case whose task has finished and encode its results line."""
-        telemetry = self.telemetry
-        head: dict[str, Any] = {
-            "input": case.input,
-            "output": output,
-            "expected": case.expected,
-            "metadata": case.metadata,
-        }
-        extra = case.model_extra
-        if extra:
-            head["extra"] = extra
-        verdict = None
-        if error is None:
-            status = ExecutionStatus.SUCCESS
-            if isinstance(output, TaskOutput) and output.refused:
-                status = ExecutionStatus.REFUSED
-            ctx = case_context(case, output, status, started, duration)
-            verdict = await self.evaluator.verdict(ctx)
-        if telemetry is not None:
-            telemetry.end_case(span, verdict, error)
-        return encode_case(case.id, head, verdict, duration, error), verdict, error
-
-    async def _work(self, cases: Pipe[Case], rows: Pipe[_Finished]) -> None:
-        """Run cases until the pipe is drained.
-
-        The cases run inside one scope, ``guard``, that carries the running task's timeout
-        (`TaskRunner.call_guarded`): a scope per case would cost more than an instant case.
-        When a task times out, the guard catches the cancellation, the case is written as a
-        timeout error row and a new guard takes over. A worker whose cases never suspend would
-        keep the loop to itself until a pipe blocks it: it yields every few milliseconds so
-        the feeder, the writer and the progress display keep up.
-        """
-        task, telemetry = self.task, self.telemetry
-        next_yield = time.perf_counter() + YIELD_EVERY
-        while True:
-            with anyio.CancelScope() as guard:
-                while (case := await cases.get()) is not None:
-                    span = None if telemetry is None else telemetry.start_case(case.id)
-                    started = _now()
-                    t0 = time.perf_counter()
-                    output, error = await task.call_guarded(case, guard)
-                    duration = time.perf_counter() - t0
-                    if guard.cancel_called:
-                        break  # the task returned after its timeout struck
-                    await rows.put(
-                        await self._finish_case(case, span, output, error, started, duration)
-                    )
-                    if (now := time.perf_counter()) >= next_yield:
-                        await anyio.lowlevel.checkpoint()
-                        next_yield = now + YIELD_EVERY
-                else:
-                    return
-            # Only reached when the task of ``case`` timed out.
-            assert case is not None
-            duration = time.perf_counter() - t0
-            await rows.put(
-                await self._finish_case(case, span, None, task.timeout_error(), started, duration)
-            )
-
-    async def _write(self, rows: Pipe[_Finished], state: ProgressState) -> None:
+    async def _write(self, rows: Pipe[Finished], state: ProgressState) -> None:
         """Append finished rows in batches until every worker is gone.
 
         Shielded from cancellation: it ends when the row pipe is closed and drained (the
@@ -460,15 +359,6 @@ class _Run:
             finally:
                 await anyio.to_thread.run_sync(writer.close)
 
-    async def _workers(self, cases: Pipe[Case], rows: Pipe[_Finished]) -> None:
-        try:
-            async with anyio.create_task_group() as workers:
-                for _ in range(self.suite.concurrency):
-                    workers.start_soon(self._work, cases, rows)
-        finally:
-            rows.close()
-            cases.close()
-
     async def execute(self) -> None:
         """Run every pending case."""
         suite = self.suite
@@ -479,7 +369,7 @@ class _Run:
         # a GIL switch interval (5 ms) while the loop is busy; the pipes keep the workers fed
         # meanwhile. Memory stays bounded: ~1 KiB per waiting case, ~2 KiB per waiting row.
         cases: Pipe[Case] = Pipe(max(2 * suite.concurrency, CASE_BUFFER))
-        rows: Pipe[_Finished] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
+        rows: Pipe[Finished] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
         async with anyio.create_task_group() as outer:
             outer.start_soon(
                 lambda: render_progress(
@@ -494,13 +384,10 @@ class _Run:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._feed, cases)
                     tg.start_soon(self._write, rows, state)
-                    await self._workers(cases, rows)
+                    await self.runner.run_workers(cases, rows, suite.concurrency)
             finally:
                 finished.set()
-                close = getattr(self.task.fn, "aclose", None)
-                if close is not None:
-                    with anyio.CancelScope(shield=True):
-                        await close()
+                await self.runner.close_task()
 
     # ------------------------------------------------------------------ summary
     def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:

@@ -292,7 +292,7 @@ def test_unexpected_exception_is_wrapped_in_run_aborted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An exception escaping the pipeline becomes RunAborted with the cause chained."""
-    import agentjudge.harness._run as run_module
+    import agentjudge.harness._pipeline as run_module
 
     real = run_module.encode_case
     calls = 0

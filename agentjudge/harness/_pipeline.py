@@ -1,0 +1,159 @@
+"""The per-case pipeline shared by an in-process run and each worker process of a parallel run.
+
+A `CaseRunner` owns the task, the Evaluator and the telemetry recorder; `CaseRunner.work`
+is one worker: it takes cases from a `Pipe`, runs the task, judges the output and puts the
+encoded results line (with the verdict, for the aggregates) on another pipe.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from agentjudge.core import Context, ExecutionStatus, Verdict, construct
+from agentjudge.engine import Evaluator
+from agentjudge.harness._case import Case, TaskOutput
+from agentjudge.harness._pipe import Pipe
+from agentjudge.harness._results import encode_case
+from agentjudge.harness._task import TaskRunner
+from agentjudge.harness._telemetry import Telemetry
+
+__all__ = ["YIELD_EVERY", "CaseRunner", "Finished", "case_context"]
+
+YIELD_EVERY = 0.002
+"""Seconds a worker runs cases that never suspend before it lets other tasks in."""
+
+Finished = tuple[str, Verdict | None, str | None]
+"""A finished case: its results line, its verdict (None for an error row), the task error."""
+
+
+def case_context(
+    case: Case, output: Any, status: ExecutionStatus, started: datetime, duration: float
+) -> Context:
+    """The `Context` judges see for one case (``metadata`` gains ``case_id``).
+
+    Built without validation: every value is already valid (a case's metadata is a JSON
+    object, so its keys are strings); equal to ``Context(...)`` with the same values.
+    """
+    metadata = dict(case.metadata)
+    metadata["case_id"] = case.id
+    return construct(
+        Context,
+        {
+            "input": case.input,
+            "output": output,
+            "expected": case.expected,
+            "messages": (),
+            "workspace": None,
+            "status": status,
+            "started_at": started,
+            "duration": timedelta(seconds=duration),
+            "error": None,
+            "metadata": MappingProxyType(metadata),
+        },
+    )
+
+
+class CaseRunner:
+    """Runs cases: task, judges, encoded results line.
+
+    Args:
+        task: The system under test.
+        evaluator: The judges.
+        telemetry: Span/metric recorder (None: none).
+    """
+
+    def __init__(self, task: TaskRunner, evaluator: Evaluator, telemetry: Telemetry | None) -> None:
+        self.task = task
+        self.evaluator = evaluator
+        self.telemetry = telemetry
+
+    async def finish_case(
+        self,
+        case: Case,
+        span: Any,
+        output: Any,
+        error: str | None,
+        started: datetime,
+        duration: float,
+    ) -> Finished:
+        """Judge a case whose task has finished and encode its results line."""
+        telemetry = self.telemetry
+        head: dict[str, Any] = {
+            "input": case.input,
+            "output": output,
+            "expected": case.expected,
+            "metadata": case.metadata,
+        }
+        extra = case.model_extra
+        if extra:
+            head["extra"] = extra
+        verdict = None
+        if error is None:
+            status = ExecutionStatus.SUCCESS
+            if isinstance(output, TaskOutput) and output.refused:
+                status = ExecutionStatus.REFUSED
+            ctx = case_context(case, output, status, started, duration)
+            verdict = await self.evaluator.verdict(ctx)
+        if telemetry is not None:
+            telemetry.end_case(span, verdict, error)
+        return encode_case(case.id, head, verdict, duration, error), verdict, error
+
+    async def work(self, cases: Pipe[Case], rows: Pipe[Finished]) -> None:
+        """Run cases until the pipe is drained.
+
+        The cases run inside one scope, ``guard``, that carries the running task's timeout
+        (`TaskRunner.call_guarded`): a scope per case would cost more than an instant case.
+        When a task times out, the guard catches the cancellation, the case is written as a
+        timeout error row and a new guard takes over. A worker whose cases never suspend would
+        keep the loop to itself until a pipe blocks it: it yields every few milliseconds so
+        the feeder, the writer and the progress display keep up.
+        """
+        task, telemetry = self.task, self.telemetry
+        next_yield = time.perf_counter() + YIELD_EVERY
+        while True:
+            with anyio.CancelScope() as guard:
+                while (case := await cases.get()) is not None:
+                    span = None if telemetry is None else telemetry.start_case(case.id)
+                    started = datetime.now(UTC)
+                    t0 = time.perf_counter()
+                    output, error = await task.call_guarded(case, guard)
+                    duration = time.perf_counter() - t0
+                    if guard.cancel_called:
+                        break  # the task returned after its timeout struck
+                    await rows.put(
+                        await self.finish_case(case, span, output, error, started, duration)
+                    )
+                    if (now := time.perf_counter()) >= next_yield:
+                        await anyio.lowlevel.checkpoint()
+                        next_yield = now + YIELD_EVERY
+                else:
+                    return
+            # Only reached when the task of ``case`` timed out.
+            assert case is not None
+            duration = time.perf_counter() - t0
+            await rows.put(
+                await self.finish_case(case, span, None, task.timeout_error(), started, duration)
+            )
+
+    async def run_workers(self, cases: Pipe[Case], rows: Pipe[Finished], count: int) -> None:
+        """``count`` workers until the cases are drained; closes both pipes when they end."""
+        try:
+            async with anyio.create_task_group() as workers:
+                for _ in range(count):
+                    workers.start_soon(self.work, cases, rows)
+        finally:
+            rows.close()
+            cases.close()
+
+    async def close_task(self) -> None:
+        """Await the task's ``aclose()`` if it has one (shielded: runs even when cancelled)."""
+        close = getattr(self.task.fn, "aclose", None)
+        if close is not None:
+            with anyio.CancelScope(shield=True):
+                await close()
