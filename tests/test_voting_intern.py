@@ -1,0 +1,221 @@
+"""Interned counting aggregates: shared frozen Judgments that equal the freshly built ones.
+
+`Majority` and `Consensus` hand out one Judgment per (settings, counts, error excerpt) key. The
+golden tests compare every interned result with the result built without the cache, over random
+ballots under every error and tie policy, with weights, errors and running members.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from agentjudge import voting
+from agentjudge.core import Judgment
+from agentjudge.voting import (
+    Consensus,
+    ErrorPolicy,
+    Majority,
+    TiePolicy,
+    VotingStrategy,
+    _Population,
+    _Strategy,
+)
+
+P = Judgment.passed("ok")
+F = Judgment.failed("bad")
+A = Judgment.abstained("not applicable")
+
+
+def counting_strategies() -> list[VotingStrategy]:
+    """Majority under every tie and error policy, Consensus under every error policy."""
+    out: list[VotingStrategy] = []
+    for policy in ErrorPolicy:
+        out += [Majority(tie=tie, errors=policy) for tie in TiePolicy]
+        out.append(Consensus(errors=policy))
+    return out
+
+
+def random_judgment(rng: random.Random) -> Judgment:
+    """A judgment of any status, with varied scores, labels and error texts."""
+    kind = rng.randrange(8)
+    if kind == 0:
+        return Judgment.passed("ok", score=rng.random())
+    if kind == 1:
+        return Judgment.failed("bad", label="wrong", score=rng.random())
+    if kind == 2:
+        return Judgment.abstained(f"no finding {rng.randrange(3)}")
+    if kind == 3:
+        # Texts that differ, that differ only in whitespace, and that share a 200-char excerpt.
+        texts = [
+            "boom",
+            "boom ",
+            "  boom\n",
+            "crash: " + "x" * rng.randrange(190, 260),
+            f"timeout after {rng.randrange(4)} s",
+        ]
+        return Judgment.errored(rng.choice(texts))
+    return rng.choice([P, F, A, P])
+
+
+def golden(strategy: VotingStrategy, done: list[Judgment | None]) -> Judgment | None:
+    """What the strategy returns with the cache bypassed (built fresh every time)."""
+    pop = _Population(tuple(done), None, strategy.errors, False)  # type: ignore[attr-defined]
+    if pop.running:
+        return None
+    assert isinstance(strategy, _Strategy)
+    return _Strategy._from_population(strategy, pop)
+
+
+def dump(j: Judgment | None) -> str:
+    """The judgment's dump with value types visible (3 and 3.0 differ)."""
+    return "None" if j is None else repr(j.model_dump())
+
+
+def ballots(rng: random.Random, count: int) -> Iterator[tuple[list[Judgment], list[float] | None]]:
+    """Random ballots of 1 to 6 judgments, a third of them with weights."""
+    for _ in range(count):
+        n = rng.randint(1, 6)
+        judgments = [random_judgment(rng) for _ in range(n)]
+        weights = [rng.choice([0.0, 0.5, 1.0, 2.0, 3.0]) for _ in range(n)]
+        if not any(weights):
+            weights[0] = 1.0
+        yield judgments, weights if rng.randrange(3) == 0 else None
+
+
+def collect(seed: int) -> list[str]:
+    """Dumps of aggregate and decided results over a fixed random set of ballots."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for judgments, weights in ballots(rng, 400):
+        for strategy in counting_strategies():
+            out.append(dump(strategy.aggregate(judgments, weights)))
+            for _ in range(2):
+                done: list[Judgment | None] = [
+                    None if rng.randrange(3) == 0 else j for j in judgments
+                ]
+                out.append(dump(strategy.decided(done, weights)))
+    return out
+
+
+def test_interned_results_equal_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over random ballots, every interned aggregate dumps exactly like the fresh one."""
+    voting._INTERNED.clear()
+    cached = collect(7)
+    again = collect(7)  # now mostly cache hits
+    with monkeypatch.context() as m:
+        m.setattr(
+            voting,
+            "_interned",
+            lambda strategy, setting, pop: _Strategy._from_population(strategy, pop),
+        )
+        fresh = collect(7)
+    assert cached == fresh
+    assert again == fresh
+
+
+def test_each_call_equals_the_golden_result() -> None:
+    """aggregate() and decided() with nothing running equal the uncached build, call by call."""
+    rng = random.Random(11)
+    for judgments, weights in ballots(rng, 300):
+        for strategy in counting_strategies():
+            expected = dump(golden(strategy, list(judgments)))
+            assert dump(strategy.aggregate(judgments, weights)) == expected
+            assert dump(strategy.decided(judgments, weights)) == expected
+
+
+def test_small_cache_gives_the_same_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Constant eviction (a cache of 3 entries) changes no result."""
+    reference = collect(3)
+    monkeypatch.setattr(voting, "_INTERN_LIMIT", 3)
+    voting._INTERNED.clear()
+    assert collect(3) == reference
+    assert len(voting._INTERNED) <= 3
+
+
+def test_same_counts_share_one_judgment() -> None:
+    """Ballots with the same counts get the very same Judgment object."""
+    first = Majority().aggregate([P, F, P])
+    second = Majority().aggregate([Judgment.passed("other"), P, F])
+    assert first is second
+    assert Consensus().aggregate([P, P]) is Consensus().aggregate([P, P], [1.0, 3.0])
+
+
+def test_keys_separate_settings_and_counts() -> None:
+    """Different settings, running counts or error texts never share an aggregate."""
+    tie_fail = Majority(tie=TiePolicy.FAIL).aggregate([P, F])
+    tie_pass = Majority(tie=TiePolicy.PASS).aggregate([P, F])
+    assert tie_fail is not tie_pass
+    assert (tie_fail.status, tie_pass.status) == ("fail", "pass")
+    assert Majority().aggregate([P, P]) is not Consensus().aggregate([P, P])
+    assert Majority().aggregate([P, P]).metadata["aggregation"]["strategy"] == "majority"
+    ignore = Majority(errors=ErrorPolicy.IGNORE)
+    early = ignore.decided([P, P, None])
+    assert early is not None and early is not ignore.aggregate([P, P])
+    assert early.metadata["aggregation"]["runningCount"] == 1
+    boom = Majority().aggregate([P, Judgment.errored("boom")])
+    bang = Majority().aggregate([P, Judgment.errored("bang")])
+    assert boom.reasoning.endswith("first error: boom")
+    assert bang.reasoning.endswith("first error: bang")
+    # Under other policies the error text is not part of the result: one object serves both.
+    assert ignore.aggregate([P, Judgment.errored("boom")]) is ignore.aggregate(
+        [P, Judgment.errored("bang")]
+    )
+    assert Majority().aggregate([P, A]) is not Majority().aggregate([P, F])
+
+
+def test_error_excerpts_key_the_propagated_result() -> None:
+    """Error texts with the same excerpt share a result; the reasoning quotes that excerpt."""
+    long_a = "crash: " + "x" * 250 + "a"
+    long_b = "crash: " + "x" * 250 + "b"
+    first = Majority().aggregate([Judgment.errored(long_a), P])
+    assert first is Majority().aggregate([Judgment.errored(long_b), P])
+    assert first.reasoning.endswith("x...")
+    spaced = Majority().aggregate([Judgment.errored("  boom \n now ")])
+    assert spaced is Majority().aggregate([Judgment.errored("boom now")])
+
+
+def test_shared_judgments_are_read_only() -> None:
+    """An interned aggregate cannot be changed through its fields or its evidence."""
+    j = Majority().aggregate([P, P, F])
+    with pytest.raises(ValueError, match="frozen"):
+        j.reasoning = "changed"  # type: ignore[misc]
+    assert type(j.metadata) is MappingProxyType
+    evidence: Any = j.metadata["aggregation"]
+    assert type(evidence) is MappingProxyType
+    with pytest.raises(TypeError):
+        evidence["passCount"] = 0
+    assert Majority().aggregate([P, P, F]).metadata["aggregation"]["passCount"] == 2
+
+
+def test_cache_stays_bounded() -> None:
+    """However many distinct keys pass through, the cache holds at most its limit."""
+    voting._INTERNED.clear()
+    for n in range(1, 40):
+        for passes in range(n + 1):
+            judgments = [P] * passes + [F] * (n - passes)
+            Majority().aggregate(judgments)
+            Consensus().aggregate(judgments)
+            assert len(voting._INTERNED) <= voting._INTERN_LIMIT
+    assert len(voting._INTERNED) > 0
+
+
+class _Strict(Majority):
+    """A Majority subclass whose result depends on more than the counts."""
+
+    def _conclude(self, pop: _Population) -> Judgment:
+        return Judgment.passed(f"{pop.input_count} inputs, {len(pop.input_weights)} weighted")
+
+
+def test_subclasses_are_not_interned() -> None:
+    """A subclass of a shipped strategy gets a fresh aggregate each time."""
+    strategy = _Strict()
+    first = strategy.aggregate([P, F, P], [1.0, 2.0, 3.0])
+    second = strategy.aggregate([P, F, P])
+    assert first is not second
+    assert first.reasoning == "3 inputs, 3 weighted"
+    assert second.reasoning == "3 inputs, 0 weighted"
