@@ -14,8 +14,12 @@ help: ## Show this help
 uv: ## Install uv with pip if it is missing
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 
+# Bytecode is compiled at install time (dependencies and the package): this machine's
+# environment may forbid writing .pyc on import, and every fresh interpreter (CLI runs, the
+# harness's worker processes) would then compile every module again (~0.2 s each).
 install: uv ## Create .venv from uv.lock (all extras, dev group)
-	$(UV) sync --frozen --all-extras --quiet
+	$(UV) sync --frozen --all-extras --quiet --compile-bytecode
+	@$(RUN) python -m compileall -q agentjudge >/dev/null
 
 run: install ## Run the shipped example end to end (offline) and print its report
 	$(RUN) python -m agentjudge run examples/rag_qa/agentjudge.toml --out .agentjudge/rag_qa --overwrite

@@ -91,6 +91,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task-url", metavar="URL", help="base URL of the OpenAI-compatible endpoint")
     run.add_argument("--judges", metavar="MODULE:ATTR", help="judge, list, dict, Jury or Cascade")
     run.add_argument("--concurrency", type=_positive_int, metavar="N", help="cases in flight")
+    run.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="worker processes running cases (default 1: this process)",
+    )
     run.add_argument("--task-timeout", type=_seconds, metavar="S", help="seconds per case")
     run.add_argument(
         "--judge-timeout", type=_seconds, metavar="S", help="seconds per judge attempt"
@@ -177,6 +183,7 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         task_url=args.task_url,
         judges=args.judges,
         concurrency=args.concurrency,
+        workers=args.workers,
         task_timeout=args.task_timeout,
         judge_timeout=args.judge_timeout,
         gates=[*suite.gates, *args.gate] if args.gate else None,

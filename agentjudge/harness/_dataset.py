@@ -209,6 +209,32 @@ def _read(path: Path, label: str, hint: int) -> Iterator[list[tuple[int, bytes]]
             count += len(lines)
 
 
+def limit_rows(
+    chunks: Iterator[list[tuple[int, bytes]]], limit: int | None
+) -> Iterator[list[tuple[int, bytes]]]:
+    """``chunks`` (of `Dataset.iter_raw`) cut off after the first ``limit`` rows (None: all).
+
+    Rows are counted as `Dataset.parse_chunk` counts them (blank and ``#`` lines are not rows).
+    """
+    if limit is None:
+        yield from chunks
+        return
+    left = limit
+    for chunk in chunks:
+        if left <= 0:
+            return
+        for i, (lineno, raw) in enumerate(chunk):
+            if lineno == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM) :]
+            text = raw.decode("utf-8", "replace").strip()
+            if text and text[0] != "#":
+                left -= 1
+                if left == 0:
+                    yield chunk[: i + 1]
+                    return
+        yield chunk
+
+
 class Dataset(BaseModel):
     """A validated JSONL dataset file; cases are streamed from disk, never held all at once.
 

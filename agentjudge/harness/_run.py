@@ -25,11 +25,12 @@ from agentjudge.engine import Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._case import Case
-from agentjudge.harness._dataset import Dataset, display_path
+from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, check_gate_subjects, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context
+from agentjudge.harness._processes import Batch, WorkerPool, WorkerSpec, pickled
 from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._results import ResultsWriter, scan_results
 from agentjudge.harness._suite import Suite
@@ -55,6 +56,8 @@ CASE_BUFFER = 1024
 """Parsed cases waiting for a worker (at least 2 x concurrency)."""
 ROW_BUFFER = 2048
 """Finished rows waiting for the writer (at least 4 x concurrency)."""
+BATCH_BUFFER = 64
+"""Batches of results lines from worker processes waiting for the writer."""
 
 
 class RunConfigError(AgentJudgeError, ValueError):
@@ -241,6 +244,16 @@ class _Run:
                 "max_regression / max_flips need a baseline: pass --baseline SUMMARY "
                 '(or set baseline = "..." in the suite file)'
             )
+        # A parallel run's workers resolve the suite's references themselves; objects given
+        # here reach them pickled (checked now, so an unpicklable one is a config error).
+        self.task_blob = self.judges_blob = None
+        try:
+            if suite.workers > 1 and task is not None:
+                self.task_blob = pickled(task, "task", suite.workers)
+            if suite.workers > 1 and judges is not None:
+                self.judges_blob = pickled(judges, "judges", suite.workers)
+        except ValueError as exc:
+            raise RunConfigError(str(exc)) from exc
         if task is None:
             task = resolve_task(suite)
         self.task = TaskRunner(task, timeout=suite.task_timeout, threads=suite.concurrency)
@@ -337,39 +350,57 @@ class _Run:
         finally:
             cases.close()
 
-    async def _write(self, rows: Pipe[Finished], state: ProgressState) -> None:
-        """Append finished rows in batches until every worker is gone.
+    async def _write(self, rows: Pipe[Any], fold: Callable[[list[Any]], None]) -> None:
+        """Append finished rows in batches until the row pipe is closed and drained.
 
-        Shielded from cancellation: it ends when the row pipe is closed and drained (the
-        workers close it when they are done, normally or because the run is aborting), so every
-        finished case is written, and folded into the aggregates, even on Ctrl-C.
+        Each item's first element is its text (one or more results lines); ``fold`` then
+        folds a written batch into the aggregates and the progress counts. Shielded from
+        cancellation: it ends when the row pipe is closed and drained (the workers close it
+        when they are done, normally or because the run is aborting), so every finished case
+        is written, and folded into the aggregates, even on Ctrl-C.
         """
         with anyio.CancelScope(shield=True):
             writer = await anyio.to_thread.run_sync(ResultsWriter, self.results_path)
             try:
                 while (first := await rows.get()) is not None:
                     batch = [first, *rows.take_all()]
-                    await anyio.to_thread.run_sync(writer.write, [line for line, _, _ in batch])
-                    add = self.aggregate.add_case
-                    for _, verdict, error in batch:
-                        add(verdict, error)
-                        if error is not None:
-                            state.errors += 1
-                    state.done += len(batch)
+                    await anyio.to_thread.run_sync(writer.write, [item[0] for item in batch])
+                    fold(batch)
             finally:
                 await anyio.to_thread.run_sync(writer.close)
 
-    async def execute(self) -> None:
-        """Run every pending case."""
+    def _fold_rows(self, batch: list[Finished]) -> None:
+        add, state = self.aggregate.add_case, self.state
+        for _, verdict, error in batch:
+            add(verdict, error)
+            if error is not None:
+                state.errors += 1
+        state.done += len(batch)
+
+    def _fold_batches(self, batch: list[Batch]) -> None:
+        state = self.state
+        for _, aggregate in batch:
+            self.aggregate.merge(aggregate)
+            state.errors += aggregate.errors
+            state.done += aggregate.total
+
+    def worker_spec(self) -> WorkerSpec:
+        """What the worker processes of a parallel run need (after `prepare_files`)."""
+        return WorkerSpec(
+            suite=self.suite,
+            dataset=self.dataset,
+            task=self.task_blob,
+            judges=self.judges_blob,
+            done=frozenset(self.done_ids),
+            judge_names=tuple(self.judge_names),
+        )
+
+    async def execute(self, pool: WorkerPool | None = None) -> None:
+        """Run every pending case, here or (``pool``) in worker processes."""
         suite = self.suite
         state = ProgressState(self.pending_total())
         self.state = state
         finished = anyio.Event()
-        # Generous bounds: a hop to a worker thread (reading a chunk, writing a batch) can take
-        # a GIL switch interval (5 ms) while the loop is busy; the pipes keep the workers fed
-        # meanwhile. Memory stays bounded: ~1 KiB per waiting case, ~2 KiB per waiting row.
-        cases: Pipe[Case] = Pipe(max(2 * suite.concurrency, CASE_BUFFER))
-        rows: Pipe[Finished] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
         async with anyio.create_task_group() as outer:
             outer.start_soon(
                 lambda: render_progress(
@@ -382,12 +413,25 @@ class _Run:
             )
             try:
                 async with anyio.create_task_group() as tg:
+                    if pool is not None:
+                        batches: Pipe[Batch] = Pipe(BATCH_BUFFER)
+                        tg.start_soon(self._write, batches, self._fold_batches)
+                        chunks = limit_rows(self.dataset.iter_raw(), suite.limit)
+                        await pool.run(self.worker_spec(), chunks, batches)
+                        return
+                    # Generous bounds: a hop to a worker thread (reading a chunk, writing a
+                    # batch) can take a GIL switch interval (5 ms) while the loop is busy; the
+                    # pipes keep the workers fed meanwhile. Memory stays bounded: ~1 KiB per
+                    # waiting case, ~2 KiB per waiting row.
+                    cases: Pipe[Case] = Pipe(max(2 * suite.concurrency, CASE_BUFFER))
+                    rows: Pipe[Finished] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
                     tg.start_soon(self._feed, cases)
-                    tg.start_soon(self._write, rows, state)
+                    tg.start_soon(self._write, rows, self._fold_rows)
                     await self.runner.run_workers(cases, rows, suite.concurrency)
             finally:
                 finished.set()
-                await self.runner.close_task()
+                if pool is None:
+                    await self.runner.close_task()
 
     # ------------------------------------------------------------------ summary
     def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:
@@ -510,14 +554,33 @@ async def run_suite(
         telemetry=telemetry,
     )
     run.prepare_config(task, judges)
+    if suite.workers == 1:
+        return await _execute_run(run, telemetry, None)
+    # Started before the dataset's validation pass, so their start-up overlaps it.
+    pool = await anyio.to_thread.run_sync(WorkerPool, suite.workers)
+    try:
+        return await _execute_run(run, telemetry, pool)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(pool.close)
+
+
+async def _execute_run(
+    run: _Run, telemetry: Telemetry | None, pool: WorkerPool | None
+) -> RunSummary:
     await anyio.to_thread.run_sync(run.prepare_files)
+    if pool is not None and telemetry is not None:
+        run.warnings.append(
+            "per-case and per-judge telemetry is recorded only with workers = 1 "
+            "(this run's span is recorded)"
+        )
     await run.write_summary(run.summary("running"))
     if telemetry is not None:
         telemetry.start_run(
             {"agentjudge.run.id": run.run_id, "agentjudge.dataset.rows": run.dataset.rows}
         )
     try:
-        await run.execute()
+        await run.execute(pool)
     except BaseException as exc:
         with anyio.CancelScope(shield=True):
             await run.write_summary(run.summary("aborted"))

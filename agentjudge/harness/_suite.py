@@ -50,6 +50,10 @@ class Suite(BaseModel):
     """Cases in flight at once."""
     task_timeout: float | None = Field(default=60.0, gt=0, allow_inf_nan=False)
     """Seconds per case for the task (None: no limit)."""
+    workers: int = Field(default=1, ge=1)
+    """Processes that run cases: 1 runs them in this process; N > 1 starts N worker processes
+    (each running ``concurrency`` cases at once) for CPU-bound tasks and judges, while this
+    process reads the dataset and writes the results."""
     judge_timeout: float | None = Field(default=60.0, gt=0, allow_inf_nan=False)
     """Seconds per judge attempt (None: no limit)."""
     judge_concurrency: int = Field(default=64, ge=1)

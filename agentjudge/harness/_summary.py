@@ -280,6 +280,13 @@ class _Stat:
         else:
             self._tally(judgment.status.value, judgment.score)
 
+    def merge(self, other: _Stat) -> None:
+        """Fold in another tally (of other cases)."""
+        for status, count in other.counts.items():
+            self.counts[status] += count
+        self.unsampled += other.unsampled
+        self.values.extend(other.values)
+
     def _tally(self, status: str, score: float | None) -> None:
         self.counts[status] += 1
         if score is not None:
@@ -355,6 +362,21 @@ class RunAggregate:
                 stat = judges[result.name] = _Stat()
             stat.add_judgment(result.judgment)
         self.verdict.add_judgment(verdict.judgment)
+
+    def merge(self, other: RunAggregate) -> None:
+        """Fold in the aggregates of other cases (a worker process's share of a parallel run).
+
+        The result equals folding both sets of rows into one aggregate: counts add up and the
+        scores are pooled (the confidence intervals do not depend on their order).
+        """
+        self.total += other.total
+        self.errors += other.errors
+        for name, stat in other.judges.items():
+            mine = self.judges.get(name)
+            if mine is None:
+                mine = self.judges[name] = _Stat()
+            mine.merge(stat)
+        self.verdict.merge(other.verdict)
 
     def names(self) -> list[str]:
         """Judge names: configured order first, then any others sorted."""

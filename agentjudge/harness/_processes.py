@@ -1,0 +1,290 @@
+"""Parallel runs: cases run in worker processes, the results file is written by this one.
+
+With ``workers = N > 1`` the run starts N worker processes (``multiprocessing`` "spawn": a
+fresh interpreter each, safe with threads and event loops) as soon as the run is configured,
+so their start-up overlaps the dataset's validation pass. Then:
+
+* this process reads the dataset in raw chunks (as an in-process run does) and hands them out
+  on demand: each worker asks for its next chunk when it has parsed one, with two chunks in
+  flight per worker, so a fast worker takes more chunks than a slow one;
+* each worker parses its chunks, runs every pending case through its own task and Evaluator
+  (``concurrency`` cases at once, the same pipeline as an in-process run, `CaseRunner`) and
+  sends back batches of encoded results lines together with the aggregates of those rows;
+* this process appends each batch to ``results.jsonl`` (flushed at once, as always) and folds
+  its aggregates in, so the summary covers exactly the rows in the file.
+
+Messages travel over one `multiprocessing.connection.Connection` per worker, received on a
+worker thread so the event loop never blocks. A worker that fails (an exception, or a process
+that dies) aborts the run like a failure in-process would: the results file keeps every row
+received so far and ``--resume`` continues. Workers that are still running when the run ends
+or is cancelled are terminated.
+
+The task and the judges reach the workers by reference (the suite's ``module:attr``), or
+pickled when they were passed as objects (module-level functions and classes pickle by name;
+closures and lambdas do not, which is a configuration error naming what to change). Per-case
+telemetry (spans, metrics) is recorded only by in-process runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import pickle
+import signal
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from agentjudge.exceptions import AgentJudgeError, DatasetError
+from agentjudge.harness._case import Case
+from agentjudge.harness._dataset import Dataset
+from agentjudge.harness._pipe import Pipe
+from agentjudge.harness._pipeline import CaseRunner, Finished
+from agentjudge.harness._suite import Suite
+from agentjudge.harness._summary import RunAggregate
+from agentjudge.harness._task import TaskInterrupted, TaskRunner, describe_error
+
+__all__ = ["Batch", "WorkerFailed", "WorkerPool", "WorkerSpec", "pickled"]
+
+CHUNKS_IN_FLIGHT = 2
+"""Dataset chunks a worker holds at once (one being run, one ready)."""
+CASE_BUFFER = 1024
+ROW_BUFFER = 2048
+
+Batch = tuple[str, RunAggregate]
+"""What a worker sends back: results lines (concatenated) and the aggregates of those rows."""
+
+_Chunk = list[tuple[int, bytes]]
+
+
+class WorkerFailed(AgentJudgeError):
+    """A worker process failed or died; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker process needs, sent to it once the run is set up."""
+
+    suite: Suite
+    dataset: Dataset
+    task: bytes | None
+    """The pickled task object, or None to resolve ``suite.task``."""
+    judges: bytes | None
+    """The pickled judges, or None to resolve ``suite.judges``."""
+    done: frozenset[str]
+    """Ids already in the results file (resume)."""
+    judge_names: tuple[str, ...]
+
+
+def pickled(obj: Any, what: str, workers: int) -> bytes:
+    """``obj`` pickled for the worker processes.
+
+    Raises:
+        ValueError: it cannot be pickled; the message says what to pass instead.
+    """
+    try:
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        raise ValueError(
+            f"workers = {workers} runs cases in worker processes, which receive the {what} "
+            f"pickled, and it cannot be: {type(exc).__name__}: {exc}. Define the {what} at "
+            f"module level (closures and lambdas cannot be pickled), or name it by reference "
+            f"in the suite (module:attr), or use workers = 1"
+        ) from exc
+
+
+# ----------------------------------------------------------------------------- worker side
+def worker_main(conn: Connection) -> None:
+    """Entry point of a worker process: wait for the spec, run chunks until told to stop."""
+    # Ctrl-C reaches the whole process group: the run's own process handles it (and stops the
+    # workers), so a worker ignores it instead of dying mid-batch with a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        spec = conn.recv()
+        anyio.run(_serve, conn, spec)
+    except BaseException as exc:  # report everything, KeyboardInterrupt included
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        with contextlib.suppress(OSError, ValueError, pickle.PicklingError):
+            conn.send(("error", type(exc).__name__, describe_error(exc)))
+        raise SystemExit(1) from None
+
+
+async def _serve(conn: Connection, spec: WorkerSpec) -> None:
+    from agentjudge.harness._run import build_evaluator, resolve_judges, resolve_task
+
+    suite = spec.suite
+    task = pickle.loads(spec.task) if spec.task is not None else resolve_task(suite)
+    judges = pickle.loads(spec.judges) if spec.judges is not None else resolve_judges(suite)
+    runner = CaseRunner(
+        TaskRunner(task, timeout=suite.task_timeout, threads=suite.concurrency),
+        build_evaluator(suite, judges),
+        None,
+    )
+    lock = anyio.Lock()
+
+    async def send(message: tuple[Any, ...]) -> None:
+        async with lock:
+            await anyio.to_thread.run_sync(conn.send, message)
+
+    cases: Pipe[Case] = Pipe(max(2 * suite.concurrency, CASE_BUFFER))
+    rows: Pipe[Finished] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
+
+    async def feed() -> None:
+        done, parse = spec.done, spec.dataset.parse_chunk
+        try:
+            await send(("more", CHUNKS_IN_FLIGHT))
+            while True:
+                chunk = await anyio.to_thread.run_sync(conn.recv, abandon_on_cancel=True)
+                if chunk is None:
+                    return
+                for case in parse(chunk):
+                    if case.id not in done:
+                        await cases.put(case)
+                await send(("more", 1))
+        finally:
+            cases.close()
+
+    async def ship() -> None:
+        while (first := await rows.get()) is not None:
+            batch = [first, *rows.take_all()]
+            aggregate = RunAggregate(spec.judge_names, seed=suite.seed)
+            for _, verdict, error in batch:
+                aggregate.add_case(verdict, error)
+            await send(("rows", "".join([line for line, _, _ in batch]), aggregate))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(feed)
+            tg.start_soon(ship)
+            await runner.run_workers(cases, rows, suite.concurrency)
+    finally:
+        await runner.close_task()
+    await send(("done",))
+
+
+# ----------------------------------------------------------------------------- run side
+_ERRORS: dict[str, Callable[[str], AgentJudgeError]] = {
+    "DatasetError": DatasetError,
+    "TaskInterrupted": TaskInterrupted,
+}
+"""Failures re-raised as themselves (message unchanged), as an in-process run raises them."""
+
+
+class WorkerPool:
+    """The worker processes of one parallel run.
+
+    Args:
+        count: How many workers.
+    """
+
+    def __init__(self, count: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._conns: list[Connection] = []
+        self._procs: list[BaseProcess] = []
+        for k in range(count):
+            mine, theirs = context.Pipe(duplex=True)
+            proc = context.Process(
+                target=worker_main, args=(theirs,), name=f"agentjudge-worker-{k + 1}", daemon=True
+            )
+            proc.start()
+            theirs.close()
+            self._conns.append(mine)
+            self._procs.append(proc)
+        self._done: set[int] = set()
+
+    async def run(
+        self,
+        spec: WorkerSpec,
+        chunks: Iterator[_Chunk],
+        batches: Pipe[Batch],
+    ) -> None:
+        """Hand ``chunks`` out until they run out and every worker is done; closes ``batches``.
+
+        Raises:
+            WorkerFailed: a worker raised or died (or `DatasetError` / `TaskInterrupted`,
+                re-raised as such).
+        """
+        lock = anyio.Lock()
+        exhausted = False
+
+        async def next_chunk() -> _Chunk | None:
+            nonlocal exhausted
+            async with lock:
+                if exhausted:
+                    return None
+                chunk = await anyio.to_thread.run_sync(next, chunks, None)
+                exhausted = chunk is None
+                return chunk
+
+        async def serve(k: int, conn: Connection) -> None:
+            # Chunks are sent by a task of their own: a send blocks until the worker reads,
+            # and meanwhile the worker's results must still be received.
+            requests: Pipe[int] = Pipe(64)
+
+            async def hand_out() -> None:
+                await anyio.to_thread.run_sync(conn.send, spec, abandon_on_cancel=True)
+                while (count := await requests.get()) is not None:
+                    for _ in range(count):
+                        chunk = await next_chunk()
+                        await anyio.to_thread.run_sync(conn.send, chunk, abandon_on_cancel=True)
+                        if chunk is None:
+                            return
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(hand_out)
+                try:
+                    await receive(k, conn, requests)
+                finally:
+                    requests.close()
+
+        async def receive(k: int, conn: Connection, requests: Pipe[int]) -> None:
+            while True:
+                try:
+                    message = await anyio.to_thread.run_sync(conn.recv, abandon_on_cancel=True)
+                except (EOFError, OSError):
+                    proc = self._procs[k]
+                    await anyio.to_thread.run_sync(proc.join, 1.0, abandon_on_cancel=True)
+                    raise WorkerFailed(
+                        f"worker process {k + 1} exited unexpectedly (exit code {proc.exitcode})"
+                    ) from None
+                kind = message[0]
+                if kind == "rows":
+                    await batches.put((message[1], message[2]))
+                elif kind == "more":
+                    await requests.put(message[1])
+                elif kind == "done":
+                    self._done.add(k)
+                    return
+                else:
+                    name, text = message[1], message[2]
+                    error = _ERRORS.get(name)
+                    if error is not None:
+                        raise error(text.removeprefix(f"{name}: "))
+                    raise WorkerFailed(f"worker process {k + 1} failed: {text}")
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for k, conn in enumerate(self._conns):
+                    tg.start_soon(serve, k, conn)
+        finally:
+            batches.close()
+
+    def close(self) -> None:
+        """Let finished workers exit and terminate the others (blocking, about a second)."""
+        for k, proc in enumerate(self._procs):
+            if k in self._done:
+                proc.join(2.0)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join(1.0)
+            if proc.is_alive():  # pragma: no cover - our workers do not ignore SIGTERM
+                proc.kill()
+                proc.join()
+        for conn in self._conns:
+            conn.close()
