@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
-from agentjudge.core import JudgeResult, Judgment, TierAttempt, Verdict
+from agentjudge.core import Check, JudgeResult, Judgment, Status, TierAttempt, Verdict
 from agentjudge.exceptions import AgentJudgeError
 
 __all__ = [
@@ -210,7 +210,7 @@ def _value(value: Any) -> str:
         return _encoder.encode(_plain(value))
 
 
-def _judgment_json(j: Judgment) -> str:
+def _encode_judgment(j: Judgment) -> str:
     """``judgment_dict(j)`` encoded, without building the dict."""
     d = j.__dict__  # plain attribute reads: this runs for every judgment of every case
     score, label, checks, metadata = d["score"], d["label"], d["checks"], d["metadata"]
@@ -234,27 +234,113 @@ def _judgment_json(j: Judgment) -> str:
     return text
 
 
+# Values that cannot change once made: what a validated Judgment holds all the way down.
+_IMMUTABLE_SCALARS = frozenset({str, int, float, bool, type(None), Status})
+
+
+def _immutable(value: Any) -> bool:
+    """Whether ``value`` (and everything in it) is immutable, so its JSON text never changes."""
+    kind = type(value)
+    if kind in _IMMUTABLE_SCALARS:
+        return True
+    if kind is MappingProxyType:
+        for key, item in value.items():
+            if type(key) is not str or (
+                type(item) not in _IMMUTABLE_SCALARS and not _immutable(item)
+            ):
+                return False
+        return True
+    if kind is tuple:
+        for item in value:
+            if type(item) not in _IMMUTABLE_SCALARS and not _immutable(item):
+                return False
+        return True
+    if kind is Check:
+        return _immutable(tuple(value.__dict__.values()))
+    return False
+
+
+def _frozen_judgment(j: Judgment) -> bool:
+    """Whether ``j``'s JSON text can never change.
+
+    Validated judgments always qualify: every field is a scalar, metadata is frozen into
+    read-only mappings of tuples and scalars, and checks are frozen models. Only
+    ``model_construct`` (or writing to ``__dict__``) can smuggle a mutable value in; a subclass
+    may be mutable.
+    """
+    return type(j) is Judgment and _immutable(tuple(j.__dict__.values()))
+
+
+# Memoised judgment texts by object identity: ``id(j) -> (j, text, frozen)``. Judges that
+# return the same Judgment object again and again (constants) and the interned aggregates of
+# `Majority` and `Consensus` are encoded once. The entry holds ``j`` itself, so its id cannot be
+# taken by another object while the entry exists. Whether ``j`` is frozen (so that its text can
+# be reused) is only checked when it comes back: most judgments are seen once. Cleared when
+# full; long texts are not kept.
+_JUDGMENT_TEXTS: dict[int, tuple[Judgment, str, bool]] = {}
+_JUDGMENT_MEMO_LIMIT = 256
+_JUDGMENT_MEMO_CHARS = 8192
+
+
+def _judgment_json(j: Judgment) -> str:
+    """``judgment_dict(j)`` encoded, memoised per frozen Judgment object."""
+    key = id(j)
+    hit = _JUDGMENT_TEXTS.get(key)
+    if hit is not None and hit[0] is j:
+        if hit[2]:
+            return hit[1]
+        if _frozen_judgment(j):
+            _JUDGMENT_TEXTS[key] = (j, hit[1], True)
+            return hit[1]
+        _JUDGMENT_TEXTS.pop(key, None)  # mutable: its text is never reused
+        return _encode_judgment(j)
+    text = _encode_judgment(j)
+    if len(text) <= _JUDGMENT_MEMO_CHARS:
+        if len(_JUDGMENT_TEXTS) >= _JUDGMENT_MEMO_LIMIT:
+            _JUDGMENT_TEXTS.clear()
+        _JUDGMENT_TEXTS[key] = (j, text, False)
+    return text
+
+
+def _result_parts(
+    name: str, sampled: bool, metric_key: str | None, tier: str | None, error_type: str | None
+) -> tuple[str, str, str]:
+    """The fixed text of a result around its judgment and its attempts / duration_s / queued_s.
+
+    Returns the text before the judgment, between the judgment and the attempts count, and
+    after ``queued_s``'s value.
+    """
+    middle = ',"sampled":true' if sampled else ',"sampled":false'
+    if metric_key is not None:
+        middle += ',"metric_key":' + _string(metric_key)
+    if tier is not None:
+        middle += ',"tier":' + _string(tier)
+    tail = "}" if error_type is None else ',"error_type":' + _string(error_type) + "}"
+    return '{"name":' + _string(name) + ',"judgment":', middle + ',"attempts":', tail
+
+
+# The fixed parts of results by (name, sampled, metric_key, tier, error_type): a run has a few
+# judges, so a few keys (plus one per error type). Cleared when full.
+_RESULT_PARTS: dict[tuple[Any, ...], tuple[str, str, str]] = {}
+_RESULT_MEMO_LIMIT = 256
+
+
 def _result_json(r: JudgeResult) -> str:
     """``judge_result_dict(r)`` encoded, without building the dict."""
     d = r.__dict__
+    key = (d["name"], d["sampled"], d["metric_key"], d["tier"], d["error_type"])
+    parts = _RESULT_PARTS.get(key)
+    if parts is None:
+        parts = _result_parts(*key)
+        if len(_RESULT_PARTS) >= _RESULT_MEMO_LIMIT:
+            _RESULT_PARTS.clear()
+        _RESULT_PARTS[key] = parts
+    head, middle, tail = parts
     j = d["judgment"]
-    text = (
-        '{"name":'
-        + _string(d["name"])
-        + ',"judgment":'
-        + ("null" if j is None else _judgment_json(j))
-        + (',"sampled":true' if d["sampled"] else ',"sampled":false')
+    return (
+        f"{head}{'null' if j is None else _judgment_json(j)}{middle}{d['attempts']}"
+        f',"duration_s":{d["duration_s"]!r},"queued_s":{d["queued_s"]!r}{tail}'
     )
-    if d["metric_key"] is not None:
-        text += ',"metric_key":' + _string(d["metric_key"])
-    if d["tier"] is not None:
-        text += ',"tier":' + _string(d["tier"])
-    text += (
-        f',"attempts":{d["attempts"]},"duration_s":{d["duration_s"]!r},"queued_s":{d["queued_s"]!r}'
-    )
-    if d["error_type"] is not None:
-        text += ',"error_type":' + _string(d["error_type"])
-    return text + "}"
 
 
 def encode_case(
