@@ -72,6 +72,7 @@ class CaseRunner:
         self.task = task
         self.evaluator = evaluator
         self.telemetry = telemetry
+        self._next_yield = 0.0
 
     async def finish_case(
         self,
@@ -110,12 +111,12 @@ class CaseRunner:
         The cases run inside one scope, ``guard``, that carries the running task's timeout
         (`TaskRunner.call_guarded`): a scope per case would cost more than an instant case.
         When a task times out, the guard catches the cancellation, the case is written as a
-        timeout error row and a new guard takes over. A worker whose cases never suspend would
-        keep the loop to itself until a pipe blocks it: it yields every few milliseconds so
-        the feeder, the writer and the progress display keep up.
+        timeout error row and a new guard takes over. Workers whose cases never suspend would
+        keep the loop to themselves until a pipe blocks them: they yield every few
+        milliseconds (one turn for all of them) so the feeder, the writer and the progress
+        display keep up.
         """
         task, telemetry = self.task, self.telemetry
-        next_yield = time.perf_counter() + YIELD_EVERY
         while True:
             with anyio.CancelScope() as guard:
                 while (case := await cases.get()) is not None:
@@ -129,9 +130,11 @@ class CaseRunner:
                     await rows.put(
                         await self.finish_case(case, span, output, error, started, duration)
                     )
-                    if (now := time.perf_counter()) >= next_yield:
+                    # One deadline for all workers: the next one to run takes over the rest of
+                    # the turn instead of yielding after a single case of its own.
+                    if (now := time.perf_counter()) >= self._next_yield:
+                        self._next_yield = now + YIELD_EVERY
                         await anyio.lowlevel.checkpoint()
-                        next_yield = now + YIELD_EVERY
                 else:
                     return
             # Only reached when the task of ``case`` timed out.
