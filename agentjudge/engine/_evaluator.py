@@ -48,8 +48,17 @@ from agentjudge.core import (
     Verdict,
     construct,
 )
-from agentjudge.engine._inline import Resume, arm, start_all
-from agentjudge.engine._plan import CascadeNode, Group, Leaf, Node, Plan, TierNode, compile_plan
+from agentjudge.engine._inline import Resume, arm, new_scope, start_all
+from agentjudge.engine._plan import (
+    INSTANT_AFTER,
+    CascadeNode,
+    Group,
+    Leaf,
+    Node,
+    Plan,
+    TierNode,
+    compile_plan,
+)
 from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import EvaluationCancelled
 from agentjudge.judging import coerce_judgment
@@ -109,7 +118,7 @@ class _Run:
         "verdict",
     )
 
-    def __init__(self, ctx: Context, sampled: list[bool]) -> None:
+    def __init__(self, ctx: Context, sampled: tuple[bool, ...]) -> None:
         self.ctx = ctx
         self.sampled = sampled
         self.results: list[JudgeResult | None] = [None] * len(sampled)
@@ -207,6 +216,10 @@ def _new(cls: type[_M], **values: Any) -> _M:
     return construct(cls, values)
 
 
+def _never(i: int, judgment: Judgment | None) -> bool:
+    return False
+
+
 def _positive_int(name: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
@@ -272,6 +285,10 @@ class Evaluator:
                 f"{sorted(self._plan.resources) or 'none'}"
             )
         self._rng = rng if rng is not None else random.Random()
+        # Every run shares one (immutable) draw when no judge is sampled below 1: none is made.
+        self._all_sampled: tuple[bool, ...] | None = None
+        if all(leaf.rate >= 1.0 for leaf in self._plan.leaves):
+            self._all_sampled = (True,) * len(self._plan.leaves)
         if on_result is not None and not callable(on_result):
             raise ValueError(f"on_result must be callable, got {on_result!r}")
         self._on_result = on_result
@@ -338,11 +355,15 @@ class Evaluator:
         return context
 
     def _new_run(self, ctx: Context) -> _Run:
-        rng = self._rng
-        sampled = [
-            rate >= 1.0 or (rate > 0.0 and rng.random() < rate)
-            for rate in (leaf.rate for leaf in self._plan.leaves)
-        ]
+        sampled = self._all_sampled
+        if sampled is None:
+            rng = self._rng
+            sampled = tuple(
+                [
+                    rate >= 1.0 or (rate > 0.0 and rng.random() < rate)
+                    for rate in (leaf.rate for leaf in self._plan.leaves)
+                ]
+            )
         return _Run(ctx, sampled)
 
     def submit(self, context: Context | None = None, /, **context_fields: Any) -> EvaluationHandle:
@@ -507,11 +528,17 @@ class Evaluator:
                 judgment = await self._run_cascade(root, run, record=True)
         except _CompositeFailure as exc:
             judgment = Judgment.errored(str(exc))
-        return _new(
+        results = run.results
+        return construct(
             Verdict,
-            judgment=judgment,
-            results=tuple(r for r in run.results if r is not None),
-            tiers=tuple(run.tiers),
+            {
+                "judgment": judgment,
+                # Every leaf stored a result (the common case) when as many completed.
+                "results": tuple(results)
+                if len(run.completed) == len(results)
+                else tuple(r for r in results if r is not None),
+                "tiers": tuple(run.tiers) if run.tiers else (),
+            },
         )
 
     async def _run_node(
@@ -737,14 +764,23 @@ class Evaluator:
             return
         stats: list[_Stats | None] = [None] * len(members)
         start, failure = 0, None
-        sampled = run.sampled
-        if group.flat and all(
-            m.instant or not sampled[m.index] for m in cast(tuple[Leaf, ...], members)
-        ):
-            start, failure, stop = await self._gather_inline(members, run, out, on_done, stats)
+        if self._inline_first(group, run):
+            start, failure, stop = await self._gather_inline(group.leaves, run, out, on_done, stats)
             if stop or start == len(members):
                 return
         await self._gather_tasks(members, run, out, on_done, stats, start, failure)
+
+    @staticmethod
+    def _inline_first(group: Group, run: _Run) -> bool:
+        """Whether `_gather_inline` should start the group.
+
+        It should when the group is flat and its first member instant or unsampled; the loop
+        itself hands over at the first sampled member that is not instant.
+        """
+        if not group.flat:
+            return False
+        first = group.leaves[0]
+        return first.instant or not run.sampled[first.index]
 
     async def _gather_tasks(
         self,
@@ -843,20 +879,26 @@ class Evaluator:
 
     async def _gather_inline(
         self,
-        members: tuple[Node, ...],
+        leaves: tuple[Leaf, ...],
         run: _Run,
         out: list[Any],
-        on_done: Callable[[int, Judgment | None], bool],
+        on_done: Callable[[int, Judgment | None], bool] | None,
         stats: list[_Stats | None],
     ) -> tuple[int, Exception | None, bool]:
-        """Run instant leaves (`Leaf.instant`) one after another in this task.
+        """Run a flat group's instant leaves (`Leaf.instant`) one after another in this task.
 
         A judge that completes in its first step holds its slots for no time at all, so none
         are taken; the loop only checks that they are free (and that nobody is queued for
         them). One scope without a deadline guards the loop. A leaf that suspends after all
         (an instant judge may still do so once, e.g. on a cache miss) takes its slots then,
-        gets the guard's deadline as its timeout and is driven to its end here; the members
-        after it then go the general way.
+        gets the guard's deadline as its timeout (counted from when it started) and is driven
+        to its end here; the members after it then go the general way, as do the members from
+        the first sampled one that is not instant.
+
+        Timing on this path: an instant judge never waits for a slot, so ``queued_s`` is 0.
+        The clock is read once per member, when it completes: ``duration_s`` runs from the
+        previous member's completion (or the loop's start) to this one's, so it includes the
+        few microseconds of bookkeeping between two calls (never a result callback's time).
 
         Returns:
             ``(k, failure, stopped)``: members before ``k`` are done; the caller runs the
@@ -865,101 +907,134 @@ class Evaluator:
             ``on_done`` asked to stop.
         """
         await checkpoint_if_cancelled()
-        ctx, timeout, retry, sampled = run.ctx, self._timeout, self._retry, run.sampled
-        limiter, notify = self.limiter, self._on_result is not None
-        count = len(members)
+        ctx, sampled, notify = run.ctx, run.sampled, self._on_result is not None
+        limiter, waiting = self._global or self.limiter, self._waiting
+        count = len(leaves)
         leaf: Leaf | None = None
-        st = _Stats()
-        since = perf_counter()
         i = 0
         # Slots are checked, not taken: nothing else runs until a member suspends or a result
         # callback is awaited, so they are checked again only after a callback.
         check_slots = True
-        with anyio.CancelScope() as guard:
+        with new_scope() as guard:
+            mark = perf_counter()
             while i < count:
-                leaf = cast(Leaf, members[i])
+                leaf = leaves[i]
                 if not sampled[leaf.index]:
                     result = self._store(leaf, run, 0, 0.0, 0.0, None, None)
                     if notify:
                         await self._notify(leaf, result)
                     out[i] = None
                     i += 1
-                    if on_done(i - 1, None):
+                    if on_done is not None and on_done(i - 1, None):
                         return i, None, True
                     continue
+                if leaf.inline_streak < INSTANT_AFTER or leaf.suspends:
+                    return i, None, False  # not instant (yet, or any more): the general way
                 if check_slots or leaf.resource is not None:
                     resource = None
                     if leaf.resource is not None:
                         resource = self.resource_limiter(leaf.resource)
                     if (
-                        self._waiting
+                        waiting
                         or limiter.available_tokens < 1
                         or (resource is not None and resource.available_tokens < 1)
                     ):
                         return i, None, False  # the general way queues for them
                     check_slots = notify
-                began = perf_counter()
-                queued = began - since
-                held = None
                 suspended = False
-                judgment: Judgment | None = None
                 error_type: str | None = None
                 try:
-                    direct = leaf.direct
-                    if direct is None:
-                        coro = cast(Coroutine[Any, Any, Any], leaf.call(ctx))
-                    else:
-                        coro = cast(Coroutine[Any, Any, Any], direct[0](ctx))
+                    coro = leaf.step(ctx)
                     try:
                         first = coro.send(None)
                     except StopIteration as done:
-                        leaf.inline_streak += 1
                         judgment = done.value
-                        if direct is not None and type(judgment) is not Judgment:
-                            judgment = coerce_judgment(judgment, direct[1])
+                        if type(judgment) is not Judgment and leaf.coerce_as is not None:
+                            judgment = coerce_judgment(judgment, leaf.coerce_as)
                     else:
-                        leaf.suspends = suspended = True
-                        held = st = stats[i] = _Stats()
-                        st.attempts, st.queued = 1, queued
-                        self._take(leaf, st)
-                        if timeout is not None:
-                            arm(guard, timeout, began)
-                        judgment = await Resume(coro, first)
-                        if direct is not None:
-                            judgment = coerce_judgment(judgment, direct[1])
+                        suspended = True
+                        judgment = await self._inline_resume(
+                            leaf, coro, first, guard, mark, stats, i
+                        )
                 except Exception as exc:
-                    if retry is not None and retry.is_retryable(exc):
-                        st = stats[i] = held or _Stats()
-                        st.attempts, st.queued = 1, queued
-                        st.working = perf_counter() - began
+                    if suspended:
+                        failed = stats[i]
+                        assert failed is not None
+                    else:
+                        failed = stats[i] = _Stats()
+                        failed.attempts = 1
+                        failed.working = perf_counter() - mark
+                    if self._retry is not None and self._retry.is_retryable(exc):
                         return i, exc, False
                     judgment, error_type = _error(exc, leaf), type(exc).__name__
-                finally:
-                    if held is not None:
-                        held.working = perf_counter() - began
-                        self._release(leaf, held)
-                since = perf_counter()
-                result = self._store(leaf, run, 1, since - began, queued, judgment, error_type)
+                now = perf_counter()
+                result = construct(
+                    JudgeResult,
+                    {
+                        "name": leaf.name,
+                        "judgment": judgment,
+                        "sampled": True,
+                        "metric_key": leaf.metric_key,
+                        "tier": leaf.tier,
+                        "attempts": 1,
+                        "duration_s": now - mark,
+                        "queued_s": 0.0,
+                        "error_type": error_type,
+                    },
+                )
+                run.add(leaf.index, result)
                 if notify:
                     await self._notify(leaf, result)
+                    now = perf_counter()
+                mark = now
                 out[i] = judgment
                 i += 1
-                if on_done(i - 1, judgment):
+                if on_done is not None and on_done(i - 1, judgment):
                     return i, None, True
                 if suspended:
                     return i, None, False
             return count, None, False
-        # Only reached when the guard's deadline cancelled leaf ``i`` (``st`` is its stats).
+        # Only reached when the guard's deadline cancelled leaf ``i`` (``stats[i]``: its stats).
         assert leaf is not None
+        st = stats[i]
+        assert st is not None
         error = self._timed_out(leaf, st)
-        if retry is not None and retry.is_retryable(error):
+        if self._retry is not None and self._retry.is_retryable(error):
             return i, error, False
         judgment = _error(error, leaf)
         result = self._store(leaf, run, 1, st.working, st.queued, judgment, "TimeoutError")
-        if self._on_result is not None:
+        if notify:
             await self._notify(leaf, result)
         out[i] = judgment
-        return i + 1, None, on_done(i, judgment)
+        return i + 1, None, on_done is not None and on_done(i, judgment)
+
+    async def _inline_resume(
+        self,
+        leaf: Leaf,
+        coro: Coroutine[Any, Any, object],
+        first: object,
+        guard: anyio.CancelScope,
+        began: float,
+        stats: list[_Stats | None],
+        i: int,
+    ) -> Judgment:
+        """Drive an instant leaf that suspended after all (see `_gather_inline`) to its end.
+
+        The leaf is demoted for good, takes its slots (checked free by the caller) for the rest
+        of the attempt, and the guard gets the timeout counted from ``began``.
+        """
+        leaf.suspends = True
+        st = stats[i] = _Stats()
+        st.attempts = 1
+        self._take(leaf, st)
+        try:
+            if self._timeout is not None:
+                arm(guard, self._timeout, began)
+            value = await Resume(coro, first)
+            return value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
+        finally:
+            st.working = perf_counter() - began
+            self._release(leaf, st)
 
     @staticmethod
     def _ballot(
@@ -986,8 +1061,12 @@ class Evaluator:
 
     def _vote(self, group: Group, out: list[Any]) -> Judgment | None:
         """Aggregate the judgments that completed (None when none did)."""
-        ballot, weights = self._ballot(group, out, running=False)
-        judgments = [j for j in ballot if j is not None]
+        weights: list[float] | None = None
+        if group.weights is None:
+            judgments = [j for j in out if isinstance(j, Judgment)]
+        else:
+            ballot, weights = self._ballot(group, out, running=False)
+            judgments = [j for j in ballot if j is not None]
         if not judgments:
             return None
         if group.voting is None:
@@ -1008,17 +1087,29 @@ class Evaluator:
             return None
 
     async def _run_group(self, group: Group, run: _Run) -> Judgment:
-        out: list[Any] = [_PENDING] * len(group.members)
+        members = group.members
+        count = len(members)
+        out: list[Any] = [_PENDING] * count
         decision: Judgment | None = None
+        on_done: Callable[[int, Judgment | None], bool] | None = None
+        if group.early_stop and group.voting is not None:
 
-        def on_done(i: int, judgment: Judgment | None) -> bool:
-            nonlocal decision
-            if not group.early_stop or group.voting is None:
-                return False
-            decision = self._decided(group, out)
-            return decision is not None
+            def on_done(i: int, judgment: Judgment | None) -> bool:
+                nonlocal decision
+                decision = self._decided(group, out)
+                return decision is not None
 
-        await self._gather(group, run, out, on_done)
+        if count > 1 and self._inline_first(group, run):
+            # The common case of a flat jury of instant judges: straight to the inline loop,
+            # the general way only for the members it leaves (see `_gather_inline`).
+            stats: list[_Stats | None] = [None] * count
+            start, failure, stop = await self._gather_inline(group.leaves, run, out, on_done, stats)
+            if not stop and start < count:
+                await self._gather_tasks(
+                    members, run, out, on_done or _never, stats, start, failure
+                )
+        else:
+            await self._gather(group, run, out, on_done or _never)
         if decision is not None:
             return decision
         return self._vote(group, out) or Judgment.abstained(

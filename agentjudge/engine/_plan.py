@@ -10,9 +10,9 @@ qualified by its name (``"cascade/judge"``) and repeats become ``name-2``, ``nam
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from agentjudge.core import Context, Judgment, TierPolicy
 from agentjudge.engine._composite import Cascade, Jury, unique_name
@@ -48,6 +48,18 @@ class Leaf:
     """Attempts in a row that completed without suspending (see `Leaf.instant`)."""
     suspends: bool = False
     """Set for good once an attempt suspended: the leaf is never treated as instant again."""
+    step: Callable[[Context], Coroutine[Any, Any, object]] = field(init=False)
+    """What the inline path calls: ``direct``'s callable if there is one, else ``call``."""
+    coerce_as: str | None = field(init=False)
+    """The name ``step``'s return value is coerced under (None: ``step`` coerces itself)."""
+
+    def __post_init__(self) -> None:
+        if self.direct is None:
+            self.step = cast(Callable[[Context], Coroutine[Any, Any, object]], self.call)
+            self.coerce_as = None
+        else:
+            self.step = cast(Callable[[Context], Coroutine[Any, Any, object]], self.direct[0])
+            self.coerce_as = self.direct[1]
 
     @property
     def instant(self) -> bool:
