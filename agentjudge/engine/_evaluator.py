@@ -29,6 +29,7 @@ from collections.abc import (
     Iterable,
     Mapping,
 )
+from contextlib import AbstractContextManager, nullcontext
 from time import perf_counter
 from typing import Any, TypeVar, cast
 
@@ -71,6 +72,8 @@ ResultCallback = Callable[[JudgeResult], Awaitable[None] | None]
 """Called once per completed JudgeResult (unsampled ones included), in completion order."""
 
 _DEFAULT_RETRY = RetryPolicy()
+_NO_GUARD: AbstractContextManager[None] = nullcontext()
+"""The inline loop's guard when there is no timeout (reusable: it holds no state)."""
 _PENDING: Any = object()
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -390,8 +393,9 @@ class Evaluator:
 
     async def verdict(self, context: Context | None = None, /, **context_fields: Any) -> Verdict:
         """Evaluate one context in the calling task and return the `Verdict`."""
-        run = self._new_run(self._context(context, context_fields))
-        return await self._execute(run)
+        if context_fields or type(context) is not Context:
+            context = self._context(context, context_fields)
+        return await self._execute(self._new_run(context))
 
     async def stream(
         self, context: Context | None = None, /, **context_fields: Any
@@ -514,15 +518,15 @@ class Evaluator:
     async def _execute(self, run: _Run) -> Verdict:
         root = self._plan.root
         try:
-            if root is None:
+            if type(root) is Group:
+                judgment = await self._run_group(root, run)
+            elif root is None:
                 judgment = Judgment.abstained("no judges are configured")
             elif type(root) is Leaf:
                 result = await self._run_leaf(root, run)
                 judgment = result.judgment or Judgment.abstained(
                     f"judge {root.name!r} was not sampled"
                 )
-            elif type(root) is Group:
-                judgment = await self._run_group(root, run)
             else:
                 assert isinstance(root, CascadeNode)
                 judgment = await self._run_cascade(root, run, record=True)
@@ -889,7 +893,8 @@ class Evaluator:
 
         A judge that completes in its first step holds its slots for no time at all, so none
         are taken; the loop only checks that they are free (and that nobody is queued for
-        them). One scope without a deadline guards the loop. A leaf that suspends after all
+        them). One scope without a deadline guards the loop (no scope at all without a timeout:
+        it would never get a deadline). A leaf that suspends after all
         (an instant judge may still do so once, e.g. on a cache miss) takes its slots then,
         gets the guard's deadline as its timeout (counted from when it started) and is driven
         to its end here; the members after it then go the general way, as do the members from
@@ -909,24 +914,21 @@ class Evaluator:
         await checkpoint_if_cancelled()
         ctx, sampled, notify = run.ctx, run.sampled, self._on_result is not None
         limiter, waiting = self._global or self.limiter, self._waiting
-        count = len(leaves)
         leaf: Leaf | None = None
         i = 0
         # Slots are checked, not taken: nothing else runs until a member suspends or a result
         # callback is awaited, so they are checked again only after a callback.
         check_slots = True
-        with new_scope() as guard:
+        with new_scope() if self._timeout is not None else _NO_GUARD as guard:
             mark = perf_counter()
-            while i < count:
-                leaf = leaves[i]
+            for i, leaf in enumerate(leaves):
                 if not sampled[leaf.index]:
                     result = self._store(leaf, run, 0, 0.0, 0.0, None, None)
                     if notify:
                         await self._notify(leaf, result)
                     out[i] = None
-                    i += 1
-                    if on_done is not None and on_done(i - 1, None):
-                        return i, None, True
+                    if on_done is not None and on_done(i, None):
+                        return i + 1, None, True
                     continue
                 if leaf.inline_streak < INSTANT_AFTER or leaf.suspends:
                     return i, None, False  # not instant (yet, or any more): the general way
@@ -988,12 +990,11 @@ class Evaluator:
                     now = perf_counter()
                 mark = now
                 out[i] = judgment
-                i += 1
-                if on_done is not None and on_done(i - 1, judgment):
-                    return i, None, True
+                if on_done is not None and on_done(i, judgment):
+                    return i + 1, None, True
                 if suspended:
-                    return i, None, False
-            return count, None, False
+                    return i + 1, None, False
+            return len(leaves), None, False
         # Only reached when the guard's deadline cancelled leaf ``i`` (``stats[i]``: its stats).
         assert leaf is not None
         st = stats[i]
@@ -1013,7 +1014,7 @@ class Evaluator:
         leaf: Leaf,
         coro: Coroutine[Any, Any, object],
         first: object,
-        guard: anyio.CancelScope,
+        guard: anyio.CancelScope | None,
         began: float,
         stats: list[_Stats | None],
         i: int,
@@ -1028,7 +1029,7 @@ class Evaluator:
         st.attempts = 1
         self._take(leaf, st)
         try:
-            if self._timeout is not None:
+            if guard is not None and self._timeout is not None:
                 arm(guard, self._timeout, began)
             value = await Resume(coro, first)
             return value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
@@ -1099,7 +1100,8 @@ class Evaluator:
                 decision = self._decided(group, out)
                 return decision is not None
 
-        if count > 1 and self._inline_first(group, run):
+        first = group.leaves[0]
+        if count > 1 and group.flat and (first.instant or not run.sampled[first.index]):
             # The common case of a flat jury of instant judges: straight to the inline loop,
             # the general way only for the members it leaves (see `_gather_inline`).
             stats: list[_Stats | None] = [None] * count

@@ -314,3 +314,19 @@ async def test_voting_failure_is_an_error_verdict_on_both_paths() -> None:
     hot, cold = await fast.verdict(CTX), await general.verdict(CTX)
     assert shape(hot) == shape(cold)
     assert hot.judgment.status is Status.ERROR and "boom" in hot.judgment.reasoning
+
+
+async def test_without_a_timeout_a_surprise_suspension_still_answers() -> None:
+    """With ``timeout=None`` the loop has no guard scope; a suspending member still answers."""
+    surprise: list[SuspendsOnce] = []
+
+    def build() -> Evaluator:
+        surprise.append(SuspendsOnce())
+        return Evaluator({"a": passes, "b": surprise[-1], "c": fails}, timeout=None)
+
+    fast, general = instant_and_general(build)
+    surprise[0].suspend_next = surprise[1].suspend_next = True
+    hot, cold = await fast.verdict(CTX), await general.verdict(CTX)
+    assert shape(hot) == shape(cold)
+    assert fast._plan.leaves[1].suspends and surprise[0].calls == 1
+    assert idle(fast) and idle(general)
