@@ -893,12 +893,12 @@ class Evaluator:
 
         A judge that completes in its first step holds its slots for no time at all, so none
         are taken; the loop only checks that they are free (and that nobody is queued for
-        them). One scope without a deadline guards the loop (no scope at all without a timeout:
-        it would never get a deadline). A leaf that suspends after all
-        (an instant judge may still do so once, e.g. on a cache miss) takes its slots then,
-        gets the guard's deadline as its timeout (counted from when it started) and is driven
-        to its end here; the members after it then go the general way, as do the members from
-        the first sampled one that is not instant.
+        them). One scope without a deadline guards the loop (no scope at all without a
+        timeout: it would never get a deadline). A leaf that suspends after all (an instant
+        judge may still do so once, e.g. on a cache miss) is demoted for good, takes its slots
+        then, gets the guard's deadline as its timeout (counted from where its ``duration_s``
+        starts, see below) and is driven to its end here; the members after it then go the
+        general way, as do the members from the first sampled one that is not instant.
 
         Timing on this path: an instant judge never waits for a slot, so ``queued_s`` is 0.
         The clock is read once per member, when it completes: ``duration_s`` runs from the
@@ -926,6 +926,7 @@ class Evaluator:
                     result = self._store(leaf, run, 0, 0.0, 0.0, None, None)
                     if notify:
                         await self._notify(leaf, result)
+                        mark = perf_counter()
                     out[i] = None
                     if on_done is not None and on_done(i, None):
                         return i + 1, None, True
