@@ -56,7 +56,7 @@ CASE_BUFFER = 1024
 """Parsed cases waiting for a worker (at least 2 x concurrency)."""
 ROW_BUFFER = 2048
 """Finished rows waiting for the writer (at least 4 x concurrency)."""
-BATCH_BUFFER = 64
+BATCH_BUFFER = 8
 """Batches of results lines from worker processes waiting for the writer."""
 
 
