@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 TASK = """
 import anyio
 
@@ -33,8 +35,9 @@ def complete_lines(path: Path) -> int:
         return 0
 
 
-def test_kill_9_then_resume_gives_every_case_exactly_once(tmp_path: Path) -> None:
-    """A SIGKILLed run resumes to a file holding each id once, torn tail or not."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kill_9_then_resume_gives_every_case_exactly_once(tmp_path: Path, workers: int) -> None:
+    """A SIGKILLed run (in process or with workers) resumes to each id once, torn tail or not."""
     n = 400
     (tmp_path / "task.py").write_text(TASK, encoding="utf-8")
     (tmp_path / "judges.py").write_text(JUDGES, encoding="utf-8")
@@ -47,7 +50,7 @@ def test_kill_9_then_resume_gives_every_case_exactly_once(tmp_path: Path) -> Non
     args = [
         sys.executable, "-m", "agentjudge", "run",
         "--dataset", "data.jsonl", "--task", "task:answer", "--judges", "judges:judges",
-        "--concurrency", "4", "--out", "out", "--progress", "off",
+        "--concurrency", "4", "--out", "out", "--progress", "off", "--workers", str(workers),
     ]  # fmt: skip
     results = tmp_path / "out" / "results.jsonl"
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
