@@ -263,3 +263,24 @@ def test_merged_aggregates_equal_one_aggregate_of_all_rows(tmp_path: Path) -> No
     assert left.cases_summary() == whole.cases_summary()
     assert left.judge_summaries() == whole.judge_summaries()
     assert left.verdict_summary() == whole.verdict_summary()
+
+
+def test_telemetry_with_workers_records_the_run_span_and_says_what_it_skips(
+    tmp_path: Path,
+) -> None:
+    """With workers, only the run span is recorded and the summary warns about the rest."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentjudge.harness._telemetry import Telemetry
+
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    telemetry = Telemetry.create(tracer_provider=tracer_provider)
+    assert telemetry is not None
+    summary = run(make_suite(tmp_path, rows(12), workers=2), tmp_path / "o", telemetry=telemetry)
+    assert summary.cases.total == 12
+    assert [s.name for s in exporter.get_finished_spans()] == ["agentjudge.run"]
+    assert any("telemetry is recorded only with workers = 1" in w for w in summary.warnings)
