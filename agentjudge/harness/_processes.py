@@ -31,6 +31,7 @@ import contextlib
 import multiprocessing
 import pickle
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -87,15 +88,27 @@ def pickled(obj: Any, what: str, workers: int) -> bytes:
     Raises:
         ValueError: it cannot be pickled; the message says what to pass instead.
     """
+    advice = (
+        f"Define the {what} at module level in an importable module or script (closures and "
+        f"lambdas cannot be pickled), or name it by reference in the suite (module:attr), or "
+        f"use workers = 1"
+    )
     try:
-        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        blob = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise ValueError(
             f"workers = {workers} runs cases in worker processes, which receive the {what} "
-            f"pickled, and it cannot be: {type(exc).__name__}: {exc}. Define the {what} at "
-            f"module level (closures and lambdas cannot be pickled), or name it by reference "
-            f"in the suite (module:attr), or use workers = 1"
+            f"pickled, and it cannot be: {type(exc).__name__}: {exc}. {advice}"
         ) from exc
+    main = sys.modules.get("__main__")
+    if b"__main__" in blob and getattr(main, "__file__", None) is None:
+        # Pickled by reference to __main__, which a spawned worker cannot import when it is
+        # an interactive session (a notebook, the REPL, python -c).
+        raise ValueError(
+            f"workers = {workers}: the {what} is defined in an interactive session (__main__ "
+            f"has no file), which worker processes cannot import. {advice}"
+        )
+    return blob
 
 
 # ----------------------------------------------------------------------------- worker side

@@ -284,3 +284,22 @@ def test_telemetry_with_workers_records_the_run_span_and_says_what_it_skips(
     assert summary.cases.total == 12
     assert [s.name for s in exporter.get_finished_spans()] == ["agentjudge.run"]
     assert any("telemetry is recorded only with workers = 1" in w for w in summary.warnings)
+
+
+def test_objects_from_an_interactive_main_are_a_configuration_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task defined in a notebook/REPL (``__main__`` without a file) is refused up front."""
+    import types
+
+    def answer(case: Any) -> str:
+        return str(case.input)
+
+    answer.__module__ = "__main__"
+    answer.__qualname__ = "answer"
+    fake_main = types.ModuleType("__main__")
+    fake_main.answer = answer  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "__main__", fake_main)
+    suite = make_suite(tmp_path, rows(3), workers=2)
+    with pytest.raises(RunConfigError, match=r"interactive session"):
+        run(suite, tmp_path / "o", task=answer)
