@@ -42,24 +42,15 @@ class Leaf:
     metric_key: str | None
     rate: float
     tier: str | None
-    direct: tuple[Callable[[Context], Awaitable[object]], str] | None = None
-    """`direct_async` of the judge: the fast path calls it, saving a coroutine per call."""
+    step: Callable[[Context], Coroutine[Any, Any, object]]
+    """What the inline path calls: the judge's own coroutine function when it has one
+    (`direct_async`, one coroutine less per call), else ``call``."""
+    coerce_as: str | None
+    """The name ``step``'s return value is coerced under (None: ``step`` coerces itself)."""
     inline_streak: int = 0
     """Attempts in a row that completed without suspending (see `Leaf.instant`)."""
     suspends: bool = False
     """Set for good once an attempt suspended: the leaf is never treated as instant again."""
-    step: Callable[[Context], Coroutine[Any, Any, object]] = field(init=False)
-    """What the inline path calls: ``direct``'s callable if there is one, else ``call``."""
-    coerce_as: str | None = field(init=False)
-    """The name ``step``'s return value is coerced under (None: ``step`` coerces itself)."""
-
-    def __post_init__(self) -> None:
-        if self.direct is None:
-            self.step = cast(Callable[[Context], Coroutine[Any, Any, object]], self.call)
-            self.coerce_as = None
-        else:
-            self.step = cast(Callable[[Context], Coroutine[Any, Any, object]], self.direct[0])
-            self.coerce_as = self.direct[1]
 
     @property
     def instant(self) -> bool:
@@ -147,11 +138,15 @@ class _Compiler:
                 f"judge {name!r}: resource must be a non-blank string, got {resource!r}"
             )
         metric_key = getattr(judge, "metric_key", None)
+        call = to_async(judge, name)
+        direct = direct_async(judge, name)
+        step, coerce_as = (call, None) if direct is None else direct
         leaf = Leaf(
             name=name,
             index=len(self.leaves),
-            call=to_async(judge, name),
-            direct=direct_async(judge, name),
+            call=call,
+            step=cast(Callable[[Context], Coroutine[Any, Any, object]], step),
+            coerce_as=coerce_as,
             resource=resource,
             metric_key=metric_key if isinstance(metric_key, str) else None,
             rate=1.0 if rate is None else _rate(rate, where),
