@@ -20,16 +20,39 @@ from agentjudge.engine import Evaluator
 from agentjudge.harness._case import Case, TaskOutput
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._results import encode_case
+from agentjudge.harness._summary import RunAggregate
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
 
-__all__ = ["YIELD_EVERY", "CaseRunner", "Finished", "case_context"]
+__all__ = ["YIELD_EVERY", "CaseRunner", "Finished", "case_context", "fold_rows", "new_pipes"]
 
 YIELD_EVERY = 0.002
 """Seconds a worker runs cases that never suspend before it lets other tasks in."""
 
 Finished = tuple[str, Verdict | None, str | None]
 """A finished case: its results line, its verdict (None for an error row), the task error."""
+CASE_BUFFER = 1024
+"""Parsed cases waiting for a worker (at least 2 x concurrency)."""
+ROW_BUFFER = 2048
+"""Finished rows waiting for the writer (at least 4 x concurrency)."""
+
+
+def new_pipes(concurrency: int) -> tuple[Pipe[Case], Pipe[Finished]]:
+    """The case pipe and the row pipe around ``concurrency`` workers.
+
+    Generous bounds: a hop to a worker thread (reading a chunk, writing a batch, a message to
+    or from a worker process) can take a GIL switch interval (5 ms) while the loop is busy; the
+    pipes keep the workers fed meanwhile. Memory stays bounded: ~1 KiB per waiting case,
+    ~2 KiB per waiting row.
+    """
+    return Pipe(max(2 * concurrency, CASE_BUFFER)), Pipe(max(4 * concurrency, ROW_BUFFER))
+
+
+def fold_rows(aggregate: RunAggregate, batch: list[Finished]) -> None:
+    """Fold finished cases into ``aggregate`` (what the rows they are written as amount to)."""
+    add = aggregate.add_case
+    for _, verdict, error in batch:
+        add(verdict, error)
 
 
 def case_context(

@@ -42,10 +42,9 @@ import anyio
 import anyio.to_thread
 
 from agentjudge.exceptions import AgentJudgeError, DatasetError
-from agentjudge.harness._case import Case
 from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._pipe import Pipe
-from agentjudge.harness._pipeline import CaseRunner, Finished
+from agentjudge.harness._pipeline import CaseRunner, fold_rows, new_pipes
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import RunAggregate
 from agentjudge.harness._task import TaskInterrupted, TaskRunner, describe_error
@@ -54,8 +53,6 @@ __all__ = ["Batch", "WorkerFailed", "WorkerPool", "WorkerSpec", "pickled"]
 
 CHUNKS_IN_FLIGHT = 2
 """Dataset chunks a worker holds at once (one being run, one ready)."""
-CASE_BUFFER = 1024
-ROW_BUFFER = 2048
 
 Batch = tuple[str, RunAggregate]
 """What a worker sends back: results lines (concatenated) and the aggregates of those rows."""
@@ -145,8 +142,7 @@ async def _serve(conn: Connection, spec: WorkerSpec) -> None:
         async with lock:
             await anyio.to_thread.run_sync(conn.send, message)
 
-    cases: Pipe[Case] = Pipe(max(2 * suite.concurrency, CASE_BUFFER))
-    rows: Pipe[Finished] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
+    cases, rows = new_pipes(suite.concurrency)
 
     async def feed() -> None:
         done, parse = spec.done, spec.dataset.parse_chunk
@@ -167,8 +163,7 @@ async def _serve(conn: Connection, spec: WorkerSpec) -> None:
         while (first := await rows.get()) is not None:
             batch = [first, *rows.take_all()]
             aggregate = RunAggregate(spec.judge_names, seed=suite.seed)
-            for _, verdict, error in batch:
-                aggregate.add_case(verdict, error)
+            fold_rows(aggregate, batch)
             await send(("rows", "".join([line for line, _, _ in batch]), aggregate))
 
     try:

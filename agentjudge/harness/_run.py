@@ -29,7 +29,7 @@ from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, check_gate_subjects, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
 from agentjudge.harness._pipe import Pipe
-from agentjudge.harness._pipeline import CaseRunner, Finished, case_context
+from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
 from agentjudge.harness._processes import Batch, WorkerPool, WorkerSpec, pickled
 from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._results import ResultsWriter, scan_results
@@ -52,10 +52,6 @@ MODEL_PREFIXES = ("openai:", "anthropic:")
 """Task references with these prefixes name a chat model, not a Python module."""
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
-CASE_BUFFER = 1024
-"""Parsed cases waiting for a worker (at least 2 x concurrency)."""
-ROW_BUFFER = 2048
-"""Finished rows waiting for the writer (at least 4 x concurrency)."""
 BATCH_BUFFER = 8
 """Batches of results lines from worker processes waiting for the writer."""
 
@@ -370,11 +366,10 @@ class _Run:
                 await anyio.to_thread.run_sync(writer.close)
 
     def _fold_rows(self, batch: list[Finished]) -> None:
-        add, state = self.aggregate.add_case, self.state
-        for _, verdict, error in batch:
-            add(verdict, error)
-            if error is not None:
-                state.errors += 1
+        aggregate, state = self.aggregate, self.state
+        errors = aggregate.errors
+        fold_rows(aggregate, batch)
+        state.errors += aggregate.errors - errors
         state.done += len(batch)
 
     def _fold_batches(self, batch: list[Batch]) -> None:
@@ -419,12 +414,7 @@ class _Run:
                         chunks = limit_rows(self.dataset.iter_raw(), suite.limit)
                         await pool.run(self.worker_spec(), chunks, batches)
                         return
-                    # Generous bounds: a hop to a worker thread (reading a chunk, writing a
-                    # batch) can take a GIL switch interval (5 ms) while the loop is busy; the
-                    # pipes keep the workers fed meanwhile. Memory stays bounded: ~1 KiB per
-                    # waiting case, ~2 KiB per waiting row.
-                    cases: Pipe[Case] = Pipe(max(2 * suite.concurrency, CASE_BUFFER))
-                    rows: Pipe[Finished] = Pipe(max(4 * suite.concurrency, ROW_BUFFER))
+                    cases, rows = new_pipes(suite.concurrency)
                     tg.start_soon(self._feed, cases)
                     tg.start_soon(self._write, rows, self._fold_rows)
                     await self.runner.run_workers(cases, rows, suite.concurrency)
