@@ -210,11 +210,15 @@ def _read(path: Path, label: str, hint: int) -> Iterator[list[tuple[int, bytes]]
 
 
 def limit_rows(
-    chunks: Iterator[list[tuple[int, bytes]]], limit: int | None
+    chunks: Iterator[list[tuple[int, bytes]]], limit: int | None, label: str
 ) -> Iterator[list[tuple[int, bytes]]]:
     """``chunks`` (of `Dataset.iter_raw`) cut off after the first ``limit`` rows (None: all).
 
-    Rows are counted as `Dataset.parse_chunk` counts them (blank and ``#`` lines are not rows).
+    Rows are counted by the parser itself (`_rows`: blank and ``#`` lines are not rows), so
+    with a limit the chunks up to it are parsed once more here.
+
+    Raises:
+        DatasetError: a row became malformed since `Dataset.open` checked it.
     """
     if limit is None:
         yield from chunks
@@ -223,15 +227,12 @@ def limit_rows(
     for chunk in chunks:
         if left <= 0:
             return
-        for i, (lineno, raw) in enumerate(chunk):
-            if lineno == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM) :]
-            text = raw.decode("utf-8", "replace").strip()
-            if text and text[0] != "#":
-                left -= 1
-                if left == 0:
-                    yield chunk[: i + 1]
-                    return
+        first = chunk[0][0]
+        for lineno, _ in _rows(chunk, label):
+            left -= 1
+            if left == 0:
+                yield chunk[: lineno - first + 1]
+                return
         yield chunk
 
 

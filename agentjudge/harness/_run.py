@@ -411,7 +411,9 @@ class _Run:
                     if pool is not None:
                         batches: Pipe[Batch] = Pipe(BATCH_BUFFER)
                         tg.start_soon(self._write, batches, self._fold_batches)
-                        chunks = limit_rows(self.dataset.iter_raw(), suite.limit)
+                        chunks = limit_rows(
+                            self.dataset.iter_raw(), suite.limit, self.dataset.label
+                        )
                         await pool.run(self.worker_spec(), chunks, batches)
                         return
                     cases, rows = new_pipes(suite.concurrency)

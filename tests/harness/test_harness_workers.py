@@ -244,7 +244,7 @@ def test_limit_rows_counts_rows_like_the_parser(tmp_path: Path) -> None:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     dataset = Dataset.open(path)
     for limit in (0, 1, 2, 3, 12, 50, None):
-        chunks = list(limit_rows(dataset.iter_raw(hint=40), limit))
+        chunks = list(limit_rows(dataset.iter_raw(hint=40), limit, dataset.label))
         ids = [case.id for chunk in chunks for case in dataset.parse_chunk(chunk)]
         expected = ["a", "b", *[f"c{i}" for i in range(10)]]
         assert ids == (expected if limit is None else expected[:limit])
