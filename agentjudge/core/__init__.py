@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from agentjudge.core._context import Context, ExecutionStatus, Message
-from agentjudge.core._judgment import AGGREGATION_KEY, Check, Judgment, PortableMetadata, Status
+from agentjudge.core._judgment import (
+    AGGREGATION_KEY,
+    Check,
+    Judgment,
+    PortableMetadata,
+    Status,
+    judgment_problem,
+)
 from agentjudge.core._portable import construct, freeze_metadata, freeze_portable, thaw
 from agentjudge.core._results import CaseResult, JudgeResult, TierAttempt, TierPolicy, Verdict
 
@@ -24,5 +31,6 @@ __all__ = [
     "construct",
     "freeze_metadata",
     "freeze_portable",
+    "judgment_problem",
     "thaw",
 ]

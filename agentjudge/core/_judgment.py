@@ -21,7 +21,14 @@ from pydantic import (
 
 from agentjudge.core._portable import freeze_metadata, thaw
 
-__all__ = ["AGGREGATION_KEY", "Check", "Judgment", "PortableMetadata", "Status"]
+__all__ = [
+    "AGGREGATION_KEY",
+    "Check",
+    "Judgment",
+    "PortableMetadata",
+    "Status",
+    "judgment_problem",
+]
 
 AGGREGATION_KEY = "aggregation"
 """Metadata key reserved for voting evidence; the factories refuse it."""
@@ -222,3 +229,50 @@ def _require_real(name: str, value: object) -> None:
         raise ValueError(f"{name} must be a real number, got {type(value).__name__}")
     if not math.isfinite(value):
         raise ValueError(f"{name} must be finite, got {value}")
+
+
+_NO_SCORE = (Status.ABSTAIN, Status.ERROR)
+
+
+def judgment_problem(judgment: Judgment) -> str | None:
+    """What is wrong with a judgment built without validation, or None when it is sound.
+
+    ``Judgment.model_construct(...)`` (or any other bypass) skips the invariants; the engine
+    calls this on every judgment a judge returns so that garbage becomes an ERROR result
+    instead of a vote. It re-checks the invariants cheaply (types, ranges, the ABSTAIN/ERROR
+    rules, the label rules) and validates metadata that was not frozen by validation.
+    """
+    values = judgment.__dict__
+    status = values.get("status")
+    if type(status) is not Status:
+        return f"status must be a Status, got {status!r}"
+    score = values.get("score")
+    if score is not None:
+        if type(score) is not float or not 0.0 <= score <= 1.0:
+            return f"score must be a finite float within [0, 1], got {score!r}"
+        if status in _NO_SCORE:
+            return f"score: {status.value} must not carry a score"
+    reasoning = values.get("reasoning")
+    if type(reasoning) is not str:
+        return f"reasoning must be a str, got {type(reasoning).__name__}"
+    if status in _NO_SCORE and not reasoning.strip():
+        return f"reasoning: must be non-blank on {status.value}"
+    label = values.get("label")
+    if label is not None and (
+        type(label) is not str or not label.strip() or status is Status.ERROR
+    ):
+        return f"label: {label!r} is not allowed here (non-blank str, never on error)"
+    return _parts_problem(values)
+
+
+def _parts_problem(values: dict[str, Any]) -> str | None:
+    checks = values.get("checks")
+    if type(checks) is not tuple or not all(type(c) is Check for c in checks):
+        return "checks must be a tuple of Check"
+    metadata = values.get("metadata")
+    if type(metadata) is not MappingProxyType:
+        try:
+            freeze_metadata(metadata)
+        except (TypeError, ValueError) as exc:
+            return f"metadata: {exc}"
+    return None

@@ -49,6 +49,7 @@ from agentjudge.core import (
     Verdict,
     construct,
 )
+from agentjudge.engine._detached import Feed, single_exception
 from agentjudge.engine._inline import Resume, arm, new_scope, start_all
 from agentjudge.engine._plan import (
     INSTANT_AFTER,
@@ -62,7 +63,12 @@ from agentjudge.engine._plan import (
 )
 from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import EvaluationCancelled
-from agentjudge.judging import coerce_judgment
+from agentjudge.judging import (
+    StrayCancellation,
+    coerce_judgment,
+    error_type_name,
+    is_stray_cancellation,
+)
 
 __all__ = ["EvaluationHandle", "Evaluator", "ResultCallback"]
 
@@ -80,6 +86,10 @@ _M = TypeVar("_M", bound=BaseModel)
 
 class _CompositeFailure(Exception):
     """A composite could not produce a judgment (its voting or a nested composite raised)."""
+
+
+class _InlineTimeout(Exception):
+    """An inline member that suspended ran past its timeout (see `Evaluator._inline_resume`)."""
 
 
 class _Stats:
@@ -229,12 +239,18 @@ def _positive_int(name: str, value: object) -> int:
     return value
 
 
-def _error(exc: BaseException, leaf: Leaf) -> Judgment:
+def _failure(exc: BaseException, leaf: Leaf) -> tuple[Judgment, str]:
+    """The ERROR judgment and ``error_type`` recording ``exc`` (the one place that words them)."""
+    kind = error_type_name(exc)
     text = str(exc).strip()
-    return Judgment.errored(
-        f"{type(exc).__name__}: {text}"
-        if text
-        else f"judge {leaf.name!r} raised {type(exc).__name__}"
+    judgment = Judgment.errored(f"{kind}: {text}" if text else f"judge {leaf.name!r} raised {kind}")
+    return judgment, kind
+
+
+def _stray(leaf: Leaf, exc: BaseException) -> StrayCancellation:
+    """The failure recorded for a judge that raised CancelledError nobody asked for."""
+    return StrayCancellation(
+        f"judge {leaf.name!r} raised CancelledError although the evaluation was not cancelled"
     )
 
 
@@ -397,52 +413,69 @@ class Evaluator:
             context = self._context(context, context_fields)
         return await self._execute(self._new_run(context))
 
-    async def stream(
-        self, context: Context | None = None, /, **context_fields: Any
-    ) -> AsyncIterator[JudgeResult]:
+    def stream(self, context: Context | None = None, /, **context_fields: Any) -> Feed[JudgeResult]:
         """Evaluate one context, yielding results in completion order.
 
-        Leaving the loop early cancels the judges still running. Inside ``async with
-        evaluator`` the evaluation runs in the evaluator's task group, so breaking out is always
-        safe; without a scope, close the iterator (``contextlib.aclosing``) when you break out
-        early, as with any async generator that owns a task group.
+        Use it as ``async for result in evaluator.stream(ctx)`` or, to cancel the judges
+        still running as soon as you stop reading, ``async with evaluator.stream(ctx) as
+        results: async for result in results: ...`` (``contextlib.aclosing`` works too).
+        Breaking out without closing is safe as well: the evaluation is then cancelled when
+        the iterator is garbage-collected, and never the caller (see `Feed`). Sampling draws
+        are made here, when the stream is created.
         """
+        run = self._new_run(self._context(context, context_fields))
+        return Feed(lambda publish: self._stream_run(run, publish))
+
+    async def _stream_run(
+        self, run: _Run, publish: Callable[[JudgeResult], Awaitable[None]]
+    ) -> None:
+        """The producer behind `stream`: drive ``run`` and publish each result as it lands."""
         if self._tg is not None:
-            handle = self.submit(context, **context_fields)
+            scope = anyio.CancelScope()
+            self._tg.start_soon(self._drive, run, scope)
+            handle = EvaluationHandle(run, scope)
             try:
                 async for result in handle:
-                    yield result
+                    await publish(result)
             finally:
                 if not handle.done():
                     handle.cancel()
             return
-        run = self._new_run(self._context(context, context_fields))
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._drive, run, None)
-            try:
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._drive, run, None)
                 async for result in run.completions():
-                    yield result
-            except GeneratorExit:
-                # Closed early (aclose / aclosing): cancel the judges still running and end
-                # quietly; letting GeneratorExit into the task group would re-raise it wrapped
-                # in an exception group out of aclose().
-                tg.cancel_scope.cancel()
+                    await publish(result)
+        except BaseExceptionGroup as group:
+            raise single_exception(group) from None
 
-    async def run(
+    def run(
         self,
         contexts: Iterable[Context] | AsyncIterable[Context],
         *,
         concurrency: int = 16,
-    ) -> AsyncIterator[CaseResult]:
+    ) -> Feed[CaseResult]:
         """Evaluate many contexts, yielding `CaseResult`s in completion order.
 
         The input is pulled lazily and at most ``concurrency`` cases are in flight, so memory
-        stays flat however long the input is. Nothing is accumulated.
+        stays flat however long the input is. Nothing is accumulated. Closing the iterator
+        early (``async with``, ``aclosing``, or just breaking out) cancels the cases in
+        flight, never the caller (see `stream`).
         """
         concurrency = _positive_int("concurrency", concurrency)
-        # No buffer: a finished case waits in its worker until the consumer takes it, so at
-        # most `concurrency` cases are pulled from the input ahead of what was yielded.
-        send, receive = anyio.create_memory_object_stream[CaseResult](0)
+        return Feed(lambda publish: self._run_cases(contexts, concurrency, publish))
+
+    async def _run_cases(
+        self,
+        contexts: Iterable[Context] | AsyncIterable[Context],
+        concurrency: int,
+        publish: Callable[[CaseResult], Awaitable[None]],
+    ) -> None:
+        """The producer behind `run`: ``concurrency`` workers pulling contexts lazily.
+
+        ``publish`` waits until the consumer takes the case (no buffer), so at most
+        ``concurrency`` cases are pulled from the input ahead of what was read.
+        """
         if isinstance(contexts, AsyncIterable):
             source: Any = aiter(contexts)
             lock: anyio.Lock | None = anyio.Lock()
@@ -461,22 +494,16 @@ class Evaluator:
                 if not isinstance(ctx, Context):
                     ctx = Context.model_validate(ctx)
                 verdict = await self._execute(self._new_run(ctx))
-                await send.send(
+                await publish(
                     _new(CaseResult, context=ctx, results=verdict.results, verdict=verdict)
                 )
 
-        async def workers() -> None:
-            async with send, anyio.create_task_group() as wtg:
+        try:
+            async with anyio.create_task_group() as tg:
                 for _ in range(concurrency):
-                    wtg.start_soon(worker)
-
-        async with receive, anyio.create_task_group() as tg:
-            tg.start_soon(workers)
-            try:
-                async for case in receive:
-                    yield case
-            except GeneratorExit:
-                tg.cancel_scope.cancel()  # closed early: see stream()
+                    tg.start_soon(worker)
+        except BaseExceptionGroup as group:
+            raise single_exception(group) from None
 
     def evaluate_sync(
         self, context: Context | None = None, /, **context_fields: Any
@@ -639,7 +666,7 @@ class Evaluator:
                 error = final
             else:
                 return judgment, None
-        return _error(error, leaf), type(error).__name__
+        return _failure(error, leaf)
 
     def _limiters(self, leaf: Leaf) -> tuple[anyio.CapacityLimiter | None, anyio.CapacityLimiter]:
         """The leaf's resource limiter (None without a limit) and the global limiter."""
@@ -735,7 +762,10 @@ class Evaluator:
                     # deadline costs half as much (no timer).
                     with anyio.CancelScope() as sc:
                         judgment = await _step(leaf, ctx, sc, began, self._timeout)
-                    if sc.cancelled_caught:
+                    # Also when the judge swallowed the deadline's cancellation and returned,
+                    # or blocked past the deadline without suspending: an attempt that
+                    # overran its timeout is a TimeoutError whatever the judge returned.
+                    if sc.cancel_called or perf_counter() - began > self._timeout:
                         raise self._timed_out(leaf, stats)
                     return judgment
                 finally:
@@ -872,6 +902,8 @@ class Evaluator:
                 if pending:
                     all_started = anyio.Event()
                     await all_started.wait()
+        except BaseExceptionGroup as group:
+            raise single_exception(group) from None
         finally:
             for entry in queued:
                 entry.dead = True
@@ -952,13 +984,24 @@ class Evaluator:
                         first = coro.send(None)
                     except StopIteration as done:
                         judgment = done.value
-                        if type(judgment) is not Judgment and leaf.coerce_as is not None:
+                        if leaf.coerce_as is not None:
                             judgment = coerce_judgment(judgment, leaf.coerce_as)
+                        if self._timeout is not None and perf_counter() - mark > self._timeout:
+                            raise TimeoutError(
+                                f"judge {leaf.name!r} timed out after {self._timeout:g} s "
+                                "(attempt 1)"
+                            ) from None
+                    except BaseException as exc:
+                        if is_stray_cancellation(exc):
+                            raise _stray(leaf, exc) from exc
+                        raise
                     else:
                         suspended = True
                         judgment = await self._inline_resume(
                             leaf, coro, first, guard, mark, stats, i
                         )
+                except _InlineTimeout:
+                    break
                 except Exception as exc:
                     if suspended:
                         failed = stats[i]
@@ -969,7 +1012,7 @@ class Evaluator:
                         failed.working = perf_counter() - mark
                     if self._retry is not None and self._retry.is_retryable(exc):
                         return i, exc, False
-                    judgment, error_type = _error(exc, leaf), type(exc).__name__
+                    judgment, error_type = _failure(exc, leaf)
                 now = perf_counter()
                 result = construct(
                     JudgeResult,
@@ -995,16 +1038,19 @@ class Evaluator:
                     return i + 1, None, True
                 if suspended:
                     return i + 1, None, False
-            return len(leaves), None, False
-        # Only reached when the guard's deadline cancelled leaf ``i`` (``stats[i]``: its stats).
+            else:
+                return len(leaves), None, False
+        # Only reached when leaf ``i`` (``stats[i]``: its stats) suspended and overran the
+        # guard's deadline: the guard caught the cancellation, or the leaf swallowed it (or
+        # blocked past the deadline) and `_inline_resume` raised _InlineTimeout.
         assert leaf is not None
         st = stats[i]
         assert st is not None
         error = self._timed_out(leaf, st)
         if self._retry is not None and self._retry.is_retryable(error):
             return i, error, False
-        judgment = _error(error, leaf)
-        result = self._store(leaf, run, 1, st.working, st.queued, judgment, "TimeoutError")
+        judgment, error_type = _failure(error, leaf)
+        result = self._store(leaf, run, 1, st.working, st.queued, judgment, error_type)
         if notify:
             await self._notify(leaf, result)
         out[i] = judgment
@@ -1024,6 +1070,11 @@ class Evaluator:
 
         The leaf is demoted for good, takes its slots (checked free by the caller) for the rest
         of the attempt, and the guard gets the timeout counted from ``began``.
+
+        Raises:
+            _InlineTimeout: the leaf returned although it overran the deadline (it swallowed
+                the guard's cancellation, or blocked past it). Nothing may await inside the
+                guard after that: the caller leaves the guard first.
         """
         leaf.suspends = True
         st = stats[i] = _Stats()
@@ -1032,7 +1083,16 @@ class Evaluator:
         try:
             if guard is not None and self._timeout is not None:
                 arm(guard, self._timeout, began)
-            value = await Resume(coro, first)
+            try:
+                value = await Resume(coro, first)
+            except BaseException as exc:
+                if is_stray_cancellation(exc):
+                    raise _stray(leaf, exc) from exc
+                raise
+            timeout = self._timeout
+            if guard is not None and timeout is not None:  # noqa: SIM102 - one question each
+                if guard.cancel_called or perf_counter() - began > timeout:
+                    raise _InlineTimeout
             return value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
         finally:
             st.working = perf_counter() - began
@@ -1248,10 +1308,20 @@ async def _step(
     except Exception:
         leaf.inline_streak += 1  # raising in the first step is completing without suspending
         raise
+    except BaseException as exc:
+        if is_stray_cancellation(exc):
+            leaf.inline_streak += 1
+            raise _stray(leaf, exc) from exc
+        raise
     leaf.suspends = True
     if scope is not None:
         arm(scope, seconds, began)
-    return cast(Judgment, await Resume(coro, first))
+    try:
+        return cast(Judgment, await Resume(coro, first))
+    except BaseException as exc:
+        if is_stray_cancellation(exc):
+            raise _stray(leaf, exc) from exc
+        raise
 
 
 async def _acquire(limiter: anyio.CapacityLimiter, borrower: object) -> None:

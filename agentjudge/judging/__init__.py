@@ -11,6 +11,15 @@ from agentjudge.judging._adapter import (
     to_async,
 )
 from agentjudge.judging._compose import all_of, any_of
+from agentjudge.judging._faults import (
+    MAX_ABANDONED_THREADS,
+    StrayCancellation,
+    ThreadsExhausted,
+    abandoned_threads,
+    error_type_name,
+    is_stray_cancellation,
+    run_sync_bounded,
+)
 from agentjudge.judging._protocol import (
     FunctionJudge,
     Judge,
@@ -23,20 +32,27 @@ from agentjudge.judging._protocol import (
 )
 
 __all__ = [
+    "MAX_ABANDONED_THREADS",
     "FunctionJudge",
     "Judge",
     "JudgeKind",
     "JudgeLike",
     "JudgeReturn",
     "JudgeReturnError",
+    "StrayCancellation",
+    "ThreadsExhausted",
+    "abandoned_threads",
     "all_of",
     "any_of",
     "call_judge",
     "coerce_judgment",
     "direct_async",
+    "error_type_name",
     "is_async_judge",
+    "is_stray_cancellation",
     "judge",
     "judge_name",
     "named",
+    "run_sync_bounded",
     "to_async",
 ]

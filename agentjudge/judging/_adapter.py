@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 import anyio
-import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from agentjudge.core import Context, Judgment
+from agentjudge.core import Context, Judgment, judgment_problem
+from agentjudge.judging._faults import run_sync_bounded
 
 __all__ = [
     "JudgeReturnError",
@@ -45,9 +45,14 @@ def coerce_judgment(value: object, name: str) -> Judgment:
     """Turn a judge's return value into a `Judgment`.
 
     Raises:
-        JudgeReturnError: the value is of another type, or a non-finite / out-of-range float.
+        JudgeReturnError: the value is of another type, a non-finite / out-of-range float, or
+            a Judgment built without validation (``model_construct``) that breaks its
+            invariants.
     """
     if isinstance(value, Judgment):
+        problem = judgment_problem(value)
+        if problem is not None:
+            raise JudgeReturnError(f"judge {name!r} returned an invalid Judgment: {problem}")
         return value
     if isinstance(value, bool):
         if value:
@@ -81,9 +86,7 @@ async def call_judge(fn: Callable[..., Any], ctx: Context, *, name: str) -> Judg
     if is_async_judge(fn):
         value = await fn(ctx)
     else:
-        value = await anyio.to_thread.run_sync(
-            fn, ctx, limiter=_thread_limiter(), abandon_on_cancel=True
-        )
+        value = await run_sync_bounded(fn, ctx, limiter=_thread_limiter(), what=f"judge {name!r}")
         if inspect.isawaitable(value):
             value = await value
     return coerce_judgment(value, name)

@@ -1,0 +1,200 @@
+"""Iterators whose producer outlives the consumer's ``async for`` safely.
+
+`Evaluator.stream` and `Evaluator.run` hand out results while judges keep running. Written as
+async generators that own a task group, they break anyio's rule that a task group must not
+span a ``yield``: a consumer that ``break``s out without closing the generator leaves it to
+the event loop's finaliser, which closes it from another task and cancels the *consumer's*
+task by way of the task group's scope (a stray ``CancelledError`` far from its cause).
+
+`Feed` avoids the task group: on asyncio the producer runs in a task of its own, under a
+cancel scope of its own, and the consumer reads what it publishes. Closing the feed (``aclose``,
+``async with``, ``contextlib.aclosing``), cancelling the consumer while it waits, or dropping
+the feed unclosed (garbage collection) cancels the producer only, never the consumer. An
+exception escaping the producer (a judge's ``KeyboardInterrupt``, say) is re-raised, bare, to
+the consumer at its next read. Other backends fall back to a task group spanning the reads,
+where ``aclosing`` is required as with any async generator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import suppress
+from types import TracebackType
+from typing import Generic, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+__all__ = ["Feed", "single_exception"]
+
+T = TypeVar("T")
+
+_LIVE: set[asyncio.Task[None]] = set()
+"""Producer tasks still running (asyncio keeps only weak references to tasks)."""
+
+
+def single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception a caller should see for ``group`` escaping a task group of judges.
+
+    Judges run alone or inside juries; callers must see the same shape either way, so the
+    first exception that is not a cancellation is unwrapped from (nested) groups. A group of
+    cancellations only is returned unchanged.
+    """
+    cancelled = anyio.get_cancelled_exc_class()
+    pending: deque[BaseException] = deque(group.exceptions)
+    while pending:
+        exc = pending.popleft()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extendleft(reversed(exc.exceptions))
+        elif not isinstance(exc, cancelled):
+            return exc
+    return group
+
+
+class _Producer(Generic[T]):
+    """The detached side of a `Feed`: it must hold no reference to the feed (see `Feed`)."""
+
+    def __init__(
+        self,
+        produce: Callable[[Callable[[T], Awaitable[None]]], Awaitable[None]],
+        send: MemoryObjectSendStream[T],
+    ) -> None:
+        self.produce = produce
+        self.send = send
+        self.scope = anyio.CancelScope()
+        self.failure: BaseException | None = None
+
+    async def run(self) -> None:
+        try:
+            async with self.send:
+                with self.scope:
+                    await self.produce(self.send.send)
+        except anyio.BrokenResourceError:
+            pass  # the consumer closed its end: nothing more is wanted
+        except BaseException as exc:  # re-raised to the consumer
+            if isinstance(exc, BaseExceptionGroup):
+                exc = single_exception(exc)
+            self.failure = exc
+
+
+class Feed(Generic[T]):
+    """An async iterator (and async context manager) fed by a detached producer.
+
+    The producer task references only its `_Producer`, never the feed, so a feed the
+    consumer dropped without closing is garbage-collected and its ``__del__`` cancels the
+    producer.
+
+    Args:
+        produce: ``produce(publish)`` publishes items with ``await publish(item)`` (which
+            waits while ``buffer`` items are unread) and returns when there are no more.
+        buffer: Items published ahead of the consumer.
+    """
+
+    def __init__(
+        self, produce: Callable[[Callable[[T], Awaitable[None]]], Awaitable[None]], buffer: int = 0
+    ) -> None:
+        self._produce = produce
+        self._buffer = buffer
+        self._receive: MemoryObjectReceiveStream[T] | None = None
+        self._producer: _Producer[T] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._fallback: AsyncGenerator[T, None] | None = None
+        self._closed = False
+
+    # ------------------------------------------------------------------ iteration
+    def __aiter__(self) -> AsyncIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        if self._closed:
+            raise StopAsyncIteration
+        if self._receive is None and self._fallback is None:
+            self._start()
+        if self._fallback is not None:
+            return await self._fallback.__anext__()
+        assert self._receive is not None and self._producer is not None
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            self._closed = True
+            failure, self._producer.failure = self._producer.failure, None
+            if failure is not None:
+                raise failure from None
+            raise StopAsyncIteration from None
+        except BaseException:
+            self._producer.scope.cancel()  # the consumer was cancelled: stop producing
+            raise
+
+    async def __aenter__(self) -> Feed[T]:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Stop the producer (running judges are cancelled) and wait until it has stopped."""
+        self._closed = True
+        if self._fallback is not None:
+            await self._fallback.aclose()
+            return
+        if self._producer is not None:
+            self._producer.scope.cancel()
+        task = self._task
+        if task is not None and not task.done():
+            done = anyio.Event()
+            task.add_done_callback(lambda _: done.set())
+            with anyio.CancelScope(shield=True):
+                await done.wait()
+        if self._receive is not None:
+            self._receive.close()
+
+    def __del__(self) -> None:
+        # Dropped without closing: cancel the producer from its loop (never the consumer).
+        loop, producer, task = self._loop, self._producer, self._task
+        if self._receive is not None:
+            self._receive.close()
+        if task is not None and not task.done() and loop is not None and producer is not None:
+            with suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(producer.scope.cancel)
+
+    # ------------------------------------------------------------------ producer
+    def _start(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+            on_asyncio = asyncio.current_task(loop) is not None
+        except RuntimeError:
+            on_asyncio = False
+        if not on_asyncio:
+            self._fallback = self._grouped()
+            return
+        send, self._receive = anyio.create_memory_object_stream[T](self._buffer)
+        self._producer = producer = _Producer(self._produce, send)
+        self._loop = loop
+        task = loop.create_task(producer.run())
+        _LIVE.add(task)
+        task.add_done_callback(_LIVE.discard)
+        self._task = task
+
+    async def _grouped(self) -> AsyncGenerator[T, None]:
+        """Other backends: a task group spanning the reads (close the feed when done)."""
+        send, receive = anyio.create_memory_object_stream[T](self._buffer)
+
+        async def produce() -> None:
+            async with send:
+                await self._produce(send.send)
+
+        async with receive, anyio.create_task_group() as tg:
+            tg.start_soon(produce)
+            try:
+                async for item in receive:
+                    yield item
+            except GeneratorExit:
+                tg.cancel_scope.cancel()

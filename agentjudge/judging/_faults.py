@@ -1,0 +1,141 @@
+"""Telling real cancellation from a judge's own, and bounding threads that outlive their timeout.
+
+Two faults every failure boundary must handle the same way:
+
+* **A stray ``CancelledError``.** A judge (or task) may raise the backend's cancellation
+  exception although nobody cancelled the caller, e.g. by awaiting a future someone else
+  cancelled. The exception type cannot tell the two apart; the cancel-scope state can:
+  `is_stray_cancellation` is true when no enclosing scope of the current task was cancelled
+  (``anyio.current_effective_deadline()`` is ``-inf`` once one was) and, on asyncio, nobody
+  called ``Task.cancel()`` on the current task (``Task.cancelling()`` is 0; anyio's scopes and
+  plain asyncio cancellation both raise it). A stray one is a failure of the judge
+  (`StrayCancellation`, reported with ``error_type="CancelledError"``); a real one propagates.
+* **Sync calls stuck past their timeout.** Python cannot stop a thread: a sync judge or task
+  that times out is abandoned and its thread runs on. `run_sync_bounded` counts abandoned
+  threads process-wide; while `MAX_ABANDONED_THREADS` of them are still running, further sync
+  calls fail at once with `ThreadsExhausted` instead of piling up threads without bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+__all__ = [
+    "MAX_ABANDONED_THREADS",
+    "StrayCancellation",
+    "ThreadsExhausted",
+    "abandoned_threads",
+    "error_type_name",
+    "is_stray_cancellation",
+    "run_sync_bounded",
+]
+
+T = TypeVar("T")
+
+MAX_ABANDONED_THREADS = 32
+"""Threads of timed-out sync calls that may still be running before new sync calls are refused."""
+
+
+class StrayCancellation(Exception):
+    """A judge or task raised ``CancelledError`` although its caller was not cancelled.
+
+    Reported as ``error_type="CancelledError"`` (see `error_type_name`); the original
+    exception is chained as ``__cause__``.
+    """
+
+
+class ThreadsExhausted(RuntimeError):
+    """Too many sync calls are stuck past their timeout; no further thread is started."""
+
+
+def is_stray_cancellation(exc: BaseException) -> bool:
+    """True when ``exc`` is the backend's cancellation exception but nobody cancelled us.
+
+    Must be called in the task that caught ``exc``, before anything else awaits.
+    """
+    if not isinstance(exc, anyio.get_cancelled_exc_class()):
+        return False
+    try:
+        if anyio.current_effective_deadline() == -math.inf:
+            return False  # an enclosing cancel scope was cancelled
+    except Exception:  # pragma: no cover - outside an anyio-compatible task
+        return False
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # pragma: no cover - not on asyncio
+        return True
+    return task is None or task.cancelling() == 0
+
+
+def error_type_name(exc: BaseException) -> str:
+    """The ``error_type`` recorded for ``exc`` (a stray cancellation reads "CancelledError")."""
+    if isinstance(exc, StrayCancellation):
+        return "CancelledError"
+    return type(exc).__name__
+
+
+class _Abandoned:
+    """Process-wide count of timed-out sync calls whose threads are still running."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.count = 0
+
+
+_ABANDONED = _Abandoned()
+
+
+def abandoned_threads() -> int:
+    """How many threads of timed-out (abandoned) sync calls are still running in this process."""
+    return _ABANDONED.count
+
+
+async def run_sync_bounded(
+    fn: Callable[..., T], *args: object, limiter: anyio.CapacityLimiter, what: str
+) -> T:
+    """Run ``fn(*args)`` on a worker thread; cancellation abandons the thread (bounded).
+
+    Args:
+        fn: The blocking callable.
+        *args: Its positional arguments.
+        limiter: Caps the threads running at once (abandoned ones no longer hold a token).
+        what: Names the caller in the `ThreadsExhausted` message, e.g. ``"judge 'x'"``.
+
+    Raises:
+        ThreadsExhausted: `MAX_ABANDONED_THREADS` abandoned threads are still running.
+    """
+    state = _ABANDONED
+    if state.count >= MAX_ABANDONED_THREADS:
+        raise ThreadsExhausted(
+            f"{what} was not started: {state.count} threads of earlier sync calls are still "
+            f"running past their timeout (limit {MAX_ABANDONED_THREADS}); a blocking call "
+            "ignores timeouts, so make it return or make it async"
+        )
+    finished = False
+    abandoned = False
+
+    def call() -> T:
+        nonlocal finished
+        try:
+            return fn(*args)
+        finally:
+            with state.lock:
+                finished = True
+                if abandoned:
+                    state.count -= 1
+
+    try:
+        return await anyio.to_thread.run_sync(call, limiter=limiter, abandon_on_cancel=True)
+    except BaseException:
+        with state.lock:
+            if not finished:
+                abandoned = True
+                state.count += 1
+        raise
