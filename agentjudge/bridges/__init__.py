@@ -1,7 +1,8 @@
-"""Adapters from model and agent frameworks' results to `Context` (no SDK imports)."""
+"""Adapters from model, agent and web frameworks to agentjudge (no SDK imports)."""
 
 from __future__ import annotations
 
+from agentjudge.bridges._asgi import Disconnect, cancel_on_disconnect
 from agentjudge.bridges._chat import (
     capture,
     finish_status,
@@ -12,6 +13,8 @@ from agentjudge.bridges._chat import (
 )
 
 __all__ = [
+    "Disconnect",
+    "cancel_on_disconnect",
     "capture",
     "finish_status",
     "from_agent_run",
