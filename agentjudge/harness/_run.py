@@ -26,7 +26,7 @@ from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._case import Case
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
-from agentjudge.harness._gates import Gate, check_gate_subjects, parse_gate
+from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
@@ -259,7 +259,7 @@ class _Run:
         self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
         try:
-            check_gate_subjects(self.gates, self.judge_names)
+            check_gate_subjects(self.gates, self.judge_names, baseline=self.baseline is not None)
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
         self.aggregate = RunAggregate(self.judge_names, seed=suite.seed)
@@ -456,8 +456,6 @@ class _Run:
         )
         if status != "completed":
             return summary
-        summary.gates = [g.evaluate(judges, verdict, cases) for g in self.gates]
-        passed = all(g.passed for g in summary.gates)
         if self.baseline is not None and suite.baseline is not None:
             summary.baseline = check_baseline(
                 suite.path(suite.baseline),
@@ -467,8 +465,9 @@ class _Run:
                 max_regression=suite.max_regression,
                 max_flips=suite.max_flips,
             )
-            passed = passed and summary.baseline.passed
-        summary.passed = passed
+        conclude(  # gates, trust checks, passed
+            summary, self.gates, judged=self.aggregate.judged, allow_errors=suite.allow_errors
+        )
         return summary
 
     async def write_summary(self, summary: RunSummary) -> None:
