@@ -25,6 +25,7 @@ from agentjudge.engine import Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._case import Case
+from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
@@ -253,8 +254,10 @@ class _Run:
         if task is None:
             task = resolve_task(suite)
         self.task = TaskRunner(task, timeout=suite.task_timeout, threads=suite.concurrency)
+        self.clients: list[Any] = []  # model clients of judges the harness built: it closes them
         if judges is None:
             judges = resolve_judges(suite)
+            self.clients = find_model_clients(judges)
         self.evaluator = build_evaluator(suite, judges, self.telemetry)
         self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
@@ -424,6 +427,7 @@ class _Run:
                 finished.set()
                 if pool is None:
                     await self.runner.close_task()
+                self.warnings += await close_model_clients(self.clients)
 
     # ------------------------------------------------------------------ summary
     def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:
