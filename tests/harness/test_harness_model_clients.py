@@ -213,3 +213,32 @@ async def test_closing_is_bounded_and_failures_become_warnings() -> None:
         "closing model client 'raising' raised OSError: socket already gone",
         "closing the model clients took longer than 0.2 s; gave up",
     ]
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "offline-evaluation.md"
+
+
+def _doc_block(name: str) -> str:
+    """The code block after ``<!-- llm-suite: NAME -->`` on the offline-evaluation page."""
+    text = DOC.read_text(encoding="utf-8")
+    after = text.split(f"<!-- llm-suite: {name} -->\n", 1)[1]
+    return after.split("\n", 1)[1].split("```", 1)[0]
+
+
+async def test_documented_llm_suite_runs_end_to_end(tmp_path: Path) -> None:
+    """The documented LLM-judge suite runs via the CLI: real judgments, nothing left open."""
+    make_project(tmp_path)
+    (tmp_path / "agentjudge.toml").write_text(_doc_block("agentjudge.toml"))
+    (tmp_path / "judges.py").write_text(_doc_block("judges.py"))
+    async with FakeModelServer(default=YES) as server:
+        env = {**_base_env(), "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test"}
+        command = [sys.executable, "-m", "agentjudge", "run", "--out", "out", "--progress", "off"]
+        with anyio.fail_after(60):  # generous bound: the run takes about a second
+            proc = await anyio.run_process(command, cwd=tmp_path, env=env, check=False)
+        assert [body["model"] for body in server.requests] == ["gpt-4o-mini"] * 6
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 0, proc.stdout.decode() + stderr
+    assert "Unclosed" not in stderr
+    rows = list(iter_rows(tmp_path / "out" / "results.jsonl"))
+    assert [row["results"][0]["judgment"]["status"] for row in rows] == ["pass"] * 6
+    assert rows[0]["results"][0]["name"] == "Correctness"
