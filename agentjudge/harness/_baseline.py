@@ -1,8 +1,10 @@
-"""Comparing a run with a baseline run: mean regressions and cases that flipped."""
+"""Comparing a run with a baseline run: mean regressions and cases that flipped (per judge too)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,15 @@ from agentjudge.harness._summary import (
     RunSummary,
 )
 
-__all__ = ["MAX_LISTED_FLIPS", "case_statuses", "check_baseline", "find_flips", "load_summary"]
+__all__ = [
+    "MAX_LISTED_FLIPS",
+    "CaseStatus",
+    "Comparison",
+    "case_statuses",
+    "check_baseline",
+    "compare_rows",
+    "load_summary",
+]
 
 MAX_LISTED_FLIPS = 1000
 """Flipped cases listed in a summary (all are counted)."""
@@ -60,24 +70,94 @@ def row_status(row: Mapping[str, Any]) -> str:
     return str(verdict["status"]) if isinstance(verdict, Mapping) else "none"
 
 
-def case_statuses(results: Path) -> dict[str, str]:
-    """Map case id -> verdict status for every row of a results file."""
-    return {row["id"]: row_status(row) for row in iter_rows(results)}
+def judge_statuses(row: Mapping[str, Any]) -> dict[str, str]:
+    """Each judge's status in a results row (judges that were not sampled or not run: absent)."""
+    out: dict[str, str] = {}
+    for result in row.get("results") or ():
+        judgment = result.get("judgment")
+        if isinstance(judgment, Mapping):
+            out[result["name"]] = sys.intern(str(judgment["status"]))
+    return out
 
 
-def find_flips(
-    before: Mapping[str, str], after_rows: Iterable[Mapping[str, Any]]
-) -> list[FlippedCase]:
-    """Cases whose verdict was PASS in ``before`` and is anything else now, sorted by id."""
-    flips = []
+@dataclass(frozen=True, slots=True)
+class CaseStatus:
+    """One case of a results file: its verdict status and each judge's."""
+
+    verdict: str
+    judges: Mapping[str, str]
+
+
+def case_statuses(results: Path) -> dict[str, CaseStatus]:
+    """Map case id -> `CaseStatus` for every row of a results file."""
+    return {
+        row["id"]: CaseStatus(row_status(row), judge_statuses(row)) for row in iter_rows(results)
+    }
+
+
+@dataclass
+class Comparison:
+    """How the cases of a run changed against an earlier one (`compare_rows`)."""
+
+    newly_failing: list[FlippedCase] = field(default_factory=list)
+    """Verdicts that were PASS before and are not now."""
+    newly_passing: list[FlippedCase] = field(default_factory=list)
+    """Verdicts that were not PASS before and are now."""
+    changed: list[FlippedCase] = field(default_factory=list)
+    """Other verdict changes (e.g. FAIL -> ERROR)."""
+    only_after: list[str] = field(default_factory=list)
+    """Ids only the later run has."""
+    only_before: int = 0
+    """How many ids only the earlier run has."""
+    judges: dict[str, list[FlippedCase]] = field(default_factory=dict)
+    """Per judge, the cases whose status from it went from PASS to anything else or back
+    (cases the judge judged in both runs only)."""
+
+    def judge_counts(self, name: str) -> tuple[int, int]:
+        """``(newly_failing, newly_passing)`` of one judge."""
+        flips = self.judges.get(name, [])
+        down = sum(1 for f in flips if f.before == "pass")
+        return down, len(flips) - down
+
+
+def _judge_flips(
+    comparison: Comparison, case_id: str, before: Mapping[str, str], after: Mapping[str, str]
+) -> None:
+    for name, now in after.items():
+        prior = before.get(name)
+        if prior is not None and (prior == "pass") != (now == "pass"):
+            flip = FlippedCase(id=case_id, before=prior, after=now)
+            comparison.judges.setdefault(name, []).append(flip)
+
+
+def compare_rows(
+    before: dict[str, CaseStatus], after_rows: Iterable[Mapping[str, Any]]
+) -> Comparison:
+    """Compare a results file's rows with the statuses of an earlier run (``before`` is consumed).
+
+    Every list is sorted by id.
+    """
+    out = Comparison()
     for row in after_rows:
-        prior = before.get(row["id"])
-        if prior == "pass":
-            now = row_status(row)
-            if now != "pass":
-                flips.append(FlippedCase(id=row["id"], before=prior, after=now))
-    flips.sort(key=lambda f: f.id)
-    return flips
+        prior = before.pop(row["id"], None)
+        if prior is None:
+            out.only_after.append(row["id"])
+            continue
+        now = row_status(row)
+        if prior.verdict != now:
+            flip = FlippedCase(id=row["id"], before=prior.verdict, after=now)
+            if prior.verdict == "pass":
+                out.newly_failing.append(flip)
+            elif now == "pass":
+                out.newly_passing.append(flip)
+            else:
+                out.changed.append(flip)
+        _judge_flips(out, row["id"], prior.judges, judge_statuses(row))
+    out.only_before = len(before)
+    for flips in (out.newly_failing, out.newly_passing, out.changed, *out.judges.values()):
+        flips.sort(key=lambda f: f.id)
+    out.only_after.sort()
+    return out
 
 
 def compare_means(
@@ -111,6 +191,27 @@ def compare_means(
     return out
 
 
+def _with_judge_flips(
+    means: dict[str, BaselineJudge], comparison: Comparison
+) -> dict[str, BaselineJudge]:
+    """``means`` with each judge's flips filled in (judges missing on either side: None)."""
+    out = {}
+    for name, judge in means.items():
+        if judge.missing:
+            out[name] = judge
+            continue
+        down, up = comparison.judge_counts(name)
+        out[name] = judge.model_copy(
+            update={
+                "flips": down + up,
+                "newly_failing": down,
+                "newly_passing": up,
+                "flipped_cases": comparison.judges.get(name, [])[:MAX_LISTED_FLIPS],
+            }
+        )
+    return out
+
+
 def check_baseline(
     baseline_file: Path,
     baseline: RunSummary,
@@ -124,14 +225,18 @@ def check_baseline(
 
     Means: a judge's mean dropping by more than ``max_regression`` fails. Flips: cases that
     passed in the baseline and no longer pass are listed (read from the baseline's
-    ``results.jsonl`` next to its summary); they fail only beyond ``max_flips``.
+    ``results.jsonl`` next to its summary); they fail only beyond ``max_flips``. Each judge's
+    flips (its own PASS <-> not PASS changes, whatever the verdict did) are counted and listed
+    too; gates such as ``correctness.flips<=2`` limit them.
     """
     means = compare_means(baseline.judges, judges, max_regression)
     baseline_results = summary_path(baseline_file).parent / "results.jsonl"
-    flips: list[FlippedCase] = []
     checked = baseline_results.is_file()
+    comparison = Comparison()
     if checked:
-        flips = find_flips(case_statuses(baseline_results), iter_rows(current_results))
+        comparison = compare_rows(case_statuses(baseline_results), iter_rows(current_results))
+        means = _with_judge_flips(means, comparison)
+    flips = comparison.newly_failing
     passed = not any(j.regressed for j in means.values())
     if max_flips is not None and len(flips) > max_flips:
         passed = False
@@ -144,6 +249,7 @@ def check_baseline(
         judges=means,
         flipped=flips[:MAX_LISTED_FLIPS],
         flipped_count=len(flips),
+        fixed_count=len(comparison.newly_passing),
         flips_checked=checked,
         passed=passed,
     )

@@ -1,6 +1,7 @@
 """The ``agentjudge`` command line (also ``python -m agentjudge``).
 
-Exit codes: 0 every gate passed (or none was set); 1 a gate or the baseline check failed;
+Exit codes: 0 every gate passed (or none was set); 1 a gate, the baseline check or a trust
+check failed (no case judged PASS/FAIL, or a judge that errored on every case);
 2 a usage, configuration or dataset error (the message names the setting, file, line or field);
 3 the run was aborted (Ctrl-C or a crash) - the results file stays valid, ``--resume`` goes on.
 ``agentjudge report``, ``compare`` and ``schema`` exit 0 (2 when their input is unusable).
@@ -69,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentjudge",
         description="Offline evaluation: run a dataset through a task and judges, gate on it.",
-        epilog="Exit codes: 0 gates passed, 1 a gate or baseline failed, "
+        epilog="Exit codes: 0 gates passed, 1 a gate, baseline or trust check failed, "
         "2 usage/configuration/dataset error, 3 run aborted.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -129,6 +130,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=_non_negative_int,
         metavar="N",
         help="fail when more than N cases flipped from pass against the baseline",
+    )
+    run.add_argument(
+        "--allow-errors",
+        action="store_true",
+        default=None,
+        help="pass even when no case got a PASS/FAIL or a judge errored on every judgment",
     )
     run.add_argument("--limit", type=_non_negative_int, metavar="N", help="first N cases only")
     run.add_argument("--seed", type=int, metavar="N", help="seed for sampling and bootstrap")
@@ -190,6 +197,7 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         baseline=_cwd_path(args.baseline),
         max_regression=args.max_regression,
         max_flips=args.max_flips,
+        allow_errors=args.allow_errors,
         limit=args.limit,
         seed=args.seed,
     )

@@ -1,33 +1,52 @@
-"""Gates: ``<subject>.<stat><op><number>`` checks on a run summary.
+"""Gates: ``<subject>.<stat><op><number>`` checks on a run summary; and the trust checks.
 
 Subjects: a judge's name, ``verdict`` (the case verdicts), ``errors`` and ``cases``.
 
-* judge and verdict stats: ``mean``, ``pass_rate``, ``ci95_low``, ``ci95_high``, ``count`` (all
-  judgments), ``scored``, ``pass``, ``fail``, ``abstain``, ``error``, ``unsampled``;
+* judge and verdict stats: ``mean``, ``pass_rate``, ``ci95_low``, ``ci95_high``,
+  ``pass_rate_ci95_low``, ``pass_rate_ci95_high`` (the Wilson interval of ``pass_rate``),
+  ``pass_rate_n``, ``count`` (all judgments), ``scored``, ``pass``, ``fail``, ``abstain``,
+  ``error``, ``unsampled``;
+* against the baseline (the run needs one): ``flips`` (cases whose status went from PASS to
+  anything else or back), ``newly_failing`` (PASS before, not now), ``newly_passing``;
 * ``errors.rate`` (errored cases / cases), ``errors.count``; ``cases.total``.
 
 Operators: ``>=``, ``<=``, ``>``, ``<``, ``==``. A gate whose value is undefined (a mean with no
-scored judgment, a rate with no cases) fails: a gate never passes on missing data.
+scored judgment, a rate with no cases, flips without the baseline's results file) fails: a gate
+never passes on missing data.
+
+The trust checks (`trust_checks`) apply to every completed run, gates or not: a run where no
+case got a PASS or FAIL, or where some judge errored on every judgment, fails unless
+``allow_errors`` is set.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agentjudge.harness._summary import CasesSummary, GateOutcome, JudgeSummary
+from agentjudge.harness._summary import (
+    BaselineOutcome,
+    CasesSummary,
+    CheckOutcome,
+    GateOutcome,
+    JudgeSummary,
+    RunSummary,
+)
 
-__all__ = ["GATE_STATS", "Gate", "check_gate_subjects", "parse_gate"]
+__all__ = ["GATE_STATS", "Gate", "check_gate_subjects", "conclude", "parse_gate", "trust_checks"]
 
 JUDGE_STATS: dict[str, Callable[[JudgeSummary], float | None]] = {
     "mean": lambda s: s.mean,
     "pass_rate": lambda s: s.pass_rate,
     "ci95_low": lambda s: None if s.ci95 is None else s.ci95[0],
     "ci95_high": lambda s: None if s.ci95 is None else s.ci95[1],
+    "pass_rate_ci95_low": lambda s: None if s.pass_rate_ci95 is None else s.pass_rate_ci95[0],
+    "pass_rate_ci95_high": lambda s: None if s.pass_rate_ci95 is None else s.pass_rate_ci95[1],
+    "pass_rate_n": lambda s: s.pass_rate_n,
     "count": lambda s: s.count,
     "scored": lambda s: s.scored,
     "pass": lambda s: s.counts.get("pass", 0),
@@ -41,9 +60,15 @@ ERRORS_STATS: dict[str, Callable[[CasesSummary], float | None]] = {
     "count": lambda c: c.errors,
 }
 CASES_STATS: dict[str, Callable[[CasesSummary], float | None]] = {"total": lambda c: c.total}
+BASELINE_STATS: dict[str, Callable[[int, int], int]] = {
+    "flips": lambda down, up: down + up,
+    "newly_failing": lambda down, up: down,
+    "newly_passing": lambda down, up: up,
+}
+"""Judge and verdict stats read from the baseline check: f(newly_failing, newly_passing)."""
 GATE_STATS: Mapping[str, tuple[str, ...]] = {
-    "<judge>": tuple(JUDGE_STATS),
-    "verdict": tuple(JUDGE_STATS),
+    "<judge>": (*JUDGE_STATS, *BASELINE_STATS),
+    "verdict": (*JUDGE_STATS, *BASELINE_STATS),
     "errors": tuple(ERRORS_STATS),
     "cases": tuple(CASES_STATS),
 }
@@ -83,7 +108,11 @@ class Gate(BaseModel):
     """The number compared against."""
 
     def value(
-        self, judges: Mapping[str, JudgeSummary], verdict: JudgeSummary | None, cases: CasesSummary
+        self,
+        judges: Mapping[str, JudgeSummary],
+        verdict: JudgeSummary | None,
+        cases: CasesSummary,
+        baseline: BaselineOutcome | None = None,
     ) -> float | None:
         """The measured value; None when undefined.
 
@@ -94,15 +123,21 @@ class Gate(BaseModel):
             return ERRORS_STATS[self.stat](cases)
         if self.subject == "cases":
             return CASES_STATS[self.stat](cases)
+        if self.stat in BASELINE_STATS:
+            return _baseline_value(self.subject, self.stat, baseline)
         summary = verdict if self.subject == "verdict" else judges[self.subject]
         return None if summary is None else JUDGE_STATS[self.stat](summary)
 
     def evaluate(
-        self, judges: Mapping[str, JudgeSummary], verdict: JudgeSummary | None, cases: CasesSummary
+        self,
+        judges: Mapping[str, JudgeSummary],
+        verdict: JudgeSummary | None,
+        cases: CasesSummary,
+        baseline: BaselineOutcome | None = None,
     ) -> GateOutcome:
         """Check the gate; a judge of the configuration that never ran has undefined values."""
         known = self.subject in judges or self.subject in ("errors", "cases", "verdict")
-        value = self.value(judges, verdict, cases) if known else None
+        value = self.value(judges, verdict, cases, baseline) if known else None
         passed = value is not None and _OPS[self.op](value, self.threshold)
         return GateOutcome(
             expr=self.expr, value=None if value is None else float(value), passed=passed
@@ -136,7 +171,9 @@ def parse_gate(expr: str) -> Gate:
         raise ValueError(f"gate {expr!r}: {number!r} is not a number") from None
     if not math.isfinite(threshold):
         raise ValueError(f"gate {expr!r}: the threshold must be a finite number")
-    valid = {"errors": ERRORS_STATS, "cases": CASES_STATS}.get(subject, JUDGE_STATS)
+    valid = {"errors": ERRORS_STATS, "cases": CASES_STATS}.get(
+        subject, {**JUDGE_STATS, **BASELINE_STATS}
+    )
     if stat not in valid:
         shown = subject if subject in ("errors", "cases") else "a judge"
         raise ValueError(
@@ -145,15 +182,132 @@ def parse_gate(expr: str) -> Gate:
     return Gate(expr=expr.strip(), subject=subject, stat=stat, op=op, threshold=threshold)
 
 
-def check_gate_subjects(gates: Iterable[Gate], judge_names: Iterable[str]) -> None:
-    """Refuse gates naming a judge the run does not have.
+def check_gate_subjects(
+    gates: Iterable[Gate], judge_names: Iterable[str], *, baseline: bool = True
+) -> None:
+    """Refuse gates naming a judge the run does not have, or flips without a baseline.
+
+    Args:
+        gates: The run's gates.
+        judge_names: The run's judges.
+        baseline: Whether the run compares with a baseline (``flips`` gates need one).
 
     Raises:
-        ValueError: naming the gate and listing the valid subjects.
+        ValueError: naming the gate and listing the valid subjects, or saying to pass a
+            baseline.
     """
     names = list(judge_names)
     for gate in gates:
+        if not baseline and gate.stat in BASELINE_STATS:
+            raise ValueError(
+                f"gate {gate.expr!r} compares with a baseline run: pass --baseline SUMMARY "
+                '(or set baseline = "..." in the suite file)'
+            )
         if gate.subject in ("errors", "cases", "verdict") or gate.subject in names:
             continue
         valid = ", ".join([*names, "verdict", "errors", "cases"])
         raise ValueError(f"gate {gate.expr!r}: unknown judge {gate.subject!r}; valid: {valid}")
+
+
+def _baseline_value(subject: str, stat: str, baseline: BaselineOutcome | None) -> float | None:
+    """A flips stat of the verdict or of one judge; None when not compared."""
+    if baseline is None or not baseline.flips_checked:
+        return None
+    if subject == "verdict":
+        down, up = baseline.flipped_count, baseline.fixed_count
+    else:
+        judge = baseline.judges.get(subject)
+        if judge is None or judge.newly_failing is None or judge.newly_passing is None:
+            return None
+        down, up = judge.newly_failing, judge.newly_passing
+    return BASELINE_STATS[stat](down, up)
+
+
+_ACCEPT = "pass --allow-errors (allow_errors = true) to accept such a run"
+
+
+def _judged_check(judged: int, cases: CasesSummary, enforced: bool) -> CheckOutcome:
+    def outcome(passed: bool, message: str) -> CheckOutcome:
+        return CheckOutcome(
+            name="judged_cases", passed=passed, value=judged, message=message, enforced=enforced
+        )
+
+    if judged:
+        return outcome(True, f"{judged} of {cases.total} cases got a PASS or FAIL from a judge")
+    if cases.total == 0:
+        why = "no case ran"
+    elif cases.errors == cases.total:
+        why = f"the task errored or timed out on every case ({cases.errors} of {cases.total})"
+    else:
+        why = (
+            f"every judgment of the {cases.total - cases.errors} judged cases was ABSTAIN, "
+            f"ERROR or unsampled ({cases.errors} task errors)"
+        )
+    return outcome(False, f"no case produced a judged (PASS/FAIL) result: {why}; {_ACCEPT}")
+
+
+def _judge_errors_check(judges: Mapping[str, JudgeSummary], enforced: bool) -> CheckOutcome:
+    broken = [
+        f"judge {name!r} ({s.count} of {s.count})"
+        for name, s in judges.items()
+        if s.count and s.counts.get("error", 0) == s.count
+    ]
+    message = "no judge errored on every judgment it made"
+    if broken:
+        message = f"every judgment errored for {', '.join(broken)}; {_ACCEPT}"
+    return CheckOutcome(
+        name="judge_errors",
+        passed=not broken,
+        value=len(broken),
+        message=message,
+        enforced=enforced,
+    )
+
+
+def trust_checks(
+    judges: Mapping[str, JudgeSummary],
+    cases: CasesSummary,
+    judged: int,
+    *,
+    allow_errors: bool = False,
+) -> list[CheckOutcome]:
+    """Whether a completed run can be trusted at all, whatever its gates say.
+
+    ``judged_cases`` fails when no case got a PASS or FAIL from any judge (every task errored
+    or timed out, every judgment errored or abstained, or no case ran); ``judge_errors`` fails
+    when some judge errored on every judgment it made.
+
+    Args:
+        judges: Per-judge aggregates.
+        cases: Case counts.
+        judged: Cases where some judge gave PASS or FAIL (`RunAggregate.judged`).
+        allow_errors: Report failed checks without enforcing them (``enforced`` False).
+    """
+    enforced = not allow_errors
+    return [_judged_check(judged, cases, enforced), _judge_errors_check(judges, enforced)]
+
+
+def conclude(
+    summary: RunSummary, gates: Sequence[Gate], *, judged: int, allow_errors: bool = False
+) -> None:
+    """Fill in a completed run's gates, trust checks and ``passed`` (in place).
+
+    The baseline check, if any, must already be in ``summary.baseline``: flips gates read it.
+    ``passed`` is True when every gate, the baseline check and every enforced check held.
+
+    Args:
+        summary: The run's summary (status ``completed``).
+        gates: The run's gates.
+        judged: Cases where some judge gave PASS or FAIL (`RunAggregate.judged`).
+        allow_errors: Whether the trust checks are only reported.
+    """
+    summary.gates = [
+        g.evaluate(summary.judges, summary.verdict, summary.cases, summary.baseline) for g in gates
+    ]
+    checks = trust_checks(summary.judges, summary.cases, judged, allow_errors=allow_errors)
+    summary.checks = checks
+    summary.passed = (
+        all(g.passed for g in summary.gates)
+        and (summary.baseline is None or summary.baseline.passed)
+        and all(c.passed or not c.enforced for c in checks)
+    )

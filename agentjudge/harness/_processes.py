@@ -42,6 +42,7 @@ import anyio
 import anyio.to_thread
 
 from agentjudge.exceptions import AgentJudgeError, DatasetError
+from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, fold_rows, new_pipes
@@ -173,6 +174,8 @@ async def _serve(conn: Connection, spec: WorkerSpec) -> None:
             await runner.run_workers(cases, rows, suite.concurrency)
     finally:
         await runner.close_task()
+        for warning in await close_model_clients(find_model_clients(judges)):  # its own copies
+            print(f"agentjudge: warning: worker: {warning}", file=sys.stderr)
     await send(("done",))
 
 

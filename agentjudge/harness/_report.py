@@ -6,9 +6,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentjudge.harness._baseline import case_statuses, load_summary, row_status, summary_path
+from agentjudge.harness._baseline import (
+    Comparison,
+    case_statuses,
+    compare_rows,
+    load_summary,
+    summary_path,
+)
 from agentjudge.harness._results import iter_rows
-from agentjudge.harness._summary import JudgeSummary, RunAggregate, RunSummary
+from agentjudge.harness._summary import (
+    BaselineOutcome,
+    FlippedCase,
+    JudgeSummary,
+    RunAggregate,
+    RunSummary,
+)
 
 __all__ = ["format_summary", "render_compare", "render_report", "row_tags"]
 
@@ -54,6 +66,8 @@ def _judge_row(name: str, s: JudgeSummary) -> list[str]:
         _num(s.mean),
         _num(s.pass_rate),
         _ci(s.ci95),
+        s.ci_method or "-",
+        _ci(s.pass_rate_ci95),
         str(c.get("pass", 0)),
         str(c.get("fail", 0)),
         str(c.get("abstain", 0)),
@@ -61,7 +75,66 @@ def _judge_row(name: str, s: JudgeSummary) -> list[str]:
     ]
 
 
-_JUDGE_HEADERS = ("judge", "mean", "pass_rate", "ci95", "pass", "fail", "abstain", "error")
+_JUDGE_HEADERS = (
+    "judge",
+    "mean",
+    "pass_rate",
+    "ci95 (mean)",
+    "ci_method",
+    "pass_rate ci95 (wilson)",
+    "pass",
+    "fail",
+    "abstain",
+    "error",
+)
+
+
+def _baseline_lines(b: BaselineOutcome) -> list[str]:
+    lines = [
+        "",
+        f"baseline {b.summary}: {'PASS' if b.passed else 'FAIL'} "
+        f"(max regression {_num(b.max_regression)})",
+    ]
+    for name, j in b.judges.items():
+        flag = "  REGRESSED" if j.regressed else ""
+        missing = " (judge no longer present)" if j.missing else ""
+        flips = ""
+        if j.flips is not None:
+            flips = (
+                f"  flips {j.flips} ({j.newly_failing} pass -> not pass, "
+                f"{j.newly_passing} not pass -> pass)"
+            )
+        lines.append(
+            f"  {name}: {_num(j.baseline_mean)} -> {_num(j.mean)} "
+            f"({_delta(j.delta)}){flag}{missing}{flips}"
+        )
+    count = b.flipped_count
+    if not b.flips_checked:
+        lines.append("  flipped cases: not checked (no results.jsonl beside the baseline)")
+        return lines
+    lines.append(
+        f"  flipped pass -> not pass: {count} (verdicts; {b.fixed_count} not pass -> pass)"
+    )
+    for f in b.flipped[:MAX_LISTED]:
+        lines.append(f"    {f.id}: {f.before} -> {f.after}")
+    if count > MAX_LISTED:
+        lines.append(f"    ... and {count - MAX_LISTED} more (see summary.json)")
+    return lines
+
+
+def _result_line(summary: RunSummary) -> str:
+    if summary.passed:
+        return "result: PASSED"
+    reasons = []
+    failed_gates = sum(1 for g in summary.gates if not g.passed)
+    if failed_gates:
+        reasons.append(f"{failed_gates} gate(s) failed")
+    if summary.baseline is not None and not summary.baseline.passed:
+        reasons.append("the baseline check failed")
+    untrusted = [c.name for c in summary.checks if c.enforced and not c.passed]
+    if untrusted:
+        reasons.append(f"the run cannot be trusted ({', '.join(untrusted)})")
+    return "result: FAILED" + (f": {'; '.join(reasons)}" if reasons else "")
 
 
 def format_summary(summary: RunSummary) -> str:
@@ -92,31 +165,14 @@ def format_summary(summary: RunSummary) -> str:
             mark = "PASS" if g.passed else "FAIL"
             lines.append(f"  {mark}  {g.expr}  (value {_num(g.value, 4)})")
     if summary.baseline is not None:
-        b = summary.baseline
-        lines.append("")
-        lines.append(
-            f"baseline {b.summary}: {'PASS' if b.passed else 'FAIL'} "
-            f"(max regression {_num(b.max_regression)})"
-        )
-        for name, j in b.judges.items():
-            flag = "  REGRESSED" if j.regressed else ""
-            missing = " (judge no longer present)" if j.missing else ""
-            lines.append(
-                f"  {name}: {_num(j.baseline_mean)} -> {_num(j.mean)} "
-                f"({_delta(j.delta)}){flag}{missing}"
-            )
-        count = b.flipped_count
-        if not b.flips_checked:
-            lines.append("  flipped cases: not checked (no results.jsonl beside the baseline)")
-        else:
-            lines.append(f"  flipped pass -> not pass: {count}")
-            for f in b.flipped[:MAX_LISTED]:
-                lines.append(f"    {f.id}: {f.before} -> {f.after}")
-            if count > MAX_LISTED:
-                lines.append(f"    ... and {count - MAX_LISTED} more (see summary.json)")
+        lines += _baseline_lines(summary.baseline)
+    if summary.checks:
+        lines += ["", "trust checks:"]
+        for c in summary.checks:
+            mark = "PASS" if c.passed else ("FAIL" if c.enforced else "FAIL (allowed)")
+            lines.append(f"  {mark}  {c.name}: {c.message}")
     if summary.passed is not None:
-        lines.append("")
-        lines.append("result: " + ("PASSED" if summary.passed else "FAILED"))
+        lines += ["", _result_line(summary)]
     return "\n".join(lines)
 
 
@@ -185,6 +241,34 @@ def render_report(run_dir: str | Path) -> str:
     return "\n\n".join(parts)
 
 
+def _flip_texts(flips: list[FlippedCase]) -> list[str]:
+    return [f"{f.id}: {f.before} -> {f.after}" for f in flips]
+
+
+def _compare_lines(comparison: Comparison, names: list[str]) -> list[str]:
+    """Verdict changes, then each judge's flips (its own PASS <-> not PASS changes)."""
+    lines = [""]
+    lines += _list("flipped pass -> not pass (A -> B)", _flip_texts(comparison.newly_failing))
+    lines += _list("flipped not pass -> pass (A -> B)", _flip_texts(comparison.newly_passing))
+    lines += _list("other verdict changes", _flip_texts(comparison.changed))
+    if comparison.only_before or comparison.only_after:
+        lines.append(
+            f"cases only in A: {comparison.only_before}; only in B: {len(comparison.only_after)}"
+        )
+    names = names + sorted(n for n in comparison.judges if n not in names)
+    rows = []
+    for name in names:
+        down, up = comparison.judge_counts(name)
+        rows.append([name, str(down + up), str(down), str(up)])
+    lines += ["", "per-judge flips (A -> B; cases the judge judged in both runs):"]
+    lines.append(table(["judge", "flips", "pass -> not pass", "not pass -> pass"], rows))
+    for name in names:
+        flips = comparison.judges.get(name)
+        if flips:
+            lines += _list(f"{name} flips", _flip_texts(flips))
+    return lines
+
+
 def _list(title: str, ids: list[str]) -> list[str]:
     lines = [f"{title}: {len(ids)}"]
     lines.extend(f"  {i}" for i in ids[:MAX_LISTED])
@@ -230,28 +314,8 @@ def render_compare(a: str | Path, b: str | Path) -> str:
     results_a = summary_path(Path(a)).parent / "results.jsonl"
     results_b = summary_path(Path(b)).parent / "results.jsonl"
     if results_a.is_file() and results_b.is_file():
-        before = case_statuses(results_a)
-        regressed: list[str] = []
-        fixed: list[str] = []
-        changed: list[str] = []
-        only_b: list[str] = []
-        for row in iter_rows(results_b):
-            prior = before.pop(row["id"], None)
-            now = row_status(row)
-            if prior is None:
-                only_b.append(row["id"])
-            elif prior == "pass" and now != "pass":
-                regressed.append(f"{row['id']}: {prior} -> {now}")
-            elif prior != "pass" and now == "pass":
-                fixed.append(f"{row['id']}: {prior} -> {now}")
-            elif prior != now:
-                changed.append(f"{row['id']}: {prior} -> {now}")
-        lines.append("")
-        lines += _list("flipped pass -> not pass (A -> B)", sorted(regressed))
-        lines += _list("flipped not pass -> pass (A -> B)", sorted(fixed))
-        lines += _list("other verdict changes", sorted(changed))
-        if before or only_b:
-            lines.append(f"cases only in A: {len(before)}; only in B: {len(only_b)}")
+        comparison = compare_rows(case_statuses(results_a), iter_rows(results_b))
+        lines += _compare_lines(comparison, names)
     else:
         lines += ["", "flipped cases: not compared (results.jsonl missing on one side)"]
     return "\n".join(lines)

@@ -25,8 +25,9 @@ from agentjudge.engine import Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._case import Case
+from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
-from agentjudge.harness._gates import Gate, check_gate_subjects, parse_gate
+from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
@@ -253,13 +254,15 @@ class _Run:
         if task is None:
             task = resolve_task(suite)
         self.task = TaskRunner(task, timeout=suite.task_timeout, threads=suite.concurrency)
+        self.clients: list[Any] = []  # model clients of judges the harness built: it closes them
         if judges is None:
             judges = resolve_judges(suite)
+            self.clients = find_model_clients(judges)
         self.evaluator = build_evaluator(suite, judges, self.telemetry)
         self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
         try:
-            check_gate_subjects(self.gates, self.judge_names)
+            check_gate_subjects(self.gates, self.judge_names, baseline=self.baseline is not None)
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
         self.aggregate = RunAggregate(self.judge_names, seed=suite.seed)
@@ -424,6 +427,7 @@ class _Run:
                 finished.set()
                 if pool is None:
                     await self.runner.close_task()
+                self.warnings += await close_model_clients(self.clients)
 
     # ------------------------------------------------------------------ summary
     def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:
@@ -456,8 +460,6 @@ class _Run:
         )
         if status != "completed":
             return summary
-        summary.gates = [g.evaluate(judges, verdict, cases) for g in self.gates]
-        passed = all(g.passed for g in summary.gates)
         if self.baseline is not None and suite.baseline is not None:
             summary.baseline = check_baseline(
                 suite.path(suite.baseline),
@@ -467,8 +469,9 @@ class _Run:
                 max_regression=suite.max_regression,
                 max_flips=suite.max_flips,
             )
-            passed = passed and summary.baseline.passed
-        summary.passed = passed
+        conclude(  # gates, trust checks, passed
+            summary, self.gates, judged=self.aggregate.judged, allow_errors=suite.allow_errors
+        )
         return summary
 
     async def write_summary(self, summary: RunSummary) -> None:

@@ -13,6 +13,7 @@ concurrency = 16                     # cases in flight
 task_timeout = 30.0                  # seconds per case
 judge_timeout = 60.0                 # seconds per judge attempt
 gates = ["citation_precision.mean>=0.9", "errors.rate<=0.02"]
+allow_errors = false                 # true: a run with no judged case still passes its gates
 ```
 """
 
@@ -72,6 +73,10 @@ class Suite(BaseModel):
     """Largest allowed drop of any judge's mean against the baseline."""
     max_flips: int | None = Field(default=None, ge=0)
     """Largest allowed number of cases that passed in the baseline and no longer pass."""
+    allow_errors: bool = False
+    """Accept a run that cannot be trusted: by default a completed run fails (exit 1) when no
+    case got a PASS or FAIL from any judge, or when some judge errored on every judgment, gates
+    or not. True reports those checks in ``summary.json`` without failing the run."""
     out: Path | None = None
     """Output folder (default ``.agentjudge/<name>`` in the working directory)."""
     limit: int | None = Field(default=None, ge=0)

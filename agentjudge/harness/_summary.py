@@ -5,17 +5,23 @@ Definitions (per judge, over the cases whose results include that judge):
 * ``mean``: arithmetic mean of `Judgment.effective_score` over judgments that have one (the
   judge's score, else 1.0 for PASS and 0.0 for FAIL); ABSTAIN and ERROR judgments and unsampled
   results are left out. None (never 0.0) when no judgment had a score.
-* ``pass_rate``: PASS / (PASS + FAIL); None when there was neither.
+* ``pass_rate``: PASS / (PASS + FAIL); None when there was neither. ``pass_rate_n`` is that
+  denominator and ``pass_rate_ci95`` its 95% Wilson interval (`wilson_interval`).
 * ``counts``: pass, fail, abstain, error; ``unsampled`` counts results sampling drew out.
-* ``ci95``: a 95% confidence interval for ``mean``: the percentile bootstrap (1,000 resamples,
+* ``ci95``: a 95% confidence interval for ``mean`` (over ``scored`` values). When every value is
+  0.0 or 1.0 (pass/fail judges without scores) the mean is a proportion and the interval is
+  Wilson's (from 1 value on): a bootstrap of a constant sample would be the point itself, e.g.
+  [1.0, 1.0] for 30 passes out of 30. Otherwise the percentile bootstrap (1,000 resamples,
   seeded, values sorted first so the interval does not depend on completion order) while
   ``scored x resamples <= 1,000,000``; above that the normal interval
   ``mean +- 1.96 * sd / sqrt(n)`` (the bootstrap converges to it, and resampling 100,000 values
-  1,000 times in pure Python would take minutes), clipped to the observed range. None when
-  fewer than 2 values. ``ci_method`` says which was used.
+  1,000 times in pure Python would take minutes), clipped to the observed range; None below 2
+  values. ``ci_method`` says which was used: ``"wilson"``, ``"bootstrap"`` or ``"normal"``.
 
 Cases whose task errored are counted in ``cases.errors`` and never judged, so they appear in no
 judge's aggregates. ``cases.error_rate`` = errors / total, None when there were no cases.
+`RunAggregate.judged` counts the cases where at least one judge gave PASS or FAIL (the
+``judged_cases`` trust check).
 """
 
 from __future__ import annotations
@@ -29,12 +35,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentjudge.agreement import wilson_interval
 from agentjudge.core import Judgment, Verdict
 
 __all__ = [
     "BaselineJudge",
     "BaselineOutcome",
     "CasesSummary",
+    "CheckOutcome",
     "DatasetInfo",
     "FlippedCase",
     "GateOutcome",
@@ -49,6 +57,9 @@ STATUSES = ("pass", "fail", "abstain", "error")
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_MAX_DRAWS = 1_000_000
 _Z95 = 1.959963984540054
+_DECIDED = frozenset(("pass", "fail"))
+"""Statuses that judge a case (`Status` is a StrEnum: its members compare equal too)."""
+CiMethod = Literal["wilson", "bootstrap", "normal"]
 
 
 def bootstrap_ci(
@@ -132,8 +143,12 @@ class JudgeSummary(BaseModel):
     """Number of judgments in ``mean``."""
     unsampled: int = 0
     """Results that sampling drew out (the judge was not called)."""
-    ci_method: Literal["bootstrap", "normal"] | None = None
-    """How ``ci95`` was computed."""
+    ci_method: CiMethod | None = None
+    """How ``ci95`` was computed: ``"wilson"`` when every scored value is 0.0 or 1.0."""
+    pass_rate_ci95: tuple[float, float] | None = None
+    """95% Wilson interval of ``pass_rate``; None when there was no PASS or FAIL."""
+    pass_rate_n: int = 0
+    """PASS + FAIL: the number ``pass_rate`` is over."""
 
     @property
     def count(self) -> int:
@@ -180,6 +195,18 @@ class GateOutcome(BaseModel):
     """Whether the gate held."""
 
 
+class FlippedCase(BaseModel):
+    """A case whose status (a verdict's, or one judge's) changed against the baseline."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    before: str
+    """The baseline status."""
+    after: str
+    """The current status, or ``"task_error"`` (a verdict whose task errored)."""
+
+
 class BaselineJudge(BaseModel):
     """One judge's mean against the baseline's."""
 
@@ -193,18 +220,16 @@ class BaselineJudge(BaseModel):
     """True when the drop exceeds the allowed regression (or the mean became undefined)."""
     missing: bool = False
     """True when the current run has no such judge (reported, never a failure)."""
-
-
-class FlippedCase(BaseModel):
-    """A case whose verdict was PASS in the baseline and is not any more."""
-
-    model_config = ConfigDict(extra="allow")
-
-    id: str
-    before: str
-    """The baseline verdict status."""
-    after: str
-    """The current verdict status, or ``"task_error"``."""
+    flips: int | None = None
+    """Cases whose status from this judge went from PASS to anything else or back
+    (``newly_failing + newly_passing``); None when not compared (no baseline results file, or
+    the judge is missing from one side). Only cases the judge judged in both runs count."""
+    newly_failing: int | None = None
+    """Cases this judge passed in the baseline and no longer passes."""
+    newly_passing: int | None = None
+    """Cases this judge did not pass in the baseline and passes now."""
+    flipped_cases: list[FlippedCase] = Field(default_factory=list)
+    """Those cases (both directions; the first 1,000 by id)."""
 
 
 class BaselineOutcome(BaseModel):
@@ -223,9 +248,30 @@ class BaselineOutcome(BaseModel):
     """Cases that passed in the baseline and no longer pass (the first 1,000 by id)."""
     flipped_count: int = 0
     """How many cases flipped (all of them, listed or not)."""
+    fixed_count: int = 0
+    """How many cases did not pass in the baseline and pass now (verdicts)."""
     flips_checked: bool = True
     """False when the baseline's ``results.jsonl`` was not found next to its summary."""
     passed: bool = True
+
+
+class CheckOutcome(BaseModel):
+    """One built-in check that a completed run can be trusted (applied with or without gates)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    """``"judged_cases"`` (some case got a PASS or FAIL) or ``"judge_errors"`` (no judge
+    errored on every judgment it made)."""
+    passed: bool
+    """Whether the check held."""
+    value: int
+    """What was counted: cases with a PASS or FAIL (``judged_cases``), judges that errored on
+    every judgment (``judge_errors``)."""
+    message: str
+    """What was found, e.g. ``no case produced a judged (PASS/FAIL) result ...``."""
+    enforced: bool = True
+    """False when ``allow_errors`` is set: a failed check is reported but does not fail the run."""
 
 
 class RunSummary(BaseModel):
@@ -248,8 +294,11 @@ class RunSummary(BaseModel):
     cases: CasesSummary
     gates: list[GateOutcome] = Field(default_factory=list)
     baseline: BaselineOutcome | None = None
+    checks: list[CheckOutcome] = Field(default_factory=list)
+    """The trust checks of a completed run (see `CheckOutcome`)."""
     passed: bool | None = None
-    """True when every gate and the baseline check held; None until the run completed."""
+    """True when every gate, the baseline check and every enforced trust check held; None
+    until the run completed."""
     resumed: bool = False
     """True when this invocation continued an earlier results file."""
     warnings: list[str] = Field(default_factory=list)
@@ -260,12 +309,14 @@ class RunSummary(BaseModel):
 class _Stat:
     """Running counts and scores of one judge."""
 
-    __slots__ = ("counts", "unsampled", "values")
+    __slots__ = ("counts", "fractional", "unsampled", "values")
 
     def __init__(self) -> None:
         self.counts = dict.fromkeys(STATUSES, 0)
         self.unsampled = 0
         self.values = array("d")
+        self.fractional = 0
+        """Values other than 0.0 and 1.0 (none: the mean is a proportion)."""
 
     def add(self, judgment: Mapping[str, Any] | None) -> None:
         if judgment is None:
@@ -286,34 +337,45 @@ class _Stat:
             self.counts[status] += count
         self.unsampled += other.unsampled
         self.values.extend(other.values)
+        self.fractional += other.fractional
 
     def _tally(self, status: str, score: float | None) -> None:
         self.counts[status] += 1
         if score is not None:
             self.values.append(score)
+            if score != 0.0 and score != 1.0:
+                self.fractional += 1
         elif status == "pass":
             self.values.append(1.0)
         elif status == "fail":
             self.values.append(0.0)
 
+    def mean_ci(self, seed: int) -> tuple[tuple[float, float] | None, CiMethod | None]:
+        """The interval of the mean and how it was computed (see the module docstring)."""
+        n = len(self.values)
+        if n and not self.fractional:
+            return wilson_interval(round(math.fsum(self.values)), n), "wilson"
+        if n < 2:
+            return None, None
+        if n * BOOTSTRAP_RESAMPLES <= BOOTSTRAP_MAX_DRAWS:
+            return bootstrap_ci(self.values, seed=seed), "bootstrap"
+        return normal_ci(self.values), "normal"
+
     def summary(self, seed: int) -> JudgeSummary:
         n = len(self.values)
-        decided = self.counts["pass"] + self.counts["fail"]
-        ci: tuple[float, float] | None = None
-        method: Literal["bootstrap", "normal"] | None = None
-        if n >= 2:
-            if n * BOOTSTRAP_RESAMPLES <= BOOTSTRAP_MAX_DRAWS:
-                ci, method = bootstrap_ci(self.values, seed=seed), "bootstrap"
-            else:
-                ci, method = normal_ci(self.values), "normal"
+        passed = self.counts["pass"]
+        decided = passed + self.counts["fail"]
+        ci, method = self.mean_ci(seed)
         return JudgeSummary(
             mean=math.fsum(sorted(self.values)) / n if n else None,
-            pass_rate=self.counts["pass"] / decided if decided else None,
+            pass_rate=passed / decided if decided else None,
             counts=dict(self.counts),
             ci95=ci,
             scored=n,
             unsampled=self.unsampled,
             ci_method=method,
+            pass_rate_ci95=wilson_interval(passed, decided) if decided else None,
+            pass_rate_n=decided,
         )
 
 
@@ -328,6 +390,7 @@ class RunAggregate:
         self.seed = seed
         self.total = 0
         self.errors = 0
+        self.judged = 0
         self.judges: dict[str, _Stat] = {}
         self.verdict = _Stat()
 
@@ -338,11 +401,15 @@ class RunAggregate:
             self.errors += 1
             return
         judges = self.judges
+        judged = False
         for result in row.get("results") or ():
             stat = judges.get(result["name"])
             if stat is None:
                 stat = judges[result["name"]] = _Stat()
-            stat.add(result.get("judgment"))
+            judgment = result.get("judgment")
+            stat.add(judgment)
+            judged = judged or (judgment is not None and judgment["status"] in _DECIDED)
+        self.judged += judged
         verdict = row.get("verdict")
         if verdict is not None:
             self.verdict.add(verdict)
@@ -356,11 +423,15 @@ class RunAggregate:
         if verdict is None:
             return
         judges = self.judges
+        judged = False
         for result in verdict.results:
             stat = judges.get(result.name)
             if stat is None:
                 stat = judges[result.name] = _Stat()
-            stat.add_judgment(result.judgment)
+            judgment = result.judgment
+            stat.add_judgment(judgment)
+            judged = judged or (judgment is not None and judgment.status in _DECIDED)
+        self.judged += judged
         self.verdict.add_judgment(verdict.judgment)
 
     def merge(self, other: RunAggregate) -> None:
@@ -371,6 +442,7 @@ class RunAggregate:
         """
         self.total += other.total
         self.errors += other.errors
+        self.judged += other.judged
         for name, stat in other.judges.items():
             mine = self.judges.get(name)
             if mine is None:

@@ -113,18 +113,19 @@ def test_bootstrap_rejects_bad_knobs() -> None:
 
 
 def test_large_samples_use_the_normal_interval() -> None:
-    """Above the bootstrap budget the summary uses the normal interval and says so."""
+    """Above the bootstrap budget continuous scores use the normal interval and say so."""
     agg = RunAggregate(["j"])
-    for i in range(5000):
-        agg.add_row(row(str(i), ("j", {"status": "pass" if i % 4 else "fail"})))
+    scores = [0.2 if i % 4 == 0 else 0.9 for i in range(5000)]
+    for i, score in enumerate(scores):
+        agg.add_row(row(str(i), ("j", {"status": "pass", "score": score})))
     s = agg.judge_summaries()["j"]
     assert s.ci_method == "normal"
-    assert s.ci95 == normal_ci([0.0 if i % 4 == 0 else 1.0 for i in range(5000)])
+    assert s.ci95 == normal_ci(scores)
     lo, hi = s.ci95  # type: ignore[misc]
-    assert lo < 0.75 < hi and hi - lo < 0.03
+    assert lo < 0.725 < hi and hi - lo < 0.03
     small = RunAggregate(["j"])
-    small.add_row(row("a", ("j", {"status": "pass"})))
-    small.add_row(row("b", ("j", {"status": "fail"})))
+    small.add_row(row("a", ("j", {"status": "pass", "score": 0.7})))
+    small.add_row(row("b", ("j", {"status": "fail", "score": 0.1})))
     assert small.judge_summaries()["j"].ci_method == "bootstrap"
 
 

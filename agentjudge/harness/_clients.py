@@ -1,0 +1,129 @@
+"""Model clients the harness owns: found in the judges it built, closed when the run ends.
+
+A suite's judges come from ``judges = "module:attr"``: the harness imports them (and calls a
+factory), so it owns the model clients they hold (``OpenAIChat``, ``AnthropicMessages``, or
+any object whose class has async ``complete`` and ``aclose`` methods) and closes them when the
+run ends, normally or not, in the event loop that used them. A worker process of a parallel run
+closes the clients of its own copy of the judges. Judges passed as objects to
+``run_suite(judges=...)`` belong to the caller, who closes their clients (``async with``).
+
+Closing is safe for a client that is used again later: the package's clients reopen their
+connections on the next request (an injected ``httpx.AsyncClient`` is never closed).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import anyio
+
+__all__ = ["CLOSE_TIMEOUT", "close_model_clients", "find_model_clients"]
+
+CLOSE_TIMEOUT = 10.0
+"""Seconds allowed for closing all of a run's clients (a hung close never hangs the run)."""
+MAX_VISITED = 10_000
+"""Objects examined at most while looking for clients (judge graphs are small)."""
+MAX_DEPTH = 32
+"""Attribute hops from the judges at most."""
+
+_ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), type, types.ModuleType)
+
+
+def _is_client(obj: Any) -> bool:
+    """A model client: its class defines async ``complete`` and ``aclose`` (no proxies)."""
+    cls = type(obj)
+    complete = inspect.getattr_static(cls, "complete", None)
+    aclose = inspect.getattr_static(cls, "aclose", None)
+    return inspect.iscoroutinefunction(complete) and inspect.iscoroutinefunction(aclose)
+
+
+def _slot_values(obj: Any) -> Iterator[Any]:
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            try:
+                yield getattr(obj, slot)
+            except AttributeError:
+                continue
+
+
+def _children(obj: Any) -> Iterator[Any]:
+    """What ``obj`` refers to: items, closure cells, defaults, attributes."""
+    if isinstance(obj, Mapping):
+        yield from obj.values()
+    elif isinstance(obj, list | tuple | set | frozenset):
+        yield from obj
+    elif isinstance(obj, types.FunctionType):
+        for cell in obj.__closure__ or ():
+            try:
+                yield cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+        yield from obj.__defaults__ or ()
+        yield from (obj.__kwdefaults__ or {}).values()
+        yield getattr(obj, "__wrapped__", None)
+        yield from vars(obj).values()
+    elif isinstance(obj, types.MethodType):
+        yield obj.__self__
+        yield obj.__func__
+    elif isinstance(obj, functools.partial):
+        yield obj.func
+        yield from obj.args
+        yield from obj.keywords.values()
+    else:
+        instance_dict = getattr(obj, "__dict__", None)
+        if isinstance(instance_dict, dict):
+            yield from instance_dict.values()
+        yield from _slot_values(obj)
+
+
+def find_model_clients(judges: Any) -> list[Any]:
+    """The model clients reachable from ``judges`` (each once, in the order found).
+
+    Walks containers, the attributes of objects (judges, juries, cascades, runners), and the
+    closure cells and defaults of functions; it does not descend into a client, a module's
+    globals or a class. At most `MAX_VISITED` objects and `MAX_DEPTH` hops are examined.
+    """
+    found: list[Any] = []
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(judges, 0)]
+    while stack and len(seen) < MAX_VISITED:
+        obj, depth = stack.pop()
+        if isinstance(obj, _ATOMS) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if _is_client(obj):
+            found.append(obj)
+            continue
+        if depth < MAX_DEPTH:
+            children = [(child, depth + 1) for child in _children(obj)]
+            stack.extend(reversed(children))
+    return found
+
+
+async def close_model_clients(clients: list[Any], *, grace: float = CLOSE_TIMEOUT) -> list[str]:
+    """``aclose()`` every client, shielded from cancellation and bounded by ``grace`` seconds.
+
+    Returns:
+        One warning per client whose ``aclose`` raised, and one if closing ran out of time
+        (never raises: the run's outcome does not depend on closing connections).
+    """
+    warnings: list[str] = []
+    if not clients:
+        return warnings
+    with anyio.move_on_after(grace, shield=True) as scope:
+        for client in clients:
+            try:
+                await client.aclose()
+            except Exception as exc:
+                name = getattr(client, "name", type(client).__name__)
+                warnings.append(f"closing model client {name!r} raised {type(exc).__name__}: {exc}")
+    if scope.cancelled_caught:
+        warnings.append(f"closing the model clients took longer than {grace:g} s; gave up")
+    return warnings
