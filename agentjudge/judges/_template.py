@@ -104,9 +104,7 @@ def _is_known(variable: str) -> bool:
     """True for a standard variable or ``metadata.KEY`` with a non-blank key."""
     if variable in _STANDARD:
         return True
-    return variable.startswith(_METADATA_PREFIX) and bool(
-        variable[len(_METADATA_PREFIX) :].strip()
-    )
+    return variable.startswith(_METADATA_PREFIX) and bool(variable[len(_METADATA_PREFIX) :].strip())
 
 
 def _render_messages(ctx: Context) -> str:

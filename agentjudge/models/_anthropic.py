@@ -11,7 +11,12 @@ import httpx
 from agentjudge.core import Message
 from agentjudge.engine._retry import RetryPolicy
 from agentjudge.models._cache import SqliteCache
-from agentjudge.models._http import HTTPModelClient, _count, _Reply, check_against_schema
+from agentjudge.models._http import (
+    HTTPModelClient,
+    _Reply,
+    _UsageReader,
+    check_against_schema,
+)
 from agentjudge.models._ratelimit import RateLimit
 from agentjudge.models._schema import SchemaViolation, tool_name
 from agentjudge.models._types import ModelRequest, Usage
@@ -152,15 +157,7 @@ class AnthropicMessages(HTTPModelClient):
                 texts.append(block["text"])
             elif block.get("type") == "tool_use" and tool_input is None:
                 tool_input = block.get("input")
-        raw_usage = data.get("usage")
-        usage = Usage()
-        if isinstance(raw_usage, dict):
-            usage = Usage(
-                input_tokens=_count(raw_usage.get("input_tokens")),
-                output_tokens=_count(raw_usage.get("output_tokens")),
-                cache_creation_tokens=_count(raw_usage.get("cache_creation_input_tokens")),
-                cache_read_tokens=_count(raw_usage.get("cache_read_input_tokens")),
-            )
+        usage, warnings = self._usage(data.get("usage"))
         billed = None
         if usage.input_tokens is not None or usage.output_tokens is not None:
             billed = (
@@ -181,7 +178,24 @@ class AnthropicMessages(HTTPModelClient):
             usage=usage,
             raw=data,
             billed_tokens=billed,
+            warnings=warnings,
         )
+
+    def _usage(self, raw: Any) -> tuple[Usage, tuple[str, ...]]:
+        if not isinstance(raw, dict):
+            return Usage(), ()
+        reader = _UsageReader(self.name)
+        usage = Usage(
+            input_tokens=reader.count(raw.get("input_tokens"), "usage.input_tokens"),
+            output_tokens=reader.count(raw.get("output_tokens"), "usage.output_tokens"),
+            cache_creation_tokens=reader.count(
+                raw.get("cache_creation_input_tokens"), "usage.cache_creation_input_tokens"
+            ),
+            cache_read_tokens=reader.count(
+                raw.get("cache_read_input_tokens"), "usage.cache_read_input_tokens"
+            ),
+        )
+        return usage, tuple(reader.warnings)
 
     def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
         if reply.structured is None:

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -39,7 +40,7 @@ from agentjudge.models._cache import SqliteCache
 from agentjudge.models._loop import LoopLocal
 from agentjudge.models._ratelimit import RateLimit
 from agentjudge.models._schema import SchemaViolation, schema_errors
-from agentjudge.models._types import ModelRequest, ModelResponse, Usage
+from agentjudge.models._types import MAX_TOKEN_COUNT, ModelRequest, ModelResponse, Usage
 
 __all__ = [
     "RETRYABLE_STATUSES",
@@ -50,6 +51,8 @@ __all__ = [
     "make_http_client",
     "parse_retry_after",
 ]
+
+logger = logging.getLogger("agentjudge.models")
 
 TRANSPORT_ENV = "AGENTJUDGE_HTTP_TRANSPORT"
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
@@ -315,19 +318,44 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+class _UsageReader:
+    """Reads a provider's token counts, never losing the answer over a bad one.
+
+    A count that is present but not an integer within ``0..2**53-1`` is dropped (None) and a
+    warning recorded.
+    """
+
+    def __init__(self, client: str) -> None:
+        self.client = client
+        self.warnings: list[str] = []
+
+    def count(self, value: Any, where: str) -> int | None:
+        """``value`` when it is a valid token count; None (with a warning) when it is not."""
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
+            return value
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        self.warnings.append(
+            f"{self.client}: {where}={shown} is not a token count (an integer within "
+            "0..2**53-1); it was dropped from the usage"
+        )
         return None
-    return value
 
 
-def _add_usage(a: Usage | None, b: Usage) -> Usage:
+def _add_usage(a: Usage | None, b: Usage, warnings: list[str]) -> Usage:
+    """``a + b`` field by field; a sum above 2**53-1 is dropped with a warning."""
     if a is None:
         return b
     merged: dict[str, int | None] = {}
     for field in Usage.model_fields:
         x, y = getattr(a, field), getattr(b, field)
-        merged[field] = None if x is None and y is None else (x or 0) + (y or 0)
+        total = None if x is None and y is None else (x or 0) + (y or 0)
+        if total is not None and total > MAX_TOKEN_COUNT:
+            warnings.append(f"the summed usage {field}={total} is above 2**53-1; it was dropped")
+            total = None
+        merged[field] = total
     return Usage(**merged)
 
 
@@ -346,6 +374,8 @@ class _Reply:
     usage: Usage
     raw: dict[str, Any]
     billed_tokens: int | None
+    warnings: tuple[str, ...] = ()
+    """Problems that did not stop the answer being used (e.g. a dropped usage count)."""
 
 
 class HTTPModelClient:
@@ -502,12 +532,14 @@ class HTTPModelClient:
         problem: str | None = None
         reply: _Reply | None = None
         parsed: dict[str, Any] | None = None
+        warnings: list[str] = []
         for _ in range(rounds):
             body = self._body(request, messages, plain_schema)
             reply, made, waited = await self._send(body, self._estimate(request, messages))
             attempts += made
             queued += waited
-            usage = _add_usage(usage, reply.usage)
+            warnings.extend(reply.warnings)
+            usage = _add_usage(usage, reply.usage, warnings)
             if plain_schema is None:
                 break
             try:
@@ -529,6 +561,7 @@ class HTTPModelClient:
             queued_s=queued,
             attempts=attempts,
             schema_error=problem,
+            warnings=tuple(warnings),
         )
 
     def _estimate(self, request: ModelRequest, messages: list[Message]) -> int:
@@ -611,12 +644,15 @@ class HTTPModelClient:
                 f"object: {_excerpt(response.text) or '(empty)'}"
             )
         try:
-            return self._parse(data)
+            reply = self._parse(data)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ModelResponseError(
                 f"{self.name}: the response is not a {self.provider} completion ({exc}): "
                 f"{_excerpt(response.text)}"
             ) from None
+        for warning in reply.warnings:
+            logger.warning("%s", warning)
+        return reply
 
     # -- hints ------------------------------------------------------------------------------------
 

@@ -10,7 +10,12 @@ import httpx
 from agentjudge.core import Message
 from agentjudge.engine._retry import RetryPolicy
 from agentjudge.models._cache import SqliteCache
-from agentjudge.models._http import HTTPModelClient, _count, _Reply, check_against_schema
+from agentjudge.models._http import (
+    HTTPModelClient,
+    _Reply,
+    _UsageReader,
+    check_against_schema,
+)
 from agentjudge.models._ratelimit import RateLimit
 from agentjudge.models._schema import decode_json_object, tool_name
 from agentjudge.models._types import ModelRequest, Usage
@@ -137,22 +142,7 @@ class OpenAIChat(HTTPModelClient):
             raise TypeError("'choices[0].message.content' is not a string")
         refusal = message.get("refusal")
         text = content or (refusal if isinstance(refusal, str) else "") or ""
-        raw_usage = data.get("usage")
-        usage = Usage()
-        if isinstance(raw_usage, dict):
-            completion = raw_usage.get("completion_tokens_details")
-            prompt = raw_usage.get("prompt_tokens_details")
-            usage = Usage(
-                input_tokens=_count(raw_usage.get("prompt_tokens")),
-                output_tokens=_count(raw_usage.get("completion_tokens")),
-                total_tokens=_count(raw_usage.get("total_tokens")),
-                reasoning_tokens=_count(completion.get("reasoning_tokens"))
-                if isinstance(completion, dict)
-                else None,
-                cache_read_tokens=_count(prompt.get("cached_tokens"))
-                if isinstance(prompt, dict)
-                else None,
-            )
+        usage, warnings = self._usage(data.get("usage"))
         billed = usage.total_tokens
         if billed is None and usage.input_tokens is not None:
             billed = usage.input_tokens + (usage.output_tokens or 0)
@@ -166,7 +156,32 @@ class OpenAIChat(HTTPModelClient):
             usage=usage,
             raw=data,
             billed_tokens=billed,
+            warnings=warnings,
         )
+
+    def _usage(self, raw: Any) -> tuple[Usage, tuple[str, ...]]:
+        if not isinstance(raw, dict):
+            return Usage(), ()
+        reader = _UsageReader(self.name)
+        completion = raw.get("completion_tokens_details")
+        prompt = raw.get("prompt_tokens_details")
+        usage = Usage(
+            input_tokens=reader.count(raw.get("prompt_tokens"), "usage.prompt_tokens"),
+            output_tokens=reader.count(raw.get("completion_tokens"), "usage.completion_tokens"),
+            total_tokens=reader.count(raw.get("total_tokens"), "usage.total_tokens"),
+            reasoning_tokens=reader.count(
+                completion.get("reasoning_tokens"),
+                "usage.completion_tokens_details.reasoning_tokens",
+            )
+            if isinstance(completion, dict)
+            else None,
+            cache_read_tokens=reader.count(
+                prompt.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"
+            )
+            if isinstance(prompt, dict)
+            else None,
+        )
+        return usage, tuple(reader.warnings)
 
     def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
         return check_against_schema(decode_json_object(reply.text), schema)
