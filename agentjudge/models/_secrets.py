@@ -112,13 +112,24 @@ class Secrets:
                 text = text.replace(value, REDACTED)
         return text
 
+    def _leaks(self, exc: BaseException) -> bool:
+        """True when the text of ``exc`` or of any exception it chains to holds a secret."""
+        seen: set[int] = set()
+        current: BaseException | None = exc
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            if self.redact(str(current)) != str(current):
+                return True
+            current = current.__cause__ or current.__context__
+        return False
+
     def scrub(self, exc: E) -> E:
-        """``exc`` itself when its text holds no secret, else a copy with the text redacted.
+        """``exc`` itself when no text in its chain holds a secret, else a redacted copy.
 
         The copy has the same type and attributes but no traceback, cause or context (those
         could repeat the secret); raise it ``from None``.
         """
-        if not any(isinstance(arg, str) and self.redact(arg) != arg for arg in exc.args):
+        if not self or not self._leaks(exc):
             return exc
         clean = copy.copy(exc)
         clean.args = tuple(self.redact(a) if isinstance(a, str) else a for a in exc.args)

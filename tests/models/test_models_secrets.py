@@ -151,3 +151,22 @@ async def test_transport_error_text_holding_the_key_is_redacted() -> None:
     await http.aclose()
     assert str(caught.value) == "proxy refused [REDACTED]"
     assert KEY not in _everything(caught.value)
+
+
+async def test_transport_error_whose_cause_holds_the_key_is_raised_without_the_cause() -> None:
+    """A transport error chained to an exception holding the key is raised with no chain."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        try:
+            raise OSError(f"tunnel closed for Bearer {KEY}")
+        except OSError as inner:
+            raise httpx.ConnectError("proxy tunnel failed", request=request) from inner
+
+    http = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    async with OpenAIChat(
+        "m", base_url="https://llm.example/v1", api_key=KEY, client=http, retry=None
+    ) as model:
+        with pytest.raises(httpx.ConnectError, match="proxy tunnel failed") as caught:
+            await model.complete(REQUEST)
+    await http.aclose()
+    assert KEY not in _everything(caught.value)
