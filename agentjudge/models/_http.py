@@ -254,7 +254,6 @@ class HTTPModelClient:
         self._session: LoopLocal[Session] = LoopLocal(self._new_session)
         self._credentials: tuple[str, str] | None = None
         self._header_cache: dict[str, str] | None = None
-        self._secrets = Secrets()
         if base_url:
             self.base_url = base_url
         else:
@@ -286,7 +285,6 @@ class HTTPModelClient:
         self._base_url = clean.rstrip("/")
         self._credentials = credentials
         self._header_cache = None
-        self._secrets = Secrets(self._secret_values(), self._request_headers())
 
     def _refuse_second_authorization(self, clean: str, origin: str) -> None:
         clashes = []
@@ -303,12 +301,14 @@ class HTTPModelClient:
                 f"but {' and '.join(clashes)} would set that header too; give one of them"
             )
 
-    def _secret_values(self) -> list[str | None]:
+    @property
+    def _secrets(self) -> Secrets:
+        """The secrets as configured now (built when an error text is, so never stale)."""
         values: list[str | None] = [self.api_key]
         if self._credentials is not None:
             user, password = self._credentials
             values += [password, f"{user}:{password}" if password else None]
-        return values
+        return Secrets(values, self._build_headers())
 
     # -- pickling: configuration only -------------------------------------------------------------
 
@@ -527,8 +527,13 @@ class HTTPModelClient:
         """The start of the body, secrets redacted (before cutting, so no half key shows)."""
         text = _excerpt(self._secrets.redact(response.text))
         if response.truncated:
-            size = f"{response.declared} bytes" if response.declared is not None else "larger"
-            text = (text + " " if text else "") + f"[body cut: {size} over the read limit]"
+            cap = f"max_response_bytes={self.max_response_bytes}"
+            note = (
+                f"[a body of {response.declared} bytes, over {cap}, was not read]"
+                if response.declared is not None
+                else f"[body cut at {cap}]"
+            )
+            text = f"{text} {note}" if text else note
         return text
 
     def _decode(self, response: Response) -> _Reply:
@@ -598,13 +603,16 @@ class HTTPModelClient:
 
     def _request_headers(self) -> dict[str, str]:
         if self._header_cache is None:
-            merged = {"content-type": "application/json", "accept": "application/json"}
-            if self._credentials is not None:
-                merged["authorization"] = basic_authorization(*self._credentials)
-            merged.update(self._auth_headers())
-            merged.update(self.extra_headers)
-            self._header_cache = merged
+            self._header_cache = self._build_headers()
         return self._header_cache
+
+    def _build_headers(self) -> dict[str, str]:
+        merged = {"content-type": "application/json", "accept": "application/json"}
+        if self._credentials is not None:
+            merged["authorization"] = basic_authorization(*self._credentials)
+        merged.update(self._auth_headers())
+        merged.update(self.extra_headers)
+        return merged
 
     def _auth_headers(self) -> dict[str, str]:
         raise NotImplementedError

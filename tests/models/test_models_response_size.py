@@ -88,7 +88,7 @@ async def test_error_status_with_a_huge_body_keeps_its_status() -> None:
         with pytest.raises(ModelHTTPError) as caught:
             await model.complete(REQUEST)
     assert caught.value.status_code == 400
-    assert "[body cut: 10000 bytes over the read limit]" in str(caught.value)
+    assert "[a body of 10000 bytes, over max_response_bytes=100, was not read]" in str(caught.value)
 
 
 async def test_reading_stops_at_the_cap_of_an_endless_chunked_body() -> None:
