@@ -281,12 +281,12 @@ class HTTPModelClient:
             raise ValueError(f"base_url must start with http:// or https://, got {shown!r}{origin}")
         clean, credentials = split_credentials(value)
         if credentials is not None:
-            self._refuse_second_authorization(clean, origin)
+            self._refuse_second_authorization(value, origin)
         self._base_url = clean.rstrip("/")
         self._credentials = credentials
         self._header_cache = None
 
-    def _refuse_second_authorization(self, clean: str, origin: str) -> None:
+    def _refuse_second_authorization(self, url: str, origin: str) -> None:
         clashes = []
         if self.api_key and self.api_key_header == "authorization":
             clashes.append(
@@ -296,7 +296,7 @@ class HTTPModelClient:
             clashes.append("headers['Authorization']")
         if clashes:
             raise ValueError(
-                f"base_url {mask_url(clean.replace('://', '://user:password@', 1))!r}{origin} "
+                f"base_url {mask_url(url)!r}{origin} "
                 "carries credentials, which are sent as the Authorization header (HTTP Basic), "
                 f"but {' and '.join(clashes)} would set that header too; give one of them"
             )
