@@ -404,7 +404,7 @@ class ScoreJudge:
                 f"runner raised {error_type}: {message}", metadata=self._base_metadata()
             )
         else:
-            judgment = self.read(result)
+            judgment = self._read_safely(result)
         return JudgeResult(
             name=self.name,
             judgment=judgment,
@@ -431,6 +431,16 @@ class ScoreJudge:
     def _base_metadata(self) -> dict[str, Any]:
         return {"metric_key": self.metric_key} if self.metric_key else {}
 
+    def _read_safely(self, result: object) -> Judgment:
+        """`read`, with any failure while reading turned into an ERROR judgment."""
+        try:
+            return self.read(result)
+        except Exception as exc:
+            return Judgment.errored(
+                f"could not read the runner result ({type(exc).__name__}: {exc})",
+                metadata=self._base_metadata(),
+            )
+
     def read(self, result: object) -> Judgment:
         """Turn a runner's result into a judgment (ERROR for anything invalid)."""
         metadata = self._base_metadata()
@@ -445,6 +455,8 @@ class ScoreJudge:
             if result.raw.model:
                 metadata["model"] = result.raw.model
             metadata["cached"] = result.raw.cached
+            if result.raw.warnings:
+                metadata["warnings"] = list(result.raw.warnings)
         if result.content:
             metadata["raw_output"] = result.content
         if not result.success:

@@ -44,14 +44,17 @@ _PLACEHOLDER = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
 
 
 class MissingPolicy(StrEnum):
-    """What rendering does with a ``{{metadata.KEY}}`` whose key the context lacks.
+    """What a template does with a placeholder it cannot fill.
 
-    The standard variables (``input``, ``output``...) are always present; a None value renders
-    as the empty string under every policy.
+    Two cases: an unknown variable (``{{bogus}}``, known when the template is built) and a
+    ``{{metadata.KEY}}`` whose key the context lacks (known only when rendering). The standard
+    variables (``input``, ``output``...) are always present; a None value renders as the empty
+    string under every policy.
     """
 
     STRICT = "strict"
-    """Raise `agentjudge.exceptions.TemplateError` naming the variable and the template."""
+    """Raise `agentjudge.exceptions.TemplateError` (a ValueError) naming the variable and the
+    template: at construction for an unknown variable, at render for a missing metadata key."""
     EMPTY = "empty"
     """Render the placeholder as the empty string."""
     LEAVE = "leave"
@@ -97,6 +100,13 @@ def render_value(value: Any) -> str:
     return str(value)
 
 
+def _is_known(variable: str) -> bool:
+    """True for a standard variable or ``metadata.KEY`` with a non-blank key."""
+    if variable in _STANDARD:
+        return True
+    return variable.startswith(_METADATA_PREFIX) and bool(variable[len(_METADATA_PREFIX) :].strip())
+
+
 def _render_messages(ctx: Context) -> str:
     return "\n".join(f"{m.role}: {m.content}" for m in ctx.messages)
 
@@ -106,11 +116,14 @@ class PromptTemplate:
 
     Args:
         text: The template text.
-        missing: What to do when a ``{{metadata.KEY}}`` key is absent from the context.
+        missing: What to do with an unknown variable or a ``{{metadata.KEY}}`` whose key is
+            absent from the context (see `MissingPolicy`).
         name: A name used in error messages (defaults to the start of the text).
 
     Raises:
-        ValueError: a placeholder names an unknown variable (the message lists the known ones).
+        TemplateError: under `MissingPolicy.STRICT`, a placeholder names an unknown variable
+            (the message names the line and lists the known variables). Under EMPTY and LEAVE
+            an unknown placeholder renders as ``""`` or stays as written.
 
     Example:
         >>> from agentjudge.core import Context
@@ -136,14 +149,18 @@ class PromptTemplate:
         """The name used in error messages."""
         parts: list[tuple[str, str, str]] = []  # (literal before, variable, placeholder text)
         seen: dict[str, None] = {}
+        unknown: set[str] = set()
         position = 0
         for match in _PLACEHOLDER.finditer(text):
             variable = match.group(1)
-            self._check_variable(variable, match)
+            if not _is_known(variable):
+                self._refuse_unknown(match)  # raises under STRICT only
+                unknown.add(variable)
             parts.append((text[position : match.start()], variable, match.group(0)))
             seen.setdefault(variable, None)
             position = match.end()
         self._parts = tuple(parts)
+        self._unknown = frozenset(unknown)
         self._tail = text[position:]
         self.variables: tuple[str, ...] = tuple(seen)
         """The variables the template uses, in order of first appearance."""
@@ -157,19 +174,19 @@ class PromptTemplate:
             head = head[:40] + "..."
         return f"starting {head!r}"
 
-    def _check_variable(self, variable: str, match: re.Match[str]) -> None:
-        if variable in _STANDARD:
-            return
-        if variable.startswith(_METADATA_PREFIX) and variable[len(_METADATA_PREFIX) :].strip():
+    def _refuse_unknown(self, match: re.Match[str]) -> None:
+        if self.missing is not MissingPolicy.STRICT:
             return
         line = self.text.count("\n", 0, match.start()) + 1
         known = ", ".join("{{" + v + "}}" for v in VARIABLES)
-        raise ValueError(
+        raise TemplateError(
             f"template {self._label}: unknown variable {match.group(0)!r} on line {line}; "
-            f"expected one of {known}"
+            f"expected one of {known} (or use MissingPolicy.EMPTY / LEAVE to blank or keep it)"
         )
 
     def _value(self, variable: str, placeholder: str, ctx: Context) -> str:
+        if variable in self._unknown:
+            return "" if self.missing is MissingPolicy.EMPTY else placeholder
         if variable.startswith(_METADATA_PREFIX):
             key = variable[len(_METADATA_PREFIX) :]
             if key not in ctx.metadata:
@@ -197,7 +214,8 @@ class PromptTemplate:
             The prompt text.
 
         Raises:
-            TemplateError: under `MissingPolicy.STRICT`, a ``{{metadata.KEY}}`` whose key is absent.
+            TemplateError: under `MissingPolicy.STRICT`, a ``{{metadata.KEY}}`` whose key is
+                absent (unknown variables were refused at construction already).
         """
         pieces: list[str] = []
         for literal, variable, placeholder in self._parts:

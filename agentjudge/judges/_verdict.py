@@ -78,7 +78,9 @@ def response_metadata(client_name: str, response: ModelResponse) -> dict[str, An
 
     Keys: ``model`` (the model the API reported, else the client name), ``client`` (the
     client name, when known), ``cached``, ``usage`` (token counts, when reported),
-    ``finish_reason`` (when reported) and ``raw_output`` (the response text).
+    ``finish_reason`` (when reported), ``warnings`` (problems the client found in an answer
+    it could still use, e.g. a dropped usage count; only when there are some) and
+    ``raw_output`` (the response text).
     """
     metadata: dict[str, Any] = {}
     model = response.model or client_name
@@ -92,6 +94,8 @@ def response_metadata(client_name: str, response: ModelResponse) -> dict[str, An
         metadata["usage"] = usage
     if response.finish_reason:
         metadata["finish_reason"] = response.finish_reason
+    if response.warnings:
+        metadata["warnings"] = list(response.warnings)
     metadata["raw_output"] = response.text
     return metadata
 

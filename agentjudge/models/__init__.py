@@ -14,7 +14,13 @@ from agentjudge.engine._retry import RetryPolicy
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.models._anthropic import AnthropicMessages
 from agentjudge.models._cache import SqliteCache
-from agentjudge.models._http import HTTPModelClient, default_transport, parse_retry_after
+from agentjudge.models._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    HTTPModelClient,
+    ResponseTooLarge,
+    default_transport,
+    parse_retry_after,
+)
 from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._ratelimit import RateLease, RateLimit
 from agentjudge.models._registry import model_from_string
@@ -22,6 +28,7 @@ from agentjudge.models._schema import schema_errors
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, Usage
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "AnthropicMessages",
     "HTTPModelClient",
     "ModelClient",
@@ -33,6 +40,7 @@ __all__ = [
     "OpenAIChat",
     "RateLease",
     "RateLimit",
+    "ResponseTooLarge",
     "RetryPolicy",
     "SqliteCache",
     "Usage",

@@ -11,10 +11,16 @@ import httpx
 from agentjudge.core import Message
 from agentjudge.engine._retry import RetryPolicy
 from agentjudge.models._cache import SqliteCache
-from agentjudge.models._http import HTTPModelClient, _count, _Reply, check_against_schema
+from agentjudge.models._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    HTTPModelClient,
+    _Reply,
+    check_against_schema,
+)
 from agentjudge.models._ratelimit import RateLimit
 from agentjudge.models._schema import SchemaViolation, tool_name
 from agentjudge.models._types import ModelRequest, Usage
+from agentjudge.models._usage import UsageReader
 
 __all__ = ["AnthropicMessages"]
 
@@ -33,7 +39,8 @@ class AnthropicMessages(HTTPModelClient):
         model: The model name, e.g. ``"claude-3-5-haiku-latest"``.
         base_url: The API root; default ``ANTHROPIC_BASE_URL`` or
             ``https://api.anthropic.com/v1``.
-        api_key: Sent as ``x-api-key``; default ``ANTHROPIC_API_KEY``.
+        api_key: Sent as ``x-api-key``; default ``ANTHROPIC_API_KEY``. Redacted from every
+            error text; ``user:password@`` in ``base_url`` is sent as HTTP Basic auth.
         max_tokens: Output allowance when the request sets none (the API requires one).
         client: An `httpx.AsyncClient` to send requests with (never closed by this client).
         max_concurrency: HTTP requests this client keeps in flight at most.
@@ -46,12 +53,16 @@ class AnthropicMessages(HTTPModelClient):
         name: The client name (default ``"anthropic:<model>"``), also the Evaluator resource.
         headers: Extra HTTP headers (e.g. ``anthropic-beta``).
         extra_body: Extra top-level JSON fields sent with every request.
-        max_retry_after: Longest ``Retry-After`` honoured, seconds.
+        max_retry_after: Longest ``Retry-After`` honoured, seconds; a wait longer than the
+            time left before the caller's deadline fails at once.
+        max_response_bytes: Largest response body read (default 16 MiB); a larger answer is
+            a `ModelResponseError` (not retried).
     """
 
     provider: ClassVar[str] = "anthropic"
     path: ClassVar[str] = "/messages"
     base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    api_key_header: ClassVar[str] = "x-api-key"
     api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
     default_base_url: ClassVar[str] = "https://api.anthropic.com/v1"
 
@@ -73,6 +84,7 @@ class AnthropicMessages(HTTPModelClient):
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         max_retry_after: float = 60.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
@@ -91,6 +103,7 @@ class AnthropicMessages(HTTPModelClient):
             headers=headers,
             extra_body=extra_body,
             max_retry_after=max_retry_after,
+            max_response_bytes=max_response_bytes,
         )
         self.max_tokens = max_tokens
 
@@ -152,15 +165,7 @@ class AnthropicMessages(HTTPModelClient):
                 texts.append(block["text"])
             elif block.get("type") == "tool_use" and tool_input is None:
                 tool_input = block.get("input")
-        raw_usage = data.get("usage")
-        usage = Usage()
-        if isinstance(raw_usage, dict):
-            usage = Usage(
-                input_tokens=_count(raw_usage.get("input_tokens")),
-                output_tokens=_count(raw_usage.get("output_tokens")),
-                cache_creation_tokens=_count(raw_usage.get("cache_creation_input_tokens")),
-                cache_read_tokens=_count(raw_usage.get("cache_read_input_tokens")),
-            )
+        usage, warnings = self._usage(data.get("usage"))
         billed = None
         if usage.input_tokens is not None or usage.output_tokens is not None:
             billed = (
@@ -181,7 +186,24 @@ class AnthropicMessages(HTTPModelClient):
             usage=usage,
             raw=data,
             billed_tokens=billed,
+            warnings=warnings,
         )
+
+    def _usage(self, raw: Any) -> tuple[Usage, tuple[str, ...]]:
+        if not isinstance(raw, dict):
+            return Usage(), ()
+        reader = UsageReader(self.name)
+        usage = Usage(
+            input_tokens=reader.count(raw.get("input_tokens"), "usage.input_tokens"),
+            output_tokens=reader.count(raw.get("output_tokens"), "usage.output_tokens"),
+            cache_creation_tokens=reader.count(
+                raw.get("cache_creation_input_tokens"), "usage.cache_creation_input_tokens"
+            ),
+            cache_read_tokens=reader.count(
+                raw.get("cache_read_input_tokens"), "usage.cache_read_input_tokens"
+            ),
+        )
+        return usage, tuple(reader.warnings)
 
     def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
         if reply.structured is None:

@@ -82,6 +82,19 @@ class SqliteCache:
     def __repr__(self) -> str:
         return f"SqliteCache({str(self.path)!r}, hits={self.hits}, misses={self.misses})"
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled as its path (and counters): a copy opens its own connection on first use.
+
+        Copies in several processes share the SQLite file safely (WAL mode); single-flight
+        works within each process.
+        """
+        return {"path": self.path, "hits": self.hits, "misses": self.misses}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(SqliteCache(state["path"]).__dict__)
+        self.hits = state["hits"]
+        self.misses = state["misses"]
+
     # -- keys -------------------------------------------------------------------------------------
 
     @staticmethod

@@ -1,24 +1,25 @@
-"""The HTTP machinery shared by the model clients.
+"""The client machinery shared by `OpenAIChat` and `AnthropicMessages`.
 
-- Transport: inject any `httpx.AsyncClient` with ``client=`` (its transport, proxies, hooks
-  and mounts apply). A client that builds its own connections picks the transport measured
-  fastest in ``benchmarks/bench_llm.py`` (`default_transport`): on asyncio it drives an
-  `aiohttp.ClientSession` directly, because httpx's default connection pool burns CPU at high
-  concurrency (~10x slower than aiohttp for 1,000 loopback requests at 100 in flight) and even
-  on the httpx-aiohttp transport httpx's request/response machinery costs ~0.3 ms a request.
-  Transport failures surface as httpx exceptions (`httpx.TransportError` and its subclasses,
-  e.g. `httpx.ReadTimeout`) whichever transport is in use. On trio, or with
-  ``AGENTJUDGE_HTTP_TRANSPORT=httpx``, httpx's own transport is used.
+- Transport: see `agentjudge.models._transport` (an injected `httpx.AsyncClient` always wins;
+  otherwise the measured-fastest transport; failures surface as httpx exceptions).
 - Retry classification: 408, 409, 429, 5xx, transport errors (timeouts included) and 2xx bodies
   that are not a usable completion are retried by the client's `RetryPolicy`; other statuses
   raise `ModelHTTPError` at once, with a hint saying what to fix.
 - ``Retry-After`` (delay-seconds or an HTTP date) and ``retry-after-ms`` are honoured up to
   ``max_retry_after`` seconds; longer (or unparseable) waits fall back to the policy's backoff.
+  An honoured wait longer than the time left before the caller's deadline (e.g. the
+  Evaluator's timeout) fails at once with a `ModelHTTPError` saying so, instead of sleeping
+  into the timeout.
+- Response bodies are read up to ``max_response_bytes`` (16 MiB by default); a larger answer is
+  a `ModelResponseError` that is not retried.
+- Secrets (API key, URL credentials, credential headers) are redacted from every error text the
+  client builds (see `agentjudge.models._secrets`).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -37,211 +38,43 @@ from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import ModelHTTPError, ModelResponseError, RetryableError
 from agentjudge.models._cache import SqliteCache
 from agentjudge.models._loop import LoopLocal
+from agentjudge.models._options import check_client_options
 from agentjudge.models._ratelimit import RateLimit
 from agentjudge.models._schema import SchemaViolation, schema_errors
+from agentjudge.models._secrets import Secrets, basic_authorization, mask_url, split_credentials
+from agentjudge.models._transport import (
+    TRANSPORTS,
+    HttpxPoster,
+    Poster,
+    Response,
+    Session,
+    default_transport,
+    make_http_client,
+    make_poster,
+)
 from agentjudge.models._types import ModelRequest, ModelResponse, Usage
+from agentjudge.models._usage import add_usage
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "RETRYABLE_STATUSES",
     "TRANSPORTS",
     "HTTPModelClient",
+    "ResponseTooLarge",
     "default_transport",
     "is_retryable_error",
     "make_http_client",
     "parse_retry_after",
 ]
 
-TRANSPORT_ENV = "AGENTJUDGE_HTTP_TRANSPORT"
+logger = logging.getLogger("agentjudge.models")
+
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 """Statuses retried besides every 5xx."""
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+"""The largest response body a client reads by default (16 MiB)."""
 _EXCERPT_CHARS = 500
 _DEFAULT_OUTPUT_ESTIMATE = 256
-
-
-# -- transport ------------------------------------------------------------------------------------
-
-TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx")
-"""The transports a client can build for itself (see `default_transport`)."""
-
-
-def _on_asyncio() -> bool:
-    import asyncio
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def default_transport() -> str:
-    """The transport a client that builds its own HTTP connections uses here.
-
-    Measured in ``benchmarks/bench_llm.py`` (1,000 loopback requests at 100 in flight):
-    ``"aiohttp"`` (an `aiohttp.ClientSession` driven directly) is the fastest and the default
-    on asyncio; ``"httpx-aiohttp"`` (`httpx.AsyncClient` on the httpx-aiohttp transport) pays
-    httpx's request/response machinery on top; ``"httpx"`` (httpx's own transport) is ~10x
-    slower at that concurrency and is used where aiohttp cannot run (trio).
-    ``AGENTJUDGE_HTTP_TRANSPORT`` overrides the choice. An injected ``client=`` always wins.
-    """
-    wanted = os.environ.get(TRANSPORT_ENV, "").strip().lower()
-    if wanted and wanted not in TRANSPORTS:
-        raise ValueError(f"{TRANSPORT_ENV} must be one of {', '.join(TRANSPORTS)}, got {wanted!r}")
-    if wanted == "httpx" or not _on_asyncio():
-        return "httpx"
-    return wanted or "aiohttp"
-
-
-def make_http_client(*, max_connections: int = 100) -> httpx.AsyncClient:
-    """An `httpx.AsyncClient` on the httpx-aiohttp transport (on asyncio), else httpx's own.
-
-    Handy to inject (``client=``) when you want httpx features (event hooks, mounts) with a
-    fast transport. Must be called inside the event loop that will use it.
-    """
-    limits = httpx.Limits(
-        max_connections=max_connections, max_keepalive_connections=max_connections
-    )
-    if _on_asyncio():
-        from httpx_aiohttp import HttpxAiohttpClient
-
-        client: httpx.AsyncClient = HttpxAiohttpClient(limits=limits)
-        return client
-    return httpx.AsyncClient(limits=limits)
-
-
-@dataclass(frozen=True, slots=True)
-class _Response:
-    """What the clients need of an HTTP response, whatever transport produced it."""
-
-    status_code: int
-    headers: Mapping[str, str]
-    content: bytes
-
-    @property
-    def text(self) -> str:
-        return self.content.decode("utf-8", errors="replace")
-
-
-class _Poster:
-    """Sends one POST and returns a `_Response`; raises httpx exceptions on transport failures."""
-
-    http_client: httpx.AsyncClient | None = None
-
-    async def post(
-        self, url: str, content: bytes, headers: Mapping[str, str], io_timeout: float | None
-    ) -> _Response:
-        raise NotImplementedError
-
-    async def aclose(self) -> None:
-        """Close connections this poster opened."""
-
-
-class _HttpxPoster(_Poster):
-    def __init__(self, client: httpx.AsyncClient, *, owned: bool) -> None:
-        self.http_client = client
-        self._owned = owned
-
-    async def post(
-        self, url: str, content: bytes, headers: Mapping[str, str], io_timeout: float | None
-    ) -> _Response:
-        try:
-            response = await self.http_client.post(  # type: ignore[union-attr]
-                url, content=content, headers=headers, timeout=httpx.Timeout(io_timeout)
-            )
-        except httpx.HTTPError:
-            raise
-        except Exception as exc:
-            if type(exc).__module__.split(".", 1)[0] == "aiohttp":  # unmapped by a transport
-                raise httpx.TransportError(f"{type(exc).__name__}: {exc}") from exc
-            raise
-        return _Response(response.status_code, response.headers, response.content)
-
-    async def aclose(self) -> None:
-        if self._owned and self.http_client is not None:
-            await self.http_client.aclose()
-
-
-class _AiohttpPoster(_Poster):
-    """Drives an `aiohttp.ClientSession` directly (the measured-fastest transport)."""
-
-    def __init__(self, max_connections: int) -> None:
-        import aiohttp
-
-        self._aiohttp = aiohttp
-        # trust_env=False: aiohttp would look proxies and netrc up on a worker thread for every
-        # request (~0.8 ms each); the environment's proxy is resolved once per host instead.
-        self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=max_connections), trust_env=False
-        )
-        self._timeouts: dict[float | None, Any] = {}
-        self._proxies: dict[tuple[str, str], str | None] = {}
-
-    def _proxy(self, url: str) -> str | None:
-        """The proxy the environment (HTTP(S)_PROXY, NO_PROXY) sets for ``url``, if any."""
-        scheme, _, rest = url.partition("://")
-        host = rest.split("/", 1)[0]
-        key = (scheme, host)
-        if key not in self._proxies:
-            import urllib.request
-
-            proxies = urllib.request.getproxies()
-            proxy = proxies.get(scheme) or proxies.get("all")
-            hostname = host.rsplit("@", 1)[-1].split(":", 1)[0]
-            if proxy and urllib.request.proxy_bypass(hostname):
-                proxy = None
-            self._proxies[key] = proxy or None
-        return self._proxies[key]
-
-    def _timeout(self, seconds: float | None) -> Any:
-        timeout = self._timeouts.get(seconds)
-        if timeout is None:
-            timeout = self._aiohttp.ClientTimeout(
-                total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
-            )
-            self._timeouts[seconds] = timeout
-        return timeout
-
-    async def post(
-        self, url: str, content: bytes, headers: Mapping[str, str], io_timeout: float | None
-    ) -> _Response:
-        aiohttp = self._aiohttp
-        try:
-            async with self._session.post(
-                url,
-                data=content,
-                headers=headers,
-                timeout=self._timeout(io_timeout),
-                proxy=self._proxy(url),
-                allow_redirects=False,
-            ) as response:
-                body = await response.read()
-                return _Response(response.status, response.headers, body)
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise httpx.ConnectTimeout(f"{url}: connect timed out ({exc})") from exc
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout(f"{url}: no answer within {io_timeout} s") from exc
-        except aiohttp.ClientConnectorError as exc:
-            raise httpx.ConnectError(f"{url}: {exc}") from exc
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
-            raise httpx.RemoteProtocolError(f"{url}: {type(exc).__name__}: {exc}") from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise httpx.TransportError(f"{url}: {type(exc).__name__}: {exc}") from exc
-
-    async def aclose(self) -> None:
-        await self._session.close()
-
-
-def _make_poster(max_connections: int) -> _Poster:
-    transport = default_transport()
-    if transport == "aiohttp":
-        return _AiohttpPoster(max_connections)
-    if transport == "httpx-aiohttp":
-        return _HttpxPoster(make_http_client(max_connections=max_connections), owned=True)
-    limits = httpx.Limits(
-        max_connections=max_connections, max_keepalive_connections=max_connections
-    )
-    return _HttpxPoster(httpx.AsyncClient(limits=limits), owned=True)
-
 
 # -- Retry-After ----------------------------------------------------------------------------------
 
@@ -294,9 +127,24 @@ class _RetryableStatus(RetryableError):
         self.excerpt = excerpt
 
 
+class ResponseTooLarge(ModelResponseError):
+    """A response body longer than the client's ``max_response_bytes``; never retried.
+
+    Attributes:
+        limit: The ``max_response_bytes`` in force.
+    """
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 def is_retryable_error(exc: BaseException) -> bool:
-    """The client's own retry rule: retryable statuses, transport errors, unusable 2xx bodies."""
-    if isinstance(exc, httpx.UnsupportedProtocol):
+    """The client's own retry rule: retryable statuses, transport errors, unusable 2xx bodies.
+
+    A body over ``max_response_bytes`` is not retried: the next answer would be as large.
+    """
+    if isinstance(exc, httpx.UnsupportedProtocol | ResponseTooLarge):
         return False
     return isinstance(exc, _RetryableStatus | httpx.TransportError | ModelResponseError)
 
@@ -315,22 +163,6 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _count(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        return None
-    return value
-
-
-def _add_usage(a: Usage | None, b: Usage) -> Usage:
-    if a is None:
-        return b
-    merged: dict[str, int | None] = {}
-    for field in Usage.model_fields:
-        x, y = getattr(a, field), getattr(b, field)
-        merged[field] = None if x is None and y is None else (x or 0) + (y or 0)
-    return Usage(**merged)
-
-
 # -- the shared client ----------------------------------------------------------------------------
 
 
@@ -346,18 +178,32 @@ class _Reply:
     usage: Usage
     raw: dict[str, Any]
     billed_tokens: int | None
+    warnings: tuple[str, ...] = ()
+    """Problems that did not stop the answer being used (e.g. a dropped usage count)."""
+
+
+def _time_left() -> float:
+    """Seconds until the caller's deadline (an Evaluator timeout, a fail_after); inf if none."""
+    return anyio.current_effective_deadline() - anyio.current_time()
 
 
 class HTTPModelClient:
     """What `OpenAIChat` and `AnthropicMessages` share: transport, limits, retries, cache.
 
-    Subclasses define the wire format (`_body`, `_parse`, `_structured`, `_headers`).
+    Subclasses define the wire format (`_body`, `_parse`, `_structured`, `_auth_headers`).
+
+    A client is picklable (configuration only: the API key included, so a pickle is a
+    secret): its connections and concurrency limiter live in a per-loop `Session` that is
+    rebuilt lazily wherever the client is used next, e.g. in a worker process. A client given
+    an injected ``client=`` cannot be pickled (that httpx client holds open connections).
     """
 
     provider: ClassVar[str]
     path: ClassVar[str]
     base_url_env: ClassVar[str]
     api_key_env: ClassVar[str]
+    api_key_header: ClassVar[str]
+    """The header (lower case) the API key is sent in."""
     default_base_url: ClassVar[str]
 
     def __init__(
@@ -377,43 +223,24 @@ class HTTPModelClient:
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         max_retry_after: float = 60.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
-        if not isinstance(model, str) or not model.strip():
-            raise ValueError(f"model must be a non-blank string, got {model!r}")
-        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
-            raise ValueError(f"max_concurrency must be an integer >= 1, got {max_concurrency!r}")
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be an integer >= 1, got {max_concurrency!r}")
-        if timeout is not None and not (
-            isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0
-        ):
-            raise ValueError(
-                f"timeout must be a positive number of seconds or None, got {timeout!r}"
-            )
-        if isinstance(schema_retries, bool) or not isinstance(schema_retries, int):
-            raise ValueError(f"schema_retries must be an integer >= 0, got {schema_retries!r}")
-        if schema_retries < 0:
-            raise ValueError(f"schema_retries must be an integer >= 0, got {schema_retries!r}")
-        if not (isinstance(max_retry_after, int | float) and max_retry_after >= 0):
-            raise ValueError(f"max_retry_after must be a number >= 0, got {max_retry_after!r}")
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise ValueError(f"retry must be a RetryPolicy or None, got {retry!r}")
-        if rate_limit is not None and not isinstance(rate_limit, RateLimit):
-            raise ValueError(f"rate_limit must be a RateLimit or None, got {rate_limit!r}")
-        if cache is not None and not isinstance(cache, SqliteCache):
-            raise ValueError(f"cache must be a SqliteCache or None, got {cache!r}")
-        if client is not None and not isinstance(client, httpx.AsyncClient):
-            raise ValueError(f"client must be an httpx.AsyncClient, got {client!r}")
-        resolved = base_url or os.environ.get(self.base_url_env) or self.default_base_url
-        if not resolved.startswith(("http://", "https://")):
-            raise ValueError(
-                f"base_url must start with http:// or https://, got {resolved!r}"
-                + ("" if base_url else f" (from {self.base_url_env})")
-            )
+        check_client_options(
+            model=model,
+            max_concurrency=max_concurrency,
+            timeout=timeout,
+            schema_retries=schema_retries,
+            max_retry_after=max_retry_after,
+            max_response_bytes=max_response_bytes,
+            retry=retry,
+            rate_limit=rate_limit,
+            cache=cache,
+            client=client,
+        )
         self.model = model
         self.name = name or f"{self.provider}:{model}"
-        self.base_url = resolved.rstrip("/")
         self.api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
+        self.extra_headers = dict(headers or {})
         self.max_concurrency = max_concurrency
         self.rate_limit = rate_limit if rate_limit is not None else RateLimit()
         self.retry = retry
@@ -421,17 +248,86 @@ class HTTPModelClient:
         self.cache = cache
         self.schema_retries = schema_retries
         self.max_retry_after = float(max_retry_after)
-        self.extra_headers = dict(headers or {})
+        self.max_response_bytes = max_response_bytes
         self.extra_body = _plain(extra_body or {})
-        self._injected = None if client is None else _HttpxPoster(client, owned=False)
-        self._owned: LoopLocal[_Poster] = LoopLocal(lambda: _make_poster(self.max_concurrency))
-        self._limiter: LoopLocal[anyio.CapacityLimiter] = LoopLocal(
-            lambda: anyio.CapacityLimiter(self.max_concurrency)
-        )
+        self._injected = client
+        self._session: LoopLocal[Session] = LoopLocal(self._new_session)
+        self._credentials: tuple[str, str] | None = None
         self._header_cache: dict[str, str] | None = None
+        if base_url:
+            self.base_url = base_url
+        else:
+            from_env = os.environ.get(self.base_url_env)
+            self._set_base_url(from_env or self.default_base_url, self.base_url_env)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r})"
+
+    # -- the base URL and the credentials ---------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The API root, without credentials (``user:password@`` is sent as Basic auth)."""
+        return self._base_url
+
+    @base_url.setter
+    def base_url(self, value: str) -> None:
+        self._set_base_url(value, None)
+
+    def _set_base_url(self, value: object, env: str | None) -> None:
+        origin = f" (from {env})" if env else ""
+        if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+            shown = mask_url(value) if isinstance(value, str) else value
+            raise ValueError(f"base_url must start with http:// or https://, got {shown!r}{origin}")
+        clean, credentials = split_credentials(value)
+        if credentials is not None:
+            self._refuse_second_authorization(value, origin)
+        self._base_url = clean.rstrip("/")
+        self._credentials = credentials
+        self._header_cache = None
+
+    def _refuse_second_authorization(self, url: str, origin: str) -> None:
+        clashes = []
+        if self.api_key and self.api_key_header == "authorization":
+            clashes.append(
+                f"an API key (api_key= or {self.api_key_env}; pass api_key='' to send none)"
+            )
+        if any(name.lower() == "authorization" for name in self.extra_headers):
+            clashes.append("headers['Authorization']")
+        if clashes:
+            raise ValueError(
+                f"base_url {mask_url(url)!r}{origin} "
+                "carries credentials, which are sent as the Authorization header (HTTP Basic), "
+                f"but {' and '.join(clashes)} would set that header too; give one of them"
+            )
+
+    @property
+    def _secrets(self) -> Secrets:
+        """The secrets as configured now (built when an error text is, so never stale)."""
+        values: list[str | None] = [self.api_key]
+        if self._credentials is not None:
+            user, password = self._credentials
+            values += [password, f"{user}:{password}" if password else None]
+        return Secrets(values, self._build_headers())
+
+    # -- pickling: configuration only -------------------------------------------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        if self._injected is not None:
+            given = type(self._injected).__name__
+            raise TypeError(
+                f"{self!r} cannot be pickled: it was given client=<{given}>, "
+                "which holds open connections. To send it to worker processes (workers > 1), "
+                "build it without client= (it then opens its own connections in each process)"
+            )
+        state = self.__dict__.copy()
+        del state["_session"]  # connections and limiter: rebuilt lazily where it is used
+        state["_header_cache"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._session = LoopLocal(self._new_session)
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -448,12 +344,17 @@ class HTTPModelClient:
 
     async def aclose(self) -> None:
         """Close the HTTP client this model client created (an injected client stays open)."""
-        if self._owned.is_current():
-            poster = self._owned.get()
-            self._owned.clear()
-            await poster.aclose()
+        if self._session.is_current():
+            session = self._session.get()
+            self._session.clear()
+            await session.aclose()
         else:
-            self._owned.clear()
+            self._session.clear()
+
+    def _new_session(self) -> Session:
+        if self._injected is not None:
+            return Session(HttpxPoster(self._injected, owned=False), self.max_concurrency)
+        return Session(make_poster(self.max_concurrency), self.max_concurrency)
 
     @property
     def url(self) -> str:
@@ -467,10 +368,7 @@ class HTTPModelClient:
         None when the client drives aiohttp directly (the default transport on asyncio). Read
         it inside the running loop (the client builds its connections on first use).
         """
-        return self._poster().http_client
-
-    def _poster(self) -> _Poster:
-        return self._injected if self._injected is not None else self._owned.get()
+        return self._session.get().poster.http_client
 
     # -- the protocol -----------------------------------------------------------------------------
 
@@ -478,8 +376,10 @@ class HTTPModelClient:
         """Send one request (retries, schema re-asks and the cache included).
 
         Raises:
-            ModelHTTPError: A non-retryable status, or retryable ones until attempts ran out.
-            ModelResponseError: A 2xx body that is not a completion, after the retries.
+            ModelHTTPError: A non-retryable status, or retryable ones until attempts ran out,
+                or a ``Retry-After`` longer than the time left before the caller's deadline.
+            ModelResponseError: A 2xx body that is not a completion, after the retries, or
+                one larger than ``max_response_bytes`` (not retried).
             httpx.TransportError: Connection failures and timeouts, after the retries.
         """
         if not isinstance(request, ModelRequest):
@@ -502,12 +402,14 @@ class HTTPModelClient:
         problem: str | None = None
         reply: _Reply | None = None
         parsed: dict[str, Any] | None = None
+        warnings: list[str] = []
         for _ in range(rounds):
             body = self._body(request, messages, plain_schema)
             reply, made, waited = await self._send(body, self._estimate(request, messages))
             attempts += made
             queued += waited
-            usage = _add_usage(usage, reply.usage)
+            warnings.extend(reply.warnings)
+            usage = add_usage(usage, reply.usage, warnings)
             if plain_schema is None:
                 break
             try:
@@ -529,6 +431,7 @@ class HTTPModelClient:
             queued_s=queued,
             attempts=attempts,
             schema_error=problem,
+            warnings=tuple(warnings),
         )
 
     def _estimate(self, request: ModelRequest, messages: list[Message]) -> int:
@@ -547,15 +450,14 @@ class HTTPModelClient:
 
         async def attempt() -> _Reply:
             nonlocal queued
-            poster = self._poster()
-            limiter = self._limiter.get()
+            session = self._session.get()
             started = anyio.current_time()
-            async with limiter:
+            async with session.limiter:
                 lease = await self.rate_limit.acquire(estimate)
                 queued += anyio.current_time() - started
                 billed: int | None = None  # the estimate, unless usage says otherwise
                 try:
-                    response = await poster.post(self.url, content, headers, self.timeout)
+                    response = await self._post(session.poster, content, headers)
                     if not 200 <= response.status_code < 300:
                         billed = 0  # rejected requests are not billed
                         raise self._status_error(response)
@@ -590,17 +492,53 @@ class HTTPModelClient:
             ) from exc
         return reply, attempts, queued
 
-    def _status_error(self, response: _Response) -> Exception:
+    async def _post(self, poster: Poster, content: bytes, headers: Mapping[str, str]) -> Response:
+        """One POST; a transport error whose text holds a secret is raised redacted."""
+        try:
+            return await poster.post(
+                self.url, content, headers, self.timeout, self.max_response_bytes
+            )
+        except httpx.HTTPError as exc:
+            clean = self._secrets.scrub(exc)
+            if clean is exc:
+                raise
+            raise clean from None
+
+    def _status_error(self, response: Response) -> Exception:
         status = response.status_code
-        excerpt = _excerpt(response.text)
+        excerpt = self._excerpt(response)
         if status in RETRYABLE_STATUSES or status >= 500:
             wait = parse_retry_after(response.headers)
             if wait is not None and wait > self.max_retry_after:
-                wait = None
+                wait = None  # not honoured: the policy's backoff applies
+            left = _time_left()
+            if wait is not None and wait >= left:
+                return ModelHTTPError(
+                    status,
+                    self.name,
+                    excerpt,
+                    f"the provider asked to wait {wait:g} s before retrying, longer than the "
+                    f"{max(left, 0.0):.1f} s left before the timeout; not retried",
+                )
             return _RetryableStatus(status, excerpt, wait)
         return ModelHTTPError(status, self.name, excerpt, self._hint(status))
 
-    def _decode(self, response: _Response) -> _Reply:
+    def _excerpt(self, response: Response) -> str:
+        """The start of the body, secrets redacted (before cutting, so no half key shows)."""
+        text = _excerpt(self._secrets.redact(response.text))
+        if response.truncated:
+            cap = f"max_response_bytes={self.max_response_bytes}"
+            note = (
+                f"[a body of {response.declared} bytes, over {cap}, was not read]"
+                if response.declared is not None
+                else f"[body cut at {cap}]"
+            )
+            text = f"{text} {note}" if text else note
+        return text
+
+    def _decode(self, response: Response) -> _Reply:
+        if response.truncated:
+            raise self._too_large(response)
         try:
             data = json.loads(response.content)
         except ValueError:
@@ -608,15 +546,32 @@ class HTTPModelClient:
         if not isinstance(data, dict):
             raise ModelResponseError(
                 f"{self.name}: HTTP {response.status_code} with a body that is not a JSON "
-                f"object: {_excerpt(response.text) or '(empty)'}"
+                f"object: {self._excerpt(response) or '(empty)'}"
             )
         try:
-            return self._parse(data)
+            reply = self._parse(data)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ModelResponseError(
-                f"{self.name}: the response is not a {self.provider} completion ({exc}): "
-                f"{_excerpt(response.text)}"
+                f"{self.name}: the response is not a {self.provider} completion "
+                f"({self._secrets.redact(str(exc))}): {self._excerpt(response)}"
             ) from None
+        for warning in reply.warnings:
+            logger.warning("%s", warning)
+        return reply
+
+    def _too_large(self, response: Response) -> ModelResponseError:
+        size = (
+            f"declares {response.declared} bytes"
+            if response.declared is not None
+            else f"went past {self.max_response_bytes} bytes"
+        )
+        return ResponseTooLarge(
+            f"{self.name}: the answer is too large: HTTP {response.status_code} body {size}, "
+            f"over max_response_bytes={self.max_response_bytes}; reading stopped there and the "
+            "answer was dropped (not retried). Ask for a shorter answer (max_tokens) or raise "
+            "max_response_bytes",
+            limit=self.max_response_bytes,
+        )
 
     # -- hints ------------------------------------------------------------------------------------
 
@@ -648,11 +603,16 @@ class HTTPModelClient:
 
     def _request_headers(self) -> dict[str, str]:
         if self._header_cache is None:
-            merged = {"content-type": "application/json", "accept": "application/json"}
-            merged.update(self._auth_headers())
-            merged.update(self.extra_headers)
-            self._header_cache = merged
+            self._header_cache = self._build_headers()
         return self._header_cache
+
+    def _build_headers(self) -> dict[str, str]:
+        merged = {"content-type": "application/json", "accept": "application/json"}
+        if self._credentials is not None:
+            merged["authorization"] = basic_authorization(*self._credentials)
+        merged.update(self._auth_headers())
+        merged.update(self.extra_headers)
+        return merged
 
     def _auth_headers(self) -> dict[str, str]:
         raise NotImplementedError

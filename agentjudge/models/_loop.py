@@ -21,13 +21,18 @@ class LoopLocal(Generic[T]):
     """Holds one value per event loop: made by ``factory`` the first time a loop asks.
 
     Only the most recent loop's value is kept; a client reused by a later ``anyio.run`` gets
-    fresh locks and limiters instead of ones bound to a closed loop.
+    fresh locks and limiters instead of ones bound to a closed loop. A pickled copy keeps only
+    the factory (which must be picklable itself, e.g. a class).
     """
 
     def __init__(self, factory: Callable[[], T]) -> None:
         self._factory = factory
         self._loop: object | None = None
         self._value: T | None = None
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled without its value: a copy in another process makes its own on first use."""
+        return {"_factory": self._factory, "_loop": None, "_value": None}
 
     def get(self) -> T:
         """The value for the running loop."""

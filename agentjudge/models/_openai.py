@@ -10,10 +10,16 @@ import httpx
 from agentjudge.core import Message
 from agentjudge.engine._retry import RetryPolicy
 from agentjudge.models._cache import SqliteCache
-from agentjudge.models._http import HTTPModelClient, _count, _Reply, check_against_schema
+from agentjudge.models._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    HTTPModelClient,
+    _Reply,
+    check_against_schema,
+)
 from agentjudge.models._ratelimit import RateLimit
 from agentjudge.models._schema import decode_json_object, tool_name
 from agentjudge.models._types import ModelRequest, Usage
+from agentjudge.models._usage import UsageReader
 
 __all__ = ["OpenAIChat"]
 
@@ -32,7 +38,10 @@ class OpenAIChat(HTTPModelClient):
     Args:
         model: The model name the server knows, e.g. ``"gpt-4o-mini"``.
         base_url: The API root; default ``OPENAI_BASE_URL`` or ``https://api.openai.com/v1``.
+            ``user:password@`` in it is sent as HTTP Basic authentication (and then no API
+            key may be set: pass ``api_key=""`` to ignore ``OPENAI_API_KEY``).
         api_key: Sent as a bearer token; default ``OPENAI_API_KEY`` (none sent when unset).
+            Never shown: reprs show no key and error texts show ``[REDACTED]`` in its place.
         client: An `httpx.AsyncClient` to send requests with (its transport, proxies and
             hooks apply); by default the client builds one on the fastest available
             transport and owns it.
@@ -49,7 +58,10 @@ class OpenAIChat(HTTPModelClient):
         headers: Extra HTTP headers sent with every request.
         extra_body: Extra top-level JSON fields sent with every request (e.g. ``seed``).
         max_retry_after: Longest ``Retry-After`` honoured, seconds; longer waits fall back to
-            the policy's backoff.
+            the policy's backoff. A wait longer than the time left before the caller's
+            deadline fails at once (`ModelHTTPError` saying so).
+        max_response_bytes: Largest response body read (default 16 MiB); a larger answer is
+            a `ModelResponseError` (not retried), and no more than this is held in memory.
         strict_schema: Send ``"strict": true`` with the JSON schema (OpenAI requires every
             property to be required and ``additionalProperties: false`` then).
     """
@@ -57,6 +69,7 @@ class OpenAIChat(HTTPModelClient):
     provider: ClassVar[str] = "openai"
     path: ClassVar[str] = "/chat/completions"
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
+    api_key_header: ClassVar[str] = "authorization"
     api_key_env: ClassVar[str] = "OPENAI_API_KEY"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
 
@@ -77,6 +90,7 @@ class OpenAIChat(HTTPModelClient):
         headers: Mapping[str, str] | None = None,
         extra_body: Mapping[str, Any] | None = None,
         max_retry_after: float = 60.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         strict_schema: bool = True,
     ) -> None:
         super().__init__(
@@ -94,6 +108,7 @@ class OpenAIChat(HTTPModelClient):
             headers=headers,
             extra_body=extra_body,
             max_retry_after=max_retry_after,
+            max_response_bytes=max_response_bytes,
         )
         self.strict_schema = strict_schema
 
@@ -137,22 +152,7 @@ class OpenAIChat(HTTPModelClient):
             raise TypeError("'choices[0].message.content' is not a string")
         refusal = message.get("refusal")
         text = content or (refusal if isinstance(refusal, str) else "") or ""
-        raw_usage = data.get("usage")
-        usage = Usage()
-        if isinstance(raw_usage, dict):
-            completion = raw_usage.get("completion_tokens_details")
-            prompt = raw_usage.get("prompt_tokens_details")
-            usage = Usage(
-                input_tokens=_count(raw_usage.get("prompt_tokens")),
-                output_tokens=_count(raw_usage.get("completion_tokens")),
-                total_tokens=_count(raw_usage.get("total_tokens")),
-                reasoning_tokens=_count(completion.get("reasoning_tokens"))
-                if isinstance(completion, dict)
-                else None,
-                cache_read_tokens=_count(prompt.get("cached_tokens"))
-                if isinstance(prompt, dict)
-                else None,
-            )
+        usage, warnings = self._usage(data.get("usage"))
         billed = usage.total_tokens
         if billed is None and usage.input_tokens is not None:
             billed = usage.input_tokens + (usage.output_tokens or 0)
@@ -166,7 +166,32 @@ class OpenAIChat(HTTPModelClient):
             usage=usage,
             raw=data,
             billed_tokens=billed,
+            warnings=warnings,
         )
+
+    def _usage(self, raw: Any) -> tuple[Usage, tuple[str, ...]]:
+        if not isinstance(raw, dict):
+            return Usage(), ()
+        reader = UsageReader(self.name)
+        completion = raw.get("completion_tokens_details")
+        prompt = raw.get("prompt_tokens_details")
+        usage = Usage(
+            input_tokens=reader.count(raw.get("prompt_tokens"), "usage.prompt_tokens"),
+            output_tokens=reader.count(raw.get("completion_tokens"), "usage.completion_tokens"),
+            total_tokens=reader.count(raw.get("total_tokens"), "usage.total_tokens"),
+            reasoning_tokens=reader.count(
+                completion.get("reasoning_tokens"),
+                "usage.completion_tokens_details.reasoning_tokens",
+            )
+            if isinstance(completion, dict)
+            else None,
+            cache_read_tokens=reader.count(
+                prompt.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"
+            )
+            if isinstance(prompt, dict)
+            else None,
+        )
+        return usage, tuple(reader.warnings)
 
     def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
         return check_against_schema(decode_json_object(reply.text), schema)

@@ -112,6 +112,18 @@ class RateLimit:
     def __repr__(self) -> str:
         return f"RateLimit(rpm={self.rpm!r}, tpm={self.tpm!r}, period={self.period!r})"
 
+    def __getstate__(self) -> dict[str, object]:
+        """Pickled as configuration only: a copy in another process starts with a full budget.
+
+        Each process then spends its own budget; with ``workers=N`` give each worker's copy
+        ``rpm / N`` (and ``tpm / N``) if the provider's limit is shared.
+        """
+        return {"rpm": self.rpm, "tpm": self.tpm, "period": self.period}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        fresh = RateLimit(state["rpm"], state["tpm"], period=state["period"])  # type: ignore[arg-type]
+        self.__dict__.update(fresh.__dict__)
+
     @property
     def enabled(self) -> bool:
         """True when any budget is set."""

@@ -3,26 +3,47 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agentjudge.core import Message
 
-__all__ = ["ModelClient", "ModelRequest", "ModelResponse", "Usage"]
+__all__ = ["MAX_TOKEN_COUNT", "ModelClient", "ModelRequest", "ModelResponse", "Usage"]
+
+MAX_TOKEN_COUNT = 2**53 - 1
+"""The largest token count `Usage` holds: the largest integer JSON keeps exactly (judgment
+metadata, ``results.jsonl`` and JavaScript readers all need that)."""
+
+
+def _token_count(value: int | None) -> int | None:
+    if value is not None and not 0 <= value <= MAX_TOKEN_COUNT:
+        raise ValueError(
+            f"a token count must be an integer within 0..2**53-1 (JSON-portable), got {value}"
+        )
+    return value
+
+
+TokenCount = Annotated[int | None, AfterValidator(_token_count)]
 
 
 class Usage(BaseModel):
-    """Token quantities reported by a model API; all optional, never a price."""
+    """Token quantities reported by a model API; all optional, never a price.
+
+    Every count is an integer within ``0..2**53-1`` (`MAX_TOKEN_COUNT`); anything else is a
+    `pydantic.ValidationError` (a `ValueError`) naming the field. The model clients never build
+    an invalid `Usage` from a provider's answer: they drop the bad count and record a warning
+    in `ModelResponse.warnings` instead (the answer itself is kept).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    input_tokens: int | None = Field(default=None, ge=0)
-    output_tokens: int | None = Field(default=None, ge=0)
-    reasoning_tokens: int | None = Field(default=None, ge=0)
-    cache_creation_tokens: int | None = Field(default=None, ge=0)
-    cache_read_tokens: int | None = Field(default=None, ge=0)
-    total_tokens: int | None = Field(default=None, ge=0)
+    input_tokens: TokenCount = None
+    output_tokens: TokenCount = None
+    reasoning_tokens: TokenCount = None
+    cache_creation_tokens: TokenCount = None
+    cache_read_tokens: TokenCount = None
+    total_tokens: TokenCount = None
 
     def to_portable(self) -> dict[str, int]:
         """The set quantities as a plain dict (for judgment metadata)."""
@@ -67,6 +88,9 @@ class ModelResponse(BaseModel):
     """HTTP requests made for this response (retries and schema re-asks included)."""
     schema_error: str | None = None
     """Why ``parsed`` is None although a ``response_schema`` was requested."""
+    warnings: tuple[str, ...] = ()
+    """Problems found in the answer that did not stop it being used, e.g. a usage count out
+    of range that was dropped (the LLM judges copy them into ``metadata["warnings"]``)."""
 
 
 @runtime_checkable

@@ -464,7 +464,7 @@ def test_schema_checker_subset() -> None:
 
 async def test_environment_proxy_is_resolved_once_per_host(monkeypatch: pytest.MonkeyPatch) -> None:
     """The aiohttp transport honours HTTPS_PROXY / NO_PROXY like httpx does."""
-    from agentjudge.models._http import _AiohttpPoster
+    from agentjudge.models._transport import AiohttpPoster as _AiohttpPoster
 
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
     monkeypatch.setenv("NO_PROXY", "llm.local")

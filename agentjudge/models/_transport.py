@@ -1,0 +1,311 @@
+"""How the model clients send one POST: transports, capped response reads, the per-loop session.
+
+- A client that builds its own connections picks the transport measured fastest in
+  ``benchmarks/bench_llm.py`` (`default_transport`); an injected ``httpx.AsyncClient`` always
+  wins. Transport failures surface as httpx exceptions whichever transport is in use.
+- Response bodies are streamed and read only up to ``max_bytes``: a longer body is never held
+  in memory (`Response.truncated` tells the caller, who refuses the answer).
+- `Session` holds everything of a client that belongs to one event loop and one process (the
+  connections and the concurrency limiter). It is never pickled: a client sent to a worker
+  process rebuilds it lazily on first use.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+
+__all__ = [
+    "TRANSPORTS",
+    "TRANSPORT_ENV",
+    "AiohttpPoster",
+    "HttpxPoster",
+    "Poster",
+    "Response",
+    "Session",
+    "default_transport",
+    "make_http_client",
+    "make_poster",
+]
+
+TRANSPORT_ENV = "AGENTJUDGE_HTTP_TRANSPORT"
+TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx")
+"""The transports a client can build for itself (see `default_transport`)."""
+_CHUNK = 64 * 1024
+
+
+def _on_asyncio() -> bool:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def default_transport() -> str:
+    """The transport a client that builds its own HTTP connections uses here.
+
+    Measured in ``benchmarks/bench_llm.py`` (1,000 loopback requests at 100 in flight):
+    ``"aiohttp"`` (an `aiohttp.ClientSession` driven directly) is the fastest and the default
+    on asyncio; ``"httpx-aiohttp"`` (`httpx.AsyncClient` on the httpx-aiohttp transport) pays
+    httpx's request/response machinery on top; ``"httpx"`` (httpx's own transport) is ~10x
+    slower at that concurrency and is used where aiohttp cannot run (trio).
+    ``AGENTJUDGE_HTTP_TRANSPORT`` overrides the choice. An injected ``client=`` always wins.
+    """
+    wanted = os.environ.get(TRANSPORT_ENV, "").strip().lower()
+    if wanted and wanted not in TRANSPORTS:
+        raise ValueError(f"{TRANSPORT_ENV} must be one of {', '.join(TRANSPORTS)}, got {wanted!r}")
+    if wanted == "httpx" or not _on_asyncio():
+        return "httpx"
+    return wanted or "aiohttp"
+
+
+def make_http_client(*, max_connections: int = 100) -> httpx.AsyncClient:
+    """An `httpx.AsyncClient` on the httpx-aiohttp transport (on asyncio), else httpx's own.
+
+    Handy to inject (``client=``) when you want httpx features (event hooks, mounts) with a
+    fast transport. Must be called inside the event loop that will use it.
+    """
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
+    if _on_asyncio():
+        from httpx_aiohttp import HttpxAiohttpClient
+
+        client: httpx.AsyncClient = HttpxAiohttpClient(limits=limits)
+        return client
+    return httpx.AsyncClient(limits=limits)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """What the clients need of an HTTP response, whatever transport produced it.
+
+    Attributes:
+        status_code: The HTTP status.
+        headers: The response headers.
+        content: The body, at most ``max_bytes`` of it.
+        truncated: True when the body was longer than ``max_bytes`` (reading stopped there).
+        declared: The Content-Length the server declared, if any.
+    """
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+    truncated: bool = False
+    declared: int | None = None
+
+    @property
+    def text(self) -> str:
+        """The body decoded as UTF-8 (undecodable bytes replaced)."""
+        return self.content.decode("utf-8", errors="replace")
+
+
+def _declared_length(headers: Mapping[str, str]) -> int | None:
+    try:
+        value = int(headers.get("content-length", ""))
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+async def _read_capped(
+    status: int,
+    headers: Mapping[str, str],
+    chunks: AsyncIterator[bytes],
+    max_bytes: int,
+) -> Response:
+    """Read ``chunks`` until the body ends or passes ``max_bytes`` (then stop reading)."""
+    declared = _declared_length(headers)
+    if declared is not None and declared > max_bytes:
+        return Response(status, headers, b"", truncated=True, declared=declared)
+    body = bytearray()
+    async for chunk in chunks:
+        body += chunk
+        if len(body) > max_bytes:
+            return Response(status, headers, bytes(body[:max_bytes]), True, declared)
+    return Response(status, headers, bytes(body), False, declared)
+
+
+class Poster:
+    """Sends one POST and returns a `Response`; raises httpx exceptions on transport failures."""
+
+    http_client: httpx.AsyncClient | None = None
+
+    async def post(
+        self,
+        url: str,
+        content: bytes,
+        headers: Mapping[str, str],
+        io_timeout: float | None,
+        max_bytes: int,
+    ) -> Response:
+        """POST ``content`` to ``url`` and read at most ``max_bytes`` of the answer."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close connections this poster opened."""
+
+
+class HttpxPoster(Poster):
+    """Sends through an `httpx.AsyncClient` (injected by the user, or built by the client)."""
+
+    def __init__(self, client: httpx.AsyncClient, *, owned: bool) -> None:
+        self.http_client = client
+        self.owned = owned
+
+    async def post(
+        self,
+        url: str,
+        content: bytes,
+        headers: Mapping[str, str],
+        io_timeout: float | None,
+        max_bytes: int,
+    ) -> Response:
+        """POST through httpx, streaming the answer (see `Poster.post`)."""
+        client = self.http_client
+        assert client is not None
+        try:
+            async with client.stream(
+                "POST", url, content=content, headers=headers, timeout=httpx.Timeout(io_timeout)
+            ) as response:
+                return await _read_capped(
+                    response.status_code,
+                    response.headers,
+                    response.aiter_bytes(_CHUNK),
+                    max_bytes,
+                )
+        except httpx.HTTPError:
+            raise
+        except Exception as exc:
+            if type(exc).__module__.split(".", 1)[0] == "aiohttp":  # unmapped by a transport
+                raise httpx.TransportError(f"{type(exc).__name__}: {exc}") from exc
+            raise
+
+    async def aclose(self) -> None:
+        """Close the httpx client when this poster built it (an injected one stays open)."""
+        if self.owned and self.http_client is not None:
+            await self.http_client.aclose()
+
+
+class AiohttpPoster(Poster):
+    """Drives an `aiohttp.ClientSession` directly (the measured-fastest transport)."""
+
+    def __init__(self, max_connections: int) -> None:
+        import aiohttp
+
+        self._aiohttp = aiohttp
+        # trust_env=False: aiohttp would look proxies and netrc up on a worker thread for every
+        # request (~0.8 ms each); the environment's proxy is resolved once per host instead.
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=max_connections), trust_env=False
+        )
+        self._timeouts: dict[float | None, Any] = {}
+        self._proxies: dict[tuple[str, str], str | None] = {}
+
+    def _proxy(self, url: str) -> str | None:
+        """The proxy the environment (HTTP(S)_PROXY, NO_PROXY) sets for ``url``, if any."""
+        scheme, _, rest = url.partition("://")
+        host = rest.split("/", 1)[0]
+        key = (scheme, host)
+        if key not in self._proxies:
+            import urllib.request
+
+            proxies = urllib.request.getproxies()
+            proxy = proxies.get(scheme) or proxies.get("all")
+            hostname = host.rsplit("@", 1)[-1].split(":", 1)[0]
+            if proxy and urllib.request.proxy_bypass(hostname):
+                proxy = None
+            self._proxies[key] = proxy or None
+        return self._proxies[key]
+
+    def _timeout(self, seconds: float | None) -> Any:
+        timeout = self._timeouts.get(seconds)
+        if timeout is None:
+            timeout = self._aiohttp.ClientTimeout(
+                total=None, connect=seconds, sock_connect=seconds, sock_read=seconds
+            )
+            self._timeouts[seconds] = timeout
+        return timeout
+
+    async def post(
+        self,
+        url: str,
+        content: bytes,
+        headers: Mapping[str, str],
+        io_timeout: float | None,
+        max_bytes: int,
+    ) -> Response:
+        """POST through aiohttp, streaming the answer (see `Poster.post`)."""
+        aiohttp = self._aiohttp
+        try:
+            async with self._session.post(
+                url,
+                data=content,
+                headers=headers,
+                timeout=self._timeout(io_timeout),
+                proxy=self._proxy(url),
+                allow_redirects=False,
+            ) as response:
+                return await _read_capped(
+                    response.status,
+                    response.headers,
+                    response.content.iter_chunked(_CHUNK),
+                    max_bytes,
+                )
+        except aiohttp.ConnectionTimeoutError as exc:
+            raise httpx.ConnectTimeout(f"{url}: connect timed out ({exc})") from exc
+        except TimeoutError as exc:
+            raise httpx.ReadTimeout(f"{url}: no answer within {io_timeout} s") from exc
+        except aiohttp.ClientConnectorError as exc:
+            raise httpx.ConnectError(f"{url}: {exc}") from exc
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
+            raise httpx.RemoteProtocolError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise httpx.TransportError(f"{url}: {type(exc).__name__}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        """Close the aiohttp session and its connections."""
+        await self._session.close()
+
+
+def make_poster(max_connections: int) -> Poster:
+    """A poster on `default_transport`, owning its connections."""
+    transport = default_transport()
+    if transport == "aiohttp":
+        return AiohttpPoster(max_connections)
+    if transport == "httpx-aiohttp":
+        return HttpxPoster(make_http_client(max_connections=max_connections), owned=True)
+    limits = httpx.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
+    return HttpxPoster(httpx.AsyncClient(limits=limits), owned=True)
+
+
+class Session:
+    """A client's state that belongs to one event loop of one process: never pickled.
+
+    Holds the poster (connections) and the concurrency limiter; built lazily on first use in
+    each loop (see `agentjudge.models._loop.LoopLocal`), so a client copied to a worker
+    process, or reused by a later ``anyio.run``, starts with fresh ones. Per-client runtime
+    state added later (e.g. an adaptive rate controller) belongs here too.
+
+    Args:
+        poster: What sends requests.
+        max_concurrency: Requests in flight at most.
+    """
+
+    def __init__(self, poster: Poster, max_concurrency: int) -> None:
+        self.poster = poster
+        self.limiter = anyio.CapacityLimiter(max_concurrency)
+
+    async def aclose(self) -> None:
+        """Close the connections this session opened (an injected client stays open)."""
+        await self.poster.aclose()

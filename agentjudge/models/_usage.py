@@ -1,0 +1,50 @@
+"""Token usage as the providers report it: counts checked, sums kept within range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentjudge.models._types import MAX_TOKEN_COUNT, Usage
+
+__all__ = ["UsageReader", "add_usage"]
+
+
+class UsageReader:
+    """Reads a provider's token counts, never losing the answer over a bad one.
+
+    A count that is present but not an integer within ``0..2**53-1`` is dropped (None) and a
+    warning recorded.
+    """
+
+    def __init__(self, client: str) -> None:
+        self.client = client
+        self.warnings: list[str] = []
+
+    def count(self, value: Any, where: str) -> int | None:
+        """``value`` when it is a valid token count; None (with a warning) when it is not."""
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
+            return value
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        self.warnings.append(
+            f"{self.client}: {where}={shown} is not a token count (an integer within "
+            "0..2**53-1); it was dropped from the usage"
+        )
+        return None
+
+
+def add_usage(a: Usage | None, b: Usage, warnings: list[str]) -> Usage:
+    """``a + b`` field by field; a sum above 2**53-1 is dropped with a warning."""
+    if a is None:
+        return b
+    merged: dict[str, int | None] = {}
+    for field in Usage.model_fields:
+        x, y = getattr(a, field), getattr(b, field)
+        total = None if x is None and y is None else (x or 0) + (y or 0)
+        if total is not None and total > MAX_TOKEN_COUNT:
+            warnings.append(f"the summed usage {field}={total} is above 2**53-1; it was dropped")
+            total = None
+        merged[field] = total
+    return Usage(**merged)
