@@ -64,10 +64,12 @@ from agentjudge.engine._plan import (
 from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import EvaluationCancelled
 from agentjudge.judging import (
+    QueueClock,
     StrayCancellation,
     coerce_judgment,
     error_type_name,
     is_stray_cancellation,
+    queue_clock,
 )
 
 __all__ = ["EvaluationHandle", "Evaluator", "ResultCallback"]
@@ -751,6 +753,8 @@ class Evaluator:
         try:
             if not reserved:
                 await _acquire(limiter, stats)
+            clock = QueueClock()
+            token = queue_clock.set(clock)
             try:
                 began = perf_counter()
                 stats.queued += began - started
@@ -769,8 +773,11 @@ class Evaluator:
                         raise self._timed_out(leaf, stats)
                     return judgment
                 finally:
-                    stats.working += perf_counter() - began
+                    # Waiting the judge reported (a client's rate limit) is queueing.
+                    stats.working += perf_counter() - began - clock.seconds
+                    stats.queued += clock.seconds
             finally:
+                queue_clock.reset(token)
                 limiter.release_on_behalf_of(stats)
                 if self._waiting:
                     self._dispatch()

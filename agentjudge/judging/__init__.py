@@ -30,6 +30,7 @@ from agentjudge.judging._protocol import (
     judge_name,
     named,
 )
+from agentjudge.judging._queueing import QueueClock, add_queued, queue_clock
 
 __all__ = [
     "MAX_ABANDONED_THREADS",
@@ -39,9 +40,11 @@ __all__ = [
     "JudgeLike",
     "JudgeReturn",
     "JudgeReturnError",
+    "QueueClock",
     "StrayCancellation",
     "ThreadsExhausted",
     "abandoned_threads",
+    "add_queued",
     "all_of",
     "any_of",
     "call_judge",
@@ -53,6 +56,7 @@ __all__ = [
     "judge",
     "judge_name",
     "named",
+    "queue_clock",
     "run_sync_bounded",
     "to_async",
 ]

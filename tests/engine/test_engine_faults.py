@@ -303,3 +303,18 @@ def test_breaking_out_of_run_without_aclosing_never_cancels_the_caller() -> None
         return 1
 
     assert anyio.run(main) == 1
+
+
+async def test_waiting_reported_by_the_judge_counts_as_queueing() -> None:
+    """Time a judge reports with add_queued (a client's rate limit) is queued_s, not duration_s."""
+    from agentjudge.judging import add_queued
+
+    async def waits_for_capacity(ctx: Context) -> Judgment:
+        await anyio.sleep(0.05)
+        add_queued(0.05)  # what a rate-limited model client reports
+        return Judgment.passed()
+
+    [result] = await Evaluator(waits_for_capacity).evaluate(output="x")
+    assert result.queued_s >= 0.05
+    assert result.duration_s < result.queued_s
+    add_queued(1.0)  # outside an attempt: ignored, never an error
