@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import anyio.to_thread
-
 from agentjudge.core import Check, Context, Judgment
+from agentjudge.judges._safeio import PathEscapeError, run_blocking
 from agentjudge.judging import JudgeKind
 
 __all__ = [
@@ -35,10 +34,6 @@ __all__ = [
 
 class WorkspaceError(ValueError):
     """A judge cannot use the context's workspace (unset, missing or not a folder)."""
-
-
-class PathEscapeError(ValueError):
-    """A path resolves outside the workspace and the judge does not allow that."""
 
 
 class DeterministicJudge:
@@ -117,14 +112,16 @@ async def resolve_in_workspace(
 ) -> Path:
     """Resolve ``path`` against the context's workspace (on a worker thread).
 
-    Relative paths are joined to the workspace; symbolic links are followed.
+    Relative paths are joined to the workspace; symbolic links are followed. The answer is a
+    name checked once: read through `agentjudge.judges._safeio.open_regular` with
+    ``within=`` the workspace, which checks the opened file, not the name.
 
     Raises:
         WorkspaceError: the workspace is unset or not a folder.
         PathEscapeError: the result lies outside the workspace and ``allow_outside`` is False.
     """
     workspace = None if ctx.workspace is None else Path(ctx.workspace)
-    return await anyio.to_thread.run_sync(_resolve_sync, workspace, path, allow_outside)
+    return await run_blocking(_resolve_sync, workspace, path, allow_outside)
 
 
 def reference_dir(ctx: Context) -> Path | str:
@@ -241,8 +238,9 @@ def walk_files(
 
 
 FileCheck = Callable[[str, Path, Path], Check | str]
-"""Checks one reference file: ``(relative POSIX path, reference path, workspace path)`` to a
-`Check`, or to the reason the whole judgment is ERROR. Runs on a worker thread."""
+"""Checks one reference file: ``(relative POSIX path, reference path, workspace folder)`` to a
+`Check`, or to the reason the whole judgment is ERROR. Runs on a worker thread; it opens the
+workspace file with `agentjudge.judges._safeio.open_regular` confined to the folder."""
 
 
 async def check_reference_files(
@@ -264,7 +262,7 @@ async def check_reference_files(
         workspace = workspace_of(ctx)
     except WorkspaceError as exc:
         return Judgment.errored(str(exc))
-    return await anyio.to_thread.run_sync(_check_files_sync, ref, workspace, excludes, check_file)
+    return await run_blocking(_check_files_sync, ref, workspace, excludes, check_file)
 
 
 def _check_files_sync(
@@ -292,7 +290,7 @@ def _check_files_sync(
                 f"{str(root)!r} through a symbolic link",
                 metadata=meta,
             )
-        outcome = check_file(rel, expected_path, actual_path)
+        outcome = check_file(rel, expected_path, root)
         if isinstance(outcome, str):
             return Judgment.errored(outcome, metadata=meta)
         checks.append(outcome)
