@@ -83,7 +83,7 @@ def _resolve_sync(
     if not workspace.is_dir():
         raise WorkspaceError(f"workspace {str(workspace)!r} is not an existing folder")
     root = workspace.resolve()
-    candidate = (root / raw).resolve()
+    candidate = _resolved(root / raw)
     if not allow_outside and not candidate.is_relative_to(root):
         if raw.is_absolute():
             reason = "an absolute path elsewhere"
@@ -96,6 +96,18 @@ def _resolve_sync(
             f"workspace {str(root)!r} ({reason}); pass allow_outside=True to permit this"
         )
     return candidate
+
+
+def _resolved(path: Path) -> Path:
+    """``path.resolve()``; lexically normalised when a link changes while it is resolved.
+
+    Names are only checked here; what is finally read is opened by a confined walk
+    (`agentjudge.judges._safeio.open_regular`), which refuses a link leading out at that time.
+    """
+    try:
+        return path.resolve()
+    except OSError:
+        return Path(os.path.normpath(path))
 
 
 def _has_link(root: Path, raw: Path) -> bool:
@@ -225,7 +237,7 @@ def walk_files(
             if excluded(rel, excludes):
                 continue
             if contain_real is not None and path.is_symlink():
-                real = path.resolve()
+                real = _resolved(path)
                 if not real.is_relative_to(contain_real):
                     raise PathEscapeError(
                         f"refused {rel!r}: it is a symbolic link to {str(real)!r}, outside the "
@@ -283,7 +295,7 @@ def _check_files_sync(
     checks: list[Check] = []
     for rel, expected_path in files:
         actual_path = root / rel
-        real = actual_path.resolve()
+        real = _resolved(actual_path)
         if not real.is_relative_to(root):
             return Judgment.errored(
                 f"refused {rel!r}: it resolves to {str(real)!r}, outside the workspace "
