@@ -106,7 +106,7 @@ def _resolved(path: Path) -> Path:
     """
     try:
         return path.resolve()
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a link loop, on Python < 3.13
         return Path(os.path.normpath(path))
 
 

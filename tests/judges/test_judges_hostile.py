@@ -344,3 +344,12 @@ def test_a_value_too_deep_to_show_is_named_not_raised() -> None:
     assert diff_values({"k": 1}, {"k": deep}) == [
         "$.k: expected int '1', got list <list nested too deeply to show>"
     ]
+
+
+async def test_a_link_loop_is_an_error_naming_it_not_a_crash(tmp_path: Path) -> None:
+    """A symbolic link loop in the workspace is ERROR naming the loop, not a judge crash."""
+    (tmp_path / "loop").symlink_to("loop")
+    content = await FileContent("loop", "x")(ctx_for(tmp_path))
+    assert content.status is Status.ERROR
+    assert "too many symbolic links" in content.reasoning
+    assert (await FileExists("loop")(ctx_for(tmp_path))).status is Status.ERROR
