@@ -31,14 +31,23 @@ from agentjudge.judges._paths import (
     normalise_excludes,
 )
 from agentjudge.judges._safeio import (
-    DEFAULT_MAX_BYTES,
     FileTooLargeError,
     NotRegularFileError,
     PathEscapeError,
     read_file,
 )
 
-__all__ = ["FileComparison", "comparator_for", "compare_contents", "normalize_requirement"]
+__all__ = [
+    "DEFAULT_COMPARE_MAX_BYTES",
+    "FileComparison",
+    "comparator_for",
+    "compare_contents",
+    "normalize_requirement",
+]
+
+DEFAULT_COMPARE_MAX_BYTES = 8 * 1024 * 1024
+"""Largest file (8 MiB) `FileComparison` reads by default: comparing parses or normalises whole
+files, which peaks at about 25 times the file size (two 8 MiB files: about 210 MiB)."""
 
 MAX_DIFFERENCES = 20
 """Differences listed per file (the rest are counted)."""
@@ -1104,7 +1113,8 @@ class FileComparison(DeterministicJudge):
     Args:
         exclude: Relative POSIX paths to skip (as in `SupersetDiff`).
         name: Judge name; defaults to ``"FileComparison"``.
-        max_bytes: Largest file read on either side (default 64 MiB).
+        max_bytes: Largest file read on either side (default 8 MiB,
+            `DEFAULT_COMPARE_MAX_BYTES`; peak memory is about 25 times the files' size).
 
     Raises:
         ValueError: a bad ``exclude`` entry or a negative ``max_bytes``.
@@ -1115,7 +1125,7 @@ class FileComparison(DeterministicJudge):
         exclude: Sequence[str] = (),
         *,
         name: str | None = None,
-        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_bytes: int = DEFAULT_COMPARE_MAX_BYTES,
     ) -> None:
         self.exclude = normalise_excludes(exclude)
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:

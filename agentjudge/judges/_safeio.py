@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-"""Largest file (64 MiB) `FileContent`, `FileComparison` and coverage reports read by default."""
+"""Largest file (64 MiB) `FileContent` and coverage reports read by default."""
 
 _LINK_LIMIT = 40
 """Symbolic links (or entries changing under the walk) followed before giving up, as Linux."""

@@ -14,7 +14,7 @@ import anyio.to_thread
 import pytest
 
 from agentjudge.core import Context, Judgment, Status
-from agentjudge.judges._compare import diff_values
+from agentjudge.judges._compare import DEFAULT_COMPARE_MAX_BYTES, diff_values
 from agentjudge.judges._deterministic import (
     CoveragePreservation,
     FileComparison,
@@ -284,6 +284,22 @@ async def test_file_comparison_caps_both_sides(tmp_path: Path) -> None:
     broken = await FileComparison()(ctx_for(ws, expected_dir=ref))
     assert broken.status is Status.ERROR
     assert "Reference file huge.bin is too large to compare" in broken.reasoning
+
+
+async def test_file_comparison_refuses_a_workspace_file_over_the_default_cap(
+    tmp_path: Path,
+) -> None:
+    """A workspace file over 8 MiB is a failing check naming it and its size, never read."""
+    ref, ws = tmp_path / "ref", tmp_path / "ws"
+    ref.mkdir()
+    (ref / "data.txt").write_text("small\n")
+    sparse(ws / "data.txt", DEFAULT_COMPARE_MAX_BYTES + 1)
+    result = await FileComparison()(ctx_for(ws, expected_dir=ref))
+    assert result.status is Status.FAIL
+    assert result.checks[0].message == (
+        f"data.txt is too large to compare ({DEFAULT_COMPARE_MAX_BYTES + 1} bytes; "
+        f"the limit is max_bytes={DEFAULT_COMPARE_MAX_BYTES})"
+    )
 
 
 async def test_coverage_report_over_the_cap_is_error(tmp_path: Path) -> None:
