@@ -29,6 +29,7 @@ from agentjudge.judges._safeio import (
     NotRegularFileError,
     PathEscapeError,
     open_regular,
+    run_blocking,
 )
 
 T = TypeVar("T")
@@ -134,6 +135,32 @@ def test_open_regular_refuses_special_files_before_reading(tmp_path: Path) -> No
         assert os.read(fd, 10) == b"ok"
     finally:
         os.close(fd)
+
+
+async def test_a_stuck_blocking_read_does_not_hold_up_cancellation() -> None:
+    """Work run through run_blocking is abandoned when the caller's scope is cancelled."""
+    started, release = threading.Event(), threading.Event()
+
+    def stuck() -> None:
+        started.set()
+        release.wait(30)  # stands for a read that never returns
+
+    finished = False
+    try:
+        with anyio.fail_after(10):  # upper bound for the regression: not ordering
+            async with anyio.create_task_group() as tg:
+
+                async def read() -> None:
+                    nonlocal finished
+                    await run_blocking(stuck)
+                    finished = True
+
+                tg.start_soon(read)
+                await anyio.to_thread.run_sync(started.wait)
+                tg.cancel_scope.cancel()
+        assert not finished and not release.is_set()
+    finally:
+        release.set()
 
 
 # ----------------------------------------------------------------------------- links (item 12)
