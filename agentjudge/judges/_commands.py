@@ -150,7 +150,8 @@ class CommandJudge(DeterministicJudge):
 
     The command does not see the whole environment: only `INHERITED_ENV` (with the ``LC_*`` and
     ``UV_*`` families) minus secret-looking names and values, plus ``env``. API keys, tokens and
-    passwords of the evaluating process therefore never reach the command or its stored output.
+    passwords in this process's environment therefore do not reach the command through its
+    environment, nor its stored output that way.
 
     Args:
         command: Shell string or argument sequence.
