@@ -73,6 +73,8 @@ class FileExists(DeterministicJudge):
         allow_outside: Allow paths that resolve outside the workspace.
 
     A path escaping the workspace (``..``, symbolic links) is ERROR unless ``allow_outside``.
+    The path is looked up by a confined walk (links followed only while they stay inside), so a
+    link swapped in mid-check cannot make it report on a file outside the workspace.
     """
 
     def __init__(
