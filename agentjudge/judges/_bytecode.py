@@ -10,8 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import anyio.to_thread
-
 from agentjudge.core import Check, Context, Judgment
 from agentjudge.judges._paths import (
     DeterministicJudge,
@@ -23,10 +21,31 @@ from agentjudge.judges._paths import (
     walk_files,
     workspace_of,
 )
+from agentjudge.judges._safeio import open_regular, run_blocking
 
 __all__ = ["PYC_MAGIC_NUMBERS", "ClassVersionJudge", "PycVersionJudge", "pyc_magic_for"]
 
 _CLASS_MAGIC = 0xCAFEBABE
+
+
+def _head(path: Path, within: Path | None, size: int) -> bytes:
+    """The first ``size`` bytes of a regular file, opened confined to ``within`` when given.
+
+    Raises:
+        OSError: unreadable or not a regular file (`NotRegularFileError`).
+        PathEscapeError: the file lies (or now links) outside ``within``.
+    """
+    fd = open_regular(path, within=within)
+    try:
+        data = os.read(fd, size)
+        while data and len(data) < size:
+            more = os.read(fd, size - len(data))
+            if not more:
+                break
+            data += more
+        return data
+    finally:
+        os.close(fd)
 
 
 def java_release(major: int) -> str:
@@ -108,7 +127,7 @@ class ClassVersionJudge(DeterministicJudge):
             workspace = workspace_of(ctx)
         except (WorkspaceError, PathEscapeError) as exc:
             return Judgment.errored(str(exc))
-        return await anyio.to_thread.run_sync(self._check, folder, workspace, target)
+        return await run_blocking(self._check, folder, workspace, target)
 
     def _check(self, folder: Path, workspace: Path, target: int) -> Judgment:
         meta: dict[str, Any] = {"classes_dir": self.classes_dir, "target_class_version": target}
@@ -132,8 +151,9 @@ class ClassVersionJudge(DeterministicJudge):
         expected = f"{target} ({java_release(target)})"
         for rel, path in files:
             try:
-                with path.open("rb") as fh:
-                    header = fh.read(8)
+                header = _head(path, None if self.allow_outside else workspace, 8)
+            except PathEscapeError as exc:
+                return Judgment.errored(str(exc), metadata=meta)
             except OSError as exc:
                 return Judgment.errored(
                     f"Cannot read {self.classes_dir}/{rel}: {exc.strerror or exc}", metadata=meta
@@ -294,7 +314,7 @@ class PycVersionJudge(DeterministicJudge):
             workspace = workspace_of(ctx)
         except (WorkspaceError, PathEscapeError) as exc:
             return Judgment.errored(str(exc))
-        return await anyio.to_thread.run_sync(self._check, folder, workspace, target, magic)
+        return await run_blocking(self._check, folder, workspace, target, magic)
 
     def _check(self, folder: Path, workspace: Path, target: str, magic: int) -> Judgment:
         meta: dict[str, Any] = {"target_python": target, "target_magic": magic}
@@ -317,8 +337,9 @@ class PycVersionJudge(DeterministicJudge):
         wrong: list[str] = []
         for rel, path in files:
             try:
-                with path.open("rb") as fh:
-                    header = fh.read(4)
+                header = _head(path, None if self.allow_outside else workspace, 4)
+            except PathEscapeError as exc:
+                return Judgment.errored(str(exc), metadata=meta)
             except OSError as exc:
                 return Judgment.errored(f"Cannot read {rel}: {exc.strerror or exc}", metadata=meta)
             if len(header) < 4 or header[2:4] != b"\r\n":

@@ -1,15 +1,20 @@
 """Command judges: `CommandJudge` and `BuildSuccess` (maven, gradle, pytest, uv).
 
 Processes run through ``anyio.open_process`` in their own session (a new process group), so a
-timeout -- or the caller's cancellation -- kills the command together with every child it
-started. POSIX only (process groups and ``os.killpg``).
+timeout -- or the caller's cancellation -- kills the command together with its session, its
+process group and every descendant still attached to it (see `agentjudge.judges._proctree` for
+the exact guarantee). POSIX only (process groups and ``os.killpg``).
+
+Commands get a scrubbed environment by default: the variables named in `INHERITED_ENV` (and the
+``LC_*`` / ``UV_*`` families), minus anything that looks like a secret; ``env=`` adds variables
+and ``inherit_env=True`` passes the whole environment.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -20,15 +25,56 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
+from anyio.abc import ByteReceiveStream
 
 from agentjudge.core import Check, Context, Judgment
 from agentjudge.judges._paths import DeterministicJudge, WorkspaceError, workspace_of
+from agentjudge.judges._proctree import kill_tree
 
-__all__ = ["DEFAULT_OUTPUT_LIMIT", "BuildSuccess", "CommandJudge"]
+__all__ = ["DEFAULT_OUTPUT_LIMIT", "INHERITED_ENV", "BuildSuccess", "CommandJudge"]
 
 DEFAULT_OUTPUT_LIMIT = 64 * 1024
 """Bytes of merged output kept (the last ones) in ``metadata["output"]``."""
+
+INHERITED_ENV = (
+    # system and locale
+    *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM"),
+    *("TMPDIR", "TMP", "TEMP", "CI", "SSL_CERT_FILE", "SSL_CERT_DIR"),
+    *("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"),
+    *("http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"),
+    # Python
+    *("VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "PYTHONIOENCODING", "PYTHONUTF8"),
+    # Java, Maven, Gradle
+    *("JAVA_HOME", "JDK_HOME", "JAVA_OPTS", "JAVA_TOOL_OPTIONS", "MAVEN_HOME", "M2_HOME"),
+    *("MAVEN_OPTS", "MAVEN_ARGS", "GRADLE_HOME", "GRADLE_USER_HOME", "GRADLE_OPTS"),
+)
+"""Variables a command inherits by default (plus the ``LC_*`` and ``UV_*`` families).
+
+Even these are dropped when the name looks like a secret (it contains KEY, TOKEN, SECRET,
+PASSWORD, PASSWD, CREDENTIAL, AUTH or COOKIE) or the value carries one: a password in a URL
+(``scheme://user:password@host``) or a ``password=`` / ``secret=`` / ``token=`` / ``api_key=``
+setting (as in ``MAVEN_OPTS="-Drepo.password=..."``)."""
+
+_INHERITED_PREFIXES = ("LC_", "UV_")
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW(?:OR)?D|CREDENTIAL|AUTH|COOKIE", re.IGNORECASE)
+_SECRET_VALUE = re.compile(
+    r"[A-Za-z][A-Za-z0-9+.-]*://[^/@\s:]*:[^/@\s]*@"  # a URL with a password
+    r"|(?:passw(?:or)?d|secret|token|api[_-]?key)\s*[=:]",  # -Drepo.password=..., token: ...
+    re.IGNORECASE,
+)
+
+
+def _scrubbed_environment(source: Mapping[str, str]) -> dict[str, str]:
+    """The part of ``source`` a command inherits by default (see `INHERITED_ENV`)."""
+    allowed = set(INHERITED_ENV)
+    return {
+        name: value
+        for name, value in source.items()
+        if (name in allowed or name.startswith(_INHERITED_PREFIXES))
+        and not _SECRET_NAME.search(name)
+        and not _SECRET_VALUE.search(value)
+    }
+
 
 _SHELL_REASONS = {126: "command not executable", 127: "command not found"}
 
@@ -46,9 +92,11 @@ class _Tail:
 
     def feed(self, chunk: bytes) -> None:
         self.total += len(chunk)
+        if not self.limit:
+            return  # keep none (``del buffer[:-0]`` would keep everything)
         self.buffer += chunk
         if len(self.buffer) > 2 * self.limit:
-            del self.buffer[: -self.limit]
+            del self.buffer[: len(self.buffer) - self.limit]
 
     def text(self) -> tuple[str, bool]:
         truncated = self.total > self.limit
@@ -81,11 +129,6 @@ def _validate_command(command: object) -> Command:
     return tuple(items)
 
 
-def _kill_group(proc: Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def _last_lines(text: str, count: int = 5, limit: int = 600) -> str:
     lines = [line for line in text.splitlines() if line.strip()][-count:]
     joined = "\n".join(lines)
@@ -100,9 +143,15 @@ class CommandJudge(DeterministicJudge):
 
     Metadata: ``command``, ``exit_code``, ``expected_exit_code``, ``output`` (the last
     ``output_limit`` bytes, decoded as UTF-8 with replacement, prefixed with a marker line when
-    truncated), ``output_truncated`` and ``elapsed_ms``. A timeout kills the whole process group
-    and is ERROR (``exit_code`` is then absent and ``timed_out`` is true). A program that does not
-    exist is FAIL (a sequence whose program is not found; shell exit code 127).
+    truncated), ``output_truncated`` and ``elapsed_ms``. A timeout kills the command's session,
+    process group and descendants and is ERROR (``exit_code`` is then absent and ``timed_out``
+    is true). A program that does not exist is FAIL (a sequence whose program is not found;
+    shell exit code 127).
+
+    The command does not see the whole environment: only `INHERITED_ENV` (with the ``LC_*`` and
+    ``UV_*`` families) minus secret-looking names and values, plus ``env``. API keys, tokens and
+    passwords in this process's environment therefore do not reach the command through its
+    environment, nor its stored output that way.
 
     Args:
         command: Shell string or argument sequence.
@@ -110,8 +159,9 @@ class CommandJudge(DeterministicJudge):
         timeout: Seconds before the process group is killed; None waits forever.
         env: Variables added to (or overriding) the inherited environment.
         name: Judge name; defaults to the class name.
-        output_limit: Bytes of output kept in the metadata.
+        output_limit: Bytes of output kept in the metadata (0 keeps none).
         exit_code_reasons: Explanations of particular exit codes, used in the reasoning.
+        inherit_env: Pass the whole environment of this process (then ``env`` on top).
 
     Raises:
         ValueError: invalid command, timeout, env or output_limit.
@@ -128,6 +178,7 @@ class CommandJudge(DeterministicJudge):
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         exit_code_reasons: Mapping[int, str] | None = None,
         description: str | None = None,
+        inherit_env: bool = False,
     ) -> None:
         self.command: Command = _validate_command(command)
         if isinstance(expected_exit_code, bool) or not isinstance(expected_exit_code, int):
@@ -146,6 +197,9 @@ class CommandJudge(DeterministicJudge):
         self.expected_exit_code = expected_exit_code
         self.timeout = None if timeout is None else float(timeout)
         self.env = dict(env) if env is not None else None
+        if not isinstance(inherit_env, bool):
+            raise ValueError(f"inherit_env must be a bool, got {inherit_env!r}")
+        self.inherit_env = inherit_env
         self.output_limit = output_limit
         self.exit_code_reasons = dict(exit_code_reasons or {})
         super().__init__(
@@ -172,10 +226,9 @@ class CommandJudge(DeterministicJudge):
         command = await self._command_for(workspace)
         return await self._run(command, workspace)
 
-    def _environment(self) -> dict[str, str] | None:
-        if self.env is None:
-            return None
-        return {**os.environ, **self.env}
+    def _environment(self) -> dict[str, str]:
+        base = dict(os.environ) if self.inherit_env else _scrubbed_environment(os.environ)
+        return {**base, **(self.env or {})}
 
     async def _run(self, command: Command, workspace: Path) -> Judgment:
         shown = _display(command)
@@ -223,7 +276,7 @@ class CommandJudge(DeterministicJudge):
             finished = not timed_out
         finally:
             if not finished:
-                _kill_group(proc)
+                kill_tree(proc.pid, alive=proc.returncode is None)
             with anyio.CancelScope(shield=True):
                 await proc.wait()
                 await proc.aclose()
@@ -326,7 +379,8 @@ class BuildSuccess(CommandJudge):
       5 (no tests collected) is FAIL with that reason.
     - `uv`: ``uv <args>``.
 
-    Arguments are passed without a shell, so they need no quoting.
+    Arguments are passed without a shell, so they need no quoting. Every factory takes
+    ``timeout``, ``env``, ``name`` and ``inherit_env`` (see `CommandJudge`).
     """
 
     def __init__(
@@ -340,6 +394,7 @@ class BuildSuccess(CommandJudge):
         exit_code_reasons: Mapping[int, str] | None = None,
         description: str | None = None,
         resolver: Resolver | None = None,
+        inherit_env: bool = False,
     ) -> None:
         super().__init__(
             command,
@@ -350,6 +405,7 @@ class BuildSuccess(CommandJudge):
             output_limit=output_limit,
             exit_code_reasons=exit_code_reasons,
             description=description,
+            inherit_env=inherit_env,
         )
         self._resolver = resolver
 
@@ -365,6 +421,7 @@ class BuildSuccess(CommandJudge):
         timeout: float | None = 600.0,
         env: Mapping[str, str] | None = None,
         name: str | None = None,
+        inherit_env: bool = False,
     ) -> BuildSuccess:
         """Run Maven goals (default ``package``) with ``./mvnw`` when the workspace has one."""
         args = _strings("goals", goals) or ("package",)
@@ -379,6 +436,7 @@ class BuildSuccess(CommandJudge):
             timeout=timeout,
             env=env,
             name=name,
+            inherit_env=inherit_env,
             description=f"Runs mvn {' '.join(args)} (./mvnw when present)",
             resolver=resolve,
         )
@@ -390,6 +448,7 @@ class BuildSuccess(CommandJudge):
         timeout: float | None = 600.0,
         env: Mapping[str, str] | None = None,
         name: str | None = None,
+        inherit_env: bool = False,
     ) -> BuildSuccess:
         """Run Gradle tasks (default ``build``) with ``./gradlew`` when the workspace has one."""
         args = _strings("tasks", tasks) or ("build",)
@@ -404,6 +463,7 @@ class BuildSuccess(CommandJudge):
             timeout=timeout,
             env=env,
             name=name,
+            inherit_env=inherit_env,
             description=f"Runs gradle {' '.join(args)} (./gradlew when present)",
             resolver=resolve,
         )
@@ -415,6 +475,7 @@ class BuildSuccess(CommandJudge):
         timeout: float | None = 600.0,
         env: Mapping[str, str] | None = None,
         name: str | None = None,
+        inherit_env: bool = False,
     ) -> BuildSuccess:
         """Run pytest with the workspace's environment; no tests collected (exit 5) is FAIL."""
         extra = _strings("pytest arguments", args)
@@ -435,6 +496,7 @@ class BuildSuccess(CommandJudge):
             timeout=timeout,
             env=env,
             name=name,
+            inherit_env=inherit_env,
             exit_code_reasons=_PYTEST_REASONS,
             description="Runs pytest in the workspace's environment (exit 5 is FAIL)",
             resolver=resolve,
@@ -447,9 +509,10 @@ class BuildSuccess(CommandJudge):
         timeout: float | None = 600.0,
         env: Mapping[str, str] | None = None,
         name: str | None = None,
+        inherit_env: bool = False,
     ) -> BuildSuccess:
         """Run ``uv <args>``, e.g. ``BuildSuccess.uv("build")``."""
         extra = _strings("uv arguments", args)
         if not extra:
             raise ValueError('uv needs at least one argument, e.g. BuildSuccess.uv("build")')
-        return cls(("uv", *extra), timeout=timeout, env=env, name=name)
+        return cls(("uv", *extra), timeout=timeout, env=env, name=name, inherit_env=inherit_env)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import json
 import math
 import re
@@ -29,11 +30,30 @@ from agentjudge.judges._paths import (
     first_names,
     normalise_excludes,
 )
+from agentjudge.judges._safeio import (
+    FileTooLargeError,
+    NotRegularFileError,
+    PathEscapeError,
+    read_file,
+)
 
-__all__ = ["FileComparison", "comparator_for", "compare_contents", "normalize_requirement"]
+__all__ = [
+    "DEFAULT_COMPARE_MAX_BYTES",
+    "FileComparison",
+    "comparator_for",
+    "compare_contents",
+    "normalize_requirement",
+]
+
+DEFAULT_COMPARE_MAX_BYTES = 8 * 1024 * 1024
+"""Largest file (8 MiB) `FileComparison` reads by default: comparing parses or normalises whole
+files, which peaks at about 25 times the file size (two 8 MiB files: about 210 MiB)."""
 
 MAX_DIFFERENCES = 20
 """Differences listed per file (the rest are counted)."""
+
+_TOO_DEEP = "nested too deeply"
+"""Why a file beyond Python's recursion limit is not compared (a failing check, not ERROR)."""
 
 Facts = dict[str, str]
 
@@ -53,7 +73,12 @@ class _Unsafe(Exception):
 
 
 def _short(value: object, limit: int = 120) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    try:
+        text = (
+            value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+        )
+    except RecursionError:
+        return f"<{type(value).__name__} {_TOO_DEEP} to show>"
     text = re.sub(r"\s+", " ", text)
     return repr(text) if len(text) <= limit else repr(text[:limit] + "...")
 
@@ -191,6 +216,8 @@ def compare_json(expected: bytes, actual: bytes) -> list[str]:
             raise _ParseFailure(
                 side, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
             ) from None
+        except RecursionError:
+            raise _ParseFailure(side, f"JSON {_TOO_DEEP} to parse") from None
     return diff_values(docs[0], docs[1])
 
 
@@ -303,6 +330,8 @@ def _load_toml(data: bytes, side: str) -> dict[str, Any]:
         return tomllib.loads(_decode(data, side))
     except tomllib.TOMLDecodeError as exc:
         raise _ParseFailure(side, f"not valid TOML ({exc})") from None
+    except RecursionError:
+        raise _ParseFailure(side, f"TOML {_TOO_DEEP} to parse") from None
 
 
 def compare_toml(expected: bytes, actual: bytes) -> list[str]:
@@ -664,6 +693,10 @@ def _parse_python(data: bytes, side: str) -> ast.Module:
         raise _ParseFailure(
             side, f"not valid Python (line {exc.lineno}, column {exc.offset}: {exc.msg})"
         ) from None
+    except (RecursionError, MemoryError):
+        # CPython's parser reports a too deeply nested expression as MemoryError ("parser stack
+        # overflow"); the file is at most max_bytes, so this is nesting, not a lack of memory.
+        raise _ParseFailure(side, f"Python {_TOO_DEEP} to parse") from None
 
 
 def _py_signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
@@ -734,9 +767,17 @@ def compare_python(expected: bytes, actual: bytes) -> list[str]:
     Imports compare as a set, top-level functions, classes, methods and assignments are keyed
     by name (order-insensitive), and each function body is compared statement by statement.
     """
-    e_tree = _parse_python(expected, "expected")
-    a_tree = _parse_python(actual, "actual")
-    return diff_facts(python_facts(e_tree), python_facts(a_tree))
+    e_facts = _sided(python_facts, _parse_python(expected, "expected"), "expected")
+    a_facts = _sided(python_facts, _parse_python(actual, "actual"), "actual")
+    return diff_facts(e_facts, a_facts)
+
+
+def _sided(facts: Callable[[Any], Facts], tree: Any, side: str) -> Facts:
+    """``facts(tree)``, with a tree too deep to flatten reported against its side."""
+    try:
+        return facts(tree)
+    except RecursionError:
+        raise _ParseFailure(side, f"source {_TOO_DEEP} to compare") from None
 
 
 # --------------------------------------------------------------------------- Java
@@ -1006,7 +1047,9 @@ def compare_java(expected: bytes, actual: bytes) -> list[str]:
     Raises:
         ImportError: tree-sitter-java is not installed (names the ``java`` extra).
     """
-    return diff_facts(java_facts(expected, "expected"), java_facts(actual, "actual"))
+    e_facts = _sided(lambda src: java_facts(src, "expected"), expected, "expected")
+    a_facts = _sided(lambda src: java_facts(src, "actual"), actual, "actual")
+    return diff_facts(e_facts, a_facts)
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -1062,18 +1105,38 @@ class FileComparison(DeterministicJudge):
     reference file that cannot be parsed, unsafe XML, or a workspace path escaping through a
     symbolic link is ERROR.
 
+    A workspace file that is not a regular file (a pipe, a folder), larger than ``max_bytes`` or
+    nested too deeply for Python's recursion limit is a failing check naming the file; the same
+    about a reference file is ERROR. Workspace files are opened confined to the workspace, without
+    following links out of it and without blocking.
+
     Args:
         exclude: Relative POSIX paths to skip (as in `SupersetDiff`).
         name: Judge name; defaults to ``"FileComparison"``.
+        max_bytes: Largest file read on either side (default 8 MiB,
+            `DEFAULT_COMPARE_MAX_BYTES`; peak memory is about 25 times the files' size).
+
+    Raises:
+        ValueError: a bad ``exclude`` entry or a negative ``max_bytes``.
     """
 
-    def __init__(self, exclude: Sequence[str] = (), *, name: str | None = None) -> None:
+    def __init__(
+        self,
+        exclude: Sequence[str] = (),
+        *,
+        name: str | None = None,
+        max_bytes: int = DEFAULT_COMPARE_MAX_BYTES,
+    ) -> None:
         self.exclude = normalise_excludes(exclude)
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0:
+            raise ValueError(f"max_bytes must be an int >= 0, got {max_bytes!r}")
+        self.max_bytes = max_bytes
         super().__init__(name, "Compares workspace files with the reference folder semantically")
 
     async def __call__(self, ctx: Context) -> Judgment:
         """Judge one context."""
-        walked = await check_reference_files(ctx, self.exclude, _compare_file)
+        check = functools.partial(_compare_file, limit=self.max_bytes)
+        walked = await check_reference_files(ctx, self.exclude, check)
         if isinstance(walked, Judgment):
             return walked
         checks, meta = walked
@@ -1092,21 +1155,43 @@ class FileComparison(DeterministicJudge):
         )
 
 
-def _compare_file(rel: str, expected_path: Path, actual_path: Path) -> Check | str:
+def _read_pair(
+    rel: str, expected_path: Path, root: Path, limit: int
+) -> tuple[bytes, bytes] | Check | str:
+    """Both versions of ``rel``, a failing check for the workspace's, or the reason for ERROR."""
     try:
-        expected = expected_path.read_bytes()
+        expected = read_file(expected_path, None, limit)
+    except FileTooLargeError as exc:
+        return (
+            f"Reference file {rel} is too large to compare ({exc.size} bytes; "
+            f"the limit is max_bytes={limit})"
+        )
     except OSError as exc:
         return f"Cannot read reference file {rel}: {exc.strerror or exc}"
-    if not actual_path.is_file():
-        what = "Missing file" if not actual_path.exists() else "Not a regular file"
-        return Check.fail(rel, f"{what}: {rel}")
     try:
-        actual = actual_path.read_bytes()
+        actual = read_file(root / rel, root, limit)
+    except (FileNotFoundError, NotADirectoryError):
+        return Check.fail(rel, f"Missing file: {rel}")
+    except NotRegularFileError as exc:
+        return Check.fail(rel, f"Not a regular file: {rel} ({exc.kind})")
+    except FileTooLargeError as exc:
+        return Check.fail(
+            rel, f"{rel} is too large to compare ({exc.size} bytes; the limit is max_bytes={limit})"
+        )
+    except PathEscapeError as exc:
+        return str(exc)
     except OSError as exc:
         return Check.fail(rel, f"Cannot read {rel}: {exc.strerror or exc}")
+    return expected, actual
+
+
+def _compare_file(rel: str, expected_path: Path, root: Path, limit: int) -> Check | str:
+    pair = _read_pair(rel, expected_path, root, limit)
+    if not isinstance(pair, tuple):
+        return pair
     kind, comparator = comparator_for(rel)
     try:
-        diffs = comparator(expected, actual)
+        diffs = comparator(*pair)
     except _Unsafe as exc:
         return f"{exc.side} file {rel}: {exc.message}"
     except _ParseFailure as exc:
@@ -1115,6 +1200,8 @@ def _compare_file(rel: str, expected_path: Path, actual_path: Path) -> Check | s
         return Check.fail(rel, f"{rel} is {exc.message}")
     except ImportError as exc:
         return f"Cannot compare {rel}: {exc}"
+    except RecursionError:
+        return Check.fail(rel, f"{rel} is {_TOO_DEEP} to compare ({kind})")
     if not diffs:
         return Check.ok(rel, f"matches ({kind})")
     shown = diffs[:MAX_DIFFERENCES]

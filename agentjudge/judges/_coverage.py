@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Literal
 from xml.etree.ElementTree import Element, ParseError
 
-import anyio.to_thread
 import defusedxml
 import defusedxml.ElementTree as SafeET
 from pydantic import BaseModel, ConfigDict
@@ -37,6 +36,13 @@ from agentjudge.judges._paths import (
     PathEscapeError,
     WorkspaceError,
     resolve_in_workspace,
+)
+from agentjudge.judges._safeio import (
+    DEFAULT_MAX_BYTES,
+    FileTooLargeError,
+    NotRegularFileError,
+    read_file,
+    run_blocking,
 )
 
 __all__ = [
@@ -285,17 +291,42 @@ def parse_coverage_bytes(data: bytes, *, source: str = "<report>") -> CoverageMe
 def parse_coverage(path: str | os.PathLike[str]) -> CoverageMetrics:
     """Read and parse a coverage report file (blocking; judges call it on a worker thread).
 
+    The file must be a regular file of at most 64 MiB (`DEFAULT_MAX_BYTES`); a named pipe is
+    refused without waiting for a writer.
+
     Raises:
-        CoverageReportError: the file is missing, unreadable, malformed or unsafe.
+        CoverageReportError: the file is missing, unreadable, too large, malformed or unsafe.
     """
     source = os.fspath(path)
+    metrics = _load_report(Path(path), None, source)
+    if metrics is None:
+        raise CoverageReportError(f"{source}: coverage report not found")
+    return metrics
+
+
+def _read_report(path: Path, within: Path | None, source: str) -> bytes | None:
     try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise CoverageReportError(f"{source}: coverage report not found") from None
+        return read_file(path, within, DEFAULT_MAX_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except NotRegularFileError as exc:
+        raise CoverageReportError(f"{source}: {exc.kind}, not a regular file") from None
+    except FileTooLargeError as exc:
+        raise CoverageReportError(
+            f"{source}: too large ({exc.size} bytes; reports are read up to {exc.limit})"
+        ) from None
     except OSError as exc:
         raise CoverageReportError(f"{source}: cannot read ({exc.strerror or exc})") from None
-    return parse_coverage_bytes(data, source=source)
+
+
+def _load_report(path: Path, within: Path | None, source: str) -> CoverageMetrics | None:
+    """Parse the report at ``path`` (confined to ``within``); None when there is none.
+
+    Raises:
+        CoverageReportError: the report is unreadable, not a regular file, too large or bad.
+    """
+    data = _read_report(path, within, source)
+    return None if data is None else parse_coverage_bytes(data, source=source)
 
 
 def _baseline(ctx: Context, metric: CoverageMetric) -> float | Judgment:
@@ -338,16 +369,19 @@ class _CoverageJudge(DeterministicJudge):
 
     async def _current(self, ctx: Context) -> tuple[CoverageMetrics, float] | Judgment:
         candidates = (self.report,) if self.report is not None else DEFAULT_COVERAGE_REPORTS
-        chosen: tuple[str, Path] | None = None
+        within = None if self.allow_outside or ctx.workspace is None else Path(ctx.workspace)
+        found: CoverageMetrics | None = None
         try:
             for candidate in candidates:
                 path = await resolve_in_workspace(ctx, candidate, allow_outside=self.allow_outside)
-                if await anyio.Path(path).is_file():
-                    chosen = (candidate, path)
+                found = await run_blocking(_load_report, path, within, candidate)
+                if found is not None:
                     break
         except (WorkspaceError, PathEscapeError) as exc:
             return Judgment.errored(str(exc))
-        if chosen is None:
+        except CoverageReportError as exc:
+            return Judgment.errored(f"Unusable coverage report: {exc}")
+        if found is None:
             if self.report is not None:
                 return Judgment.errored(f"Coverage report not found: {self.report}")
             return Judgment.errored(
@@ -355,16 +389,8 @@ class _CoverageJudge(DeterministicJudge):
                 + ", ".join(DEFAULT_COVERAGE_REPORTS)
                 + "); pass report= to name it"
             )
-        shown, path = chosen
-        try:
-            data = await anyio.Path(path).read_bytes()
-            metrics = await anyio.to_thread.run_sync(
-                lambda: parse_coverage_bytes(data, source=shown)
-            )
-        except OSError as exc:
-            return Judgment.errored(f"{shown}: cannot read ({exc.strerror or exc})")
-        except CoverageReportError as exc:
-            return Judgment.errored(f"Unusable coverage report: {exc}")
+        metrics = found
+        shown = metrics.source
         value = metrics.percent(self.metric)
         if value is None:
             return Judgment.errored(

@@ -8,9 +8,6 @@ from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 
-import anyio
-import anyio.to_thread
-
 from agentjudge.core import Check, Context, Judgment
 from agentjudge.judges._paths import (
     DeterministicJudge,
@@ -20,6 +17,15 @@ from agentjudge.judges._paths import (
     first_names,
     normalise_excludes,
     resolve_in_workspace,
+)
+from agentjudge.judges._safeio import (
+    DEFAULT_MAX_BYTES,
+    FileTooLargeError,
+    NotRegularFileError,
+    entry_exists,
+    open_regular,
+    read_file,
+    run_blocking,
 )
 
 __all__ = ["FileContent", "FileExists", "MatchMode", "SupersetDiff"]
@@ -45,6 +51,19 @@ def _path_text(path: str | os.PathLike[str]) -> str:
     return text
 
 
+def _confinement(ctx: Context, allow_outside: bool) -> Path | None:
+    """The folder reads are confined to: the workspace, unless the judge allows outside paths."""
+    if allow_outside or ctx.workspace is None:
+        return None
+    return Path(ctx.workspace)
+
+
+def _max_bytes(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"max_bytes must be an int >= 0, got {value!r}")
+    return value
+
+
 class FileExists(DeterministicJudge):
     """PASS when a file or folder exists at ``path`` inside the workspace.
 
@@ -54,6 +73,8 @@ class FileExists(DeterministicJudge):
         allow_outside: Allow paths that resolve outside the workspace.
 
     A path escaping the workspace (``..``, symbolic links) is ERROR unless ``allow_outside``.
+    The path is looked up by a confined walk (links followed only while they stay inside), so a
+    link swapped in mid-check cannot make it report on a file outside the workspace.
     """
 
     def __init__(
@@ -71,9 +92,14 @@ class FileExists(DeterministicJudge):
         """Judge one context."""
         try:
             target = await resolve_in_workspace(ctx, self.path, allow_outside=self.allow_outside)
+            found = await run_blocking(entry_exists, target, _confinement(ctx, self.allow_outside))
         except (WorkspaceError, PathEscapeError) as exc:
             return Judgment.errored(str(exc), metadata={"path": self.path})
-        if await anyio.Path(target).exists():
+        except OSError as exc:
+            return Judgment.errored(
+                f"Cannot look for {self.path}: {exc.strerror or exc}", metadata={"path": self.path}
+            )
+        if found:
             return Judgment.passed(
                 f"File exists at {self.path}",
                 checks=(Check.ok("file_exists", f"Found {self.path}"),),
@@ -99,10 +125,15 @@ class FileContent(DeterministicJudge):
         mode: `MatchMode.EXACT` (default), `MatchMode.CONTAINS` or `MatchMode.REGEX` (search).
         name: Judge name; defaults to ``"FileContent"``.
         allow_outside: Allow paths that resolve outside the workspace.
+        max_bytes: Largest file read (default 64 MiB); a larger file is ERROR naming its size.
+
+    The file is opened without following links out of the workspace (checked on the opened
+    file, so swapping in a link mid-check cannot redirect the read) and without blocking: a named
+    pipe, socket or device is ERROR ("not a regular file"), never a wait.
 
     Raises:
-        ValueError: ``expected`` is not a string, ``mode`` is unknown or the regular expression
-            does not compile (the message names the pattern).
+        ValueError: ``expected`` is not a string, ``mode`` is unknown, the regular expression
+            does not compile (the message names the pattern) or ``max_bytes`` is negative.
     """
 
     def __init__(
@@ -113,8 +144,10 @@ class FileContent(DeterministicJudge):
         *,
         name: str | None = None,
         allow_outside: bool = False,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.path = _path_text(path)
+        self.max_bytes = _max_bytes(max_bytes)
         if not isinstance(expected, str):
             raise ValueError(f"expected must be a str, got {type(expected).__name__}")
         try:
@@ -139,21 +172,29 @@ class FileContent(DeterministicJudge):
             target = await resolve_in_workspace(ctx, self.path, allow_outside=self.allow_outside)
         except (WorkspaceError, PathEscapeError) as exc:
             return Judgment.errored(str(exc), metadata=meta)
-        apath = anyio.Path(target)
-        missing = Judgment.failed(
-            f"File not found at {self.path}",
-            checks=(Check.fail("file_exists", f"Not found: {self.path}"),),
-            metadata=meta,
-        )
-        if not await apath.exists():
-            return missing
         exists = Check.ok("file_exists", f"Found {self.path}")
         try:
-            data = await apath.read_bytes()
-        except FileNotFoundError:
-            return missing
-        except IsADirectoryError:
-            return self._unreadable(exists, "it is a folder, not a file", meta)
+            data = await run_blocking(
+                read_file, target, _confinement(ctx, self.allow_outside), self.max_bytes
+            )
+        except (FileNotFoundError, NotADirectoryError):
+            return Judgment.failed(
+                f"File not found at {self.path}",
+                checks=(Check.fail("file_exists", f"Not found: {self.path}"),),
+                metadata=meta,
+            )
+        except PathEscapeError as exc:
+            return Judgment.errored(str(exc), metadata=meta)
+        except NotRegularFileError as exc:
+            if exc.kind == "a folder":
+                return self._unreadable(exists, "it is a folder, not a file", meta)
+            return self._unreadable(exists, f"it is {exc.kind}, not a regular file", meta)
+        except FileTooLargeError as exc:
+            return self._unreadable(
+                exists,
+                f"too large ({exc.size} bytes; the limit is max_bytes={exc.limit})",
+                meta,
+            )
         except OSError as exc:
             return self._unreadable(exists, exc.strerror or str(exc), meta)
         nul = data.find(b"\x00")
@@ -219,22 +260,44 @@ def first_difference(a: Path, b: Path) -> int | None:
     """Return the 0-based offset of the first differing byte of two files, None if equal.
 
     When one file is a prefix of the other, the offset is the shorter file's length.
-    Blocking: call it on a worker thread.
+    Blocking: call it on a worker thread. Special files (pipes...) raise `NotRegularFileError`.
     """
-    with a.open("rb") as fa, b.open("rb") as fb:
-        offset = 0
-        while True:
-            ca = fa.read(_CHUNK)
-            cb = fb.read(_CHUNK)
-            if ca != cb:
-                limit = min(len(ca), len(cb))
-                for i in range(limit):
-                    if ca[i] != cb[i]:
-                        return offset + i
-                return offset + limit
-            if not ca:
-                return None
-            offset += len(ca)
+    fa = open_regular(a)
+    try:
+        fb = open_regular(b)
+        try:
+            return _first_difference(fa, fb)
+        finally:
+            os.close(fb)
+    finally:
+        os.close(fa)
+
+
+def _read_full(fd: int, size: int) -> bytes:
+    """Up to ``size`` bytes: fewer only at the end of the file."""
+    data = os.read(fd, size)
+    while data and len(data) < size:
+        more = os.read(fd, size - len(data))
+        if not more:
+            break
+        data += more
+    return data
+
+
+def _first_difference(fa: int, fb: int) -> int | None:
+    offset = 0
+    while True:
+        ca = _read_full(fa, _CHUNK)
+        cb = _read_full(fb, _CHUNK)
+        if ca != cb:
+            limit = min(len(ca), len(cb))
+            for i in range(limit):
+                if ca[i] != cb[i]:
+                    return offset + i
+            return offset + limit
+        if not ca:
+            return None
+        offset += len(ca)
 
 
 class SupersetDiff(DeterministicJudge):
@@ -290,15 +353,34 @@ class SupersetDiff(DeterministicJudge):
         )
 
 
-def _superset_file(rel: str, expected_path: Path, actual: Path) -> Check | str:
-    if not actual.exists():
-        return Check.fail(rel, f"Missing file: {rel}")
-    if not actual.is_file():
-        return Check.fail(rel, f"Not a regular file: {rel}")
+def _superset_file(rel: str, expected_path: Path, root: Path) -> Check | str:
     try:
-        offset = first_difference(expected_path, actual)
+        fe = open_regular(expected_path)
     except OSError as exc:
-        return f"Cannot compare {rel}: {exc}"
+        return f"Cannot read reference file {rel}: {exc.strerror or exc}"
+    try:
+        return _superset_compare(rel, fe, root)
+    finally:
+        os.close(fe)
+
+
+def _superset_compare(rel: str, fe: int, root: Path) -> Check | str:
+    try:
+        fa = open_regular(root / rel, within=root)
+    except (FileNotFoundError, NotADirectoryError):
+        return Check.fail(rel, f"Missing file: {rel}")
+    except NotRegularFileError as exc:
+        return Check.fail(rel, f"Not a regular file: {rel} ({exc.kind})")
+    except PathEscapeError as exc:
+        return str(exc)
+    except OSError as exc:
+        return f"Cannot compare {rel}: {exc.strerror or exc}"
+    try:
+        offset = _first_difference(fe, fa)
+    except OSError as exc:
+        return f"Cannot compare {rel}: {exc.strerror or exc}"
+    finally:
+        os.close(fa)
     if offset is None:
         return Check.ok(rel, "identical")
     return Check.fail(rel, f"Content differs at byte {offset}: {rel}")

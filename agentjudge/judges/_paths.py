@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import anyio.to_thread
-
 from agentjudge.core import Check, Context, Judgment
+from agentjudge.judges._safeio import PathEscapeError, run_blocking
 from agentjudge.judging import JudgeKind
 
 __all__ = [
@@ -35,10 +34,6 @@ __all__ = [
 
 class WorkspaceError(ValueError):
     """A judge cannot use the context's workspace (unset, missing or not a folder)."""
-
-
-class PathEscapeError(ValueError):
-    """A path resolves outside the workspace and the judge does not allow that."""
 
 
 class DeterministicJudge:
@@ -88,7 +83,7 @@ def _resolve_sync(
     if not workspace.is_dir():
         raise WorkspaceError(f"workspace {str(workspace)!r} is not an existing folder")
     root = workspace.resolve()
-    candidate = (root / raw).resolve()
+    candidate = _resolved(root / raw)
     if not allow_outside and not candidate.is_relative_to(root):
         if raw.is_absolute():
             reason = "an absolute path elsewhere"
@@ -101,6 +96,18 @@ def _resolve_sync(
             f"workspace {str(root)!r} ({reason}); pass allow_outside=True to permit this"
         )
     return candidate
+
+
+def _resolved(path: Path) -> Path:
+    """``path.resolve()``; lexically normalised when a link changes while it is resolved.
+
+    Names are only checked here; what is finally read is opened by a confined walk
+    (`agentjudge.judges._safeio.open_regular`), which refuses a link leading out at that time.
+    """
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a link loop, on Python < 3.13
+        return Path(os.path.normpath(path))
 
 
 def _has_link(root: Path, raw: Path) -> bool:
@@ -117,14 +124,16 @@ async def resolve_in_workspace(
 ) -> Path:
     """Resolve ``path`` against the context's workspace (on a worker thread).
 
-    Relative paths are joined to the workspace; symbolic links are followed.
+    Relative paths are joined to the workspace; symbolic links are followed. The answer is a
+    name checked once: read through `agentjudge.judges._safeio.open_regular` with
+    ``within=`` the workspace, which checks the opened file, not the name.
 
     Raises:
         WorkspaceError: the workspace is unset or not a folder.
         PathEscapeError: the result lies outside the workspace and ``allow_outside`` is False.
     """
     workspace = None if ctx.workspace is None else Path(ctx.workspace)
-    return await anyio.to_thread.run_sync(_resolve_sync, workspace, path, allow_outside)
+    return await run_blocking(_resolve_sync, workspace, path, allow_outside)
 
 
 def reference_dir(ctx: Context) -> Path | str:
@@ -228,7 +237,7 @@ def walk_files(
             if excluded(rel, excludes):
                 continue
             if contain_real is not None and path.is_symlink():
-                real = path.resolve()
+                real = _resolved(path)
                 if not real.is_relative_to(contain_real):
                     raise PathEscapeError(
                         f"refused {rel!r}: it is a symbolic link to {str(real)!r}, outside the "
@@ -241,8 +250,9 @@ def walk_files(
 
 
 FileCheck = Callable[[str, Path, Path], Check | str]
-"""Checks one reference file: ``(relative POSIX path, reference path, workspace path)`` to a
-`Check`, or to the reason the whole judgment is ERROR. Runs on a worker thread."""
+"""Checks one reference file: ``(relative POSIX path, reference path, workspace folder)`` to a
+`Check`, or to the reason the whole judgment is ERROR. Runs on a worker thread; it opens the
+workspace file with `agentjudge.judges._safeio.open_regular` confined to the folder."""
 
 
 async def check_reference_files(
@@ -264,7 +274,7 @@ async def check_reference_files(
         workspace = workspace_of(ctx)
     except WorkspaceError as exc:
         return Judgment.errored(str(exc))
-    return await anyio.to_thread.run_sync(_check_files_sync, ref, workspace, excludes, check_file)
+    return await run_blocking(_check_files_sync, ref, workspace, excludes, check_file)
 
 
 def _check_files_sync(
@@ -285,14 +295,14 @@ def _check_files_sync(
     checks: list[Check] = []
     for rel, expected_path in files:
         actual_path = root / rel
-        real = actual_path.resolve()
+        real = _resolved(actual_path)
         if not real.is_relative_to(root):
             return Judgment.errored(
                 f"refused {rel!r}: it resolves to {str(real)!r}, outside the workspace "
                 f"{str(root)!r} through a symbolic link",
                 metadata=meta,
             )
-        outcome = check_file(rel, expected_path, actual_path)
+        outcome = check_file(rel, expected_path, root)
         if isinstance(outcome, str):
             return Judgment.errored(outcome, metadata=meta)
         checks.append(outcome)

@@ -1,0 +1,182 @@
+"""Commands that misbehave: escaping children, huge output, and secrets in the environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentjudge.core import Context, Status
+from agentjudge.judges._deterministic import BuildSuccess, CommandJudge
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+
+def process_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")  # killed; a zombie waits only for its reaper
+
+
+async def wait_until_gone(pid: int) -> bool:
+    # Polls a condition with an upper bound (killing is asynchronous), no ordering by sleeping.
+    with anyio.move_on_after(10):
+        while not process_gone(pid):
+            await anyio.sleep(0.02)
+    return process_gone(pid)
+
+
+async def wait_for_file(path: Path) -> None:
+    with anyio.fail_after(10):
+        while not path.exists() or not path.read_text().strip():
+            await anyio.sleep(0.01)
+
+
+def kill_leftover(pid_file: Path) -> None:
+    """Clean up after a failing run: the escaped process must not outlive the test."""
+    if pid_file.exists() and pid_file.read_text().strip():
+        pid = int(pid_file.read_text())
+        if not process_gone(pid):
+            os.kill(pid, 9)
+
+
+# ----------------------------------------------------------------------------- item 15
+@needs_proc
+async def test_timeout_kills_a_child_that_left_the_session(tmp_path: Path) -> None:
+    """A `setsid` child of the command dies with it on timeout (it left the process group)."""
+    pid_file = tmp_path / "child.pid"
+    judge = CommandJudge("setsid sleep 1000 & echo $! > child.pid; wait", timeout=1)
+    try:
+        result = await judge(Context(workspace=tmp_path))
+        assert result.status is Status.ERROR and result.metadata["timed_out"] is True
+        child = int(pid_file.read_text())
+        assert await wait_until_gone(child), "the setsid child survived the timeout"
+    finally:
+        kill_leftover(pid_file)
+
+
+@needs_proc
+async def test_cancellation_kills_a_child_that_left_the_session(tmp_path: Path) -> None:
+    """Cancelling the caller kills a `setsid` grandchild too, and the cancellation propagates."""
+    pid_file = tmp_path / "child.pid"
+    judge = CommandJudge(
+        "sh -c 'setsid sleep 1000 & echo $! > child.pid; wait' & wait", timeout=None
+    )
+    finished = False
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def run() -> None:
+                nonlocal finished
+                await judge(Context(workspace=tmp_path))
+                finished = True
+
+            tg.start_soon(run)
+            await wait_for_file(pid_file)
+            tg.cancel_scope.cancel()
+        assert not finished
+        assert await wait_until_gone(int(pid_file.read_text()))
+    finally:
+        kill_leftover(pid_file)
+
+
+# ----------------------------------------------------------------------------- item 14
+def test_output_limit_zero_keeps_no_output(tmp_path: Path) -> None:
+    """output_limit=0 keeps none of 256 MiB of output: the judge's peak memory stays flat."""
+    code = r"""
+import resource, sys, anyio
+from agentjudge.core import Context
+from agentjudge.judges import CommandJudge
+
+async def main() -> None:
+    judge = CommandJudge(["head", "-c", "268435456", "/dev/zero"], output_limit=0)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = await judge(Context(workspace=sys.argv[1]))
+    grew_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    print(result.status.value, grew_kib, repr(result.metadata["output"]), sep="\n")
+
+anyio.run(main)
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    status, grew_kib, output = proc.stdout.splitlines()
+    assert status == "pass"
+    assert output == repr("[output truncated: last 0 of 268435456 bytes]\n")
+    assert int(grew_kib) < 64 * 1024  # KiB: far below the 256 MiB a kept copy would need
+
+
+# ----------------------------------------------------------------------------- item 19
+SECRETS = {
+    "OPENAI_API_KEY": "sk-test-openai",
+    "AJ_SERVICE_TOKEN": "tok-test-service",
+    "DB_PASSWORD": "pw-test-db",
+    "UV_INDEX_PRIVATE_PASSWORD": "pw-test-uv",
+    "HTTPS_PROXY": "http://user:pw-test-proxy@proxy.invalid:3128",
+    "MAVEN_OPTS": "-Xmx1g -Drepo.password=pw-test-maven",
+}
+
+
+@pytest.fixture
+def secret_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("JAVA_HOME", "/opt/test-jdk")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setenv("UV_CACHE_DIR", "/tmp/test-uv-cache")
+    monkeypatch.setenv("AJ_UNLISTED", "not-passed")
+
+
+@pytest.mark.usefixtures("secret_environment")
+async def test_command_environment_is_scrubbed_by_default(tmp_path: Path) -> None:
+    """Secrets (by name or by value) and unlisted variables never reach the command's output."""
+    result = await CommandJudge("env")(Context(workspace=tmp_path))
+    assert result.is_pass
+    output = result.metadata["output"]
+    leaked = [name for name, value in SECRETS.items() if value in output or f"{name}=" in output]
+    assert leaked == []
+    assert "AJ_UNLISTED" not in output
+    lines = set(output.splitlines())
+    assert {"JAVA_HOME=/opt/test-jdk", "LC_ALL=C.UTF-8", "UV_CACHE_DIR=/tmp/test-uv-cache"} <= lines
+    assert f"PATH={os.environ['PATH']}" in lines
+
+
+@pytest.mark.usefixtures("secret_environment")
+async def test_env_and_inherit_env_opt_in(tmp_path: Path) -> None:
+    """env= passes chosen variables; inherit_env=True passes the whole environment."""
+    chosen = await CommandJudge("env", env={"OPENAI_API_KEY": "sk-chosen"})(
+        Context(workspace=tmp_path)
+    )
+    assert "OPENAI_API_KEY=sk-chosen" in chosen.metadata["output"].splitlines()
+    everything = await CommandJudge("env", inherit_env=True)(Context(workspace=tmp_path))
+    assert "AJ_SERVICE_TOKEN=tok-test-service" in everything.metadata["output"].splitlines()
+    factory = BuildSuccess.uv("--version", inherit_env=True)
+    assert factory.inherit_env is True
+    with pytest.raises(ValueError, match="inherit_env"):
+        CommandJudge("env", inherit_env="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.usefixtures("secret_environment")
+async def test_build_tools_still_find_python_with_the_scrubbed_environment(
+    tmp_path: Path,
+) -> None:
+    """BuildSuccess.pytest runs with the scrubbed environment and sees no secret."""
+    (tmp_path / "test_env.py").write_text(
+        "import os\n"
+        "def test_no_secrets():\n"
+        f"    assert not set({sorted(SECRETS)!r}) & set(os.environ)\n"
+    )
+    judge = BuildSuccess.pytest("-q", "-p", "no:cacheprovider")
+    result = await judge(Context(workspace=tmp_path))
+    assert result.is_pass, result.reasoning
