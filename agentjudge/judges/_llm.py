@@ -66,7 +66,7 @@ def calls_metadata(client: str, responses: Sequence[ModelResponse]) -> dict[str,
     costs = [response_cost(client, r) for r in responses]
     known = [c for c in costs if c is not None]
     if len(known) == len(costs):
-        metadata["cost_usd"] = sum(known)
+        metadata["cost_usd"] = round(sum(known), 10)
     return metadata
 
 
