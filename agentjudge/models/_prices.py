@@ -87,9 +87,7 @@ class ModelPrice(BaseModel):
         if cache_write and self.cache_write_input is None:
             return None
         input_price = self.batch_input if batch and self.batch_input is not None else self.input
-        output_price = (
-            self.batch_output if batch and self.batch_output is not None else self.output
-        )
+        output_price = self.batch_output if batch and self.batch_output is not None else self.output
         cached_price = self.cached_input if self.cached_input is not None else input_price
         if provider in _SEPARATE_CACHE_PROVIDERS:
             uncached = usage.input_tokens
@@ -218,8 +216,10 @@ class PriceTable:
                 self._models.pop(name, None)
                 self._aliases.pop(name, None)
             return
-        value = price if isinstance(price, ModelPrice) else ModelPrice.model_validate(
-            dict(price) if price is not None else fields
+        value = (
+            price
+            if isinstance(price, ModelPrice)
+            else ModelPrice.model_validate(dict(price) if price is not None else fields)
         )
         with self._lock:
             self._models[name] = value
