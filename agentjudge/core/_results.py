@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
@@ -67,6 +68,59 @@ class JudgeResult(BaseModel):
     def success(self) -> bool:
         """True when sampled and the judge reached PASS or FAIL."""
         return self.judgment is not None and self.judgment.status in (Status.PASS, Status.FAIL)
+
+    @property
+    def usage(self) -> Mapping[str, int] | None:
+        """Token counts of the model calls behind the judgment (``metadata["usage"]``).
+
+        None when the judge made no model call or the provider reported no usage. A cached
+        answer reports zero input and output tokens (nothing was billed).
+        """
+        return judgment_usage(self.judgment)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """What the model calls behind the judgment cost in US dollars (``metadata["cost_usd"]``).
+
+        0.0 for a cached answer; None when the judge made no model call or its model has no
+        price (see ``agentjudge.models.prices``).
+        """
+        return judgment_cost_usd(self.judgment)
+
+    @property
+    def tokens(self) -> int | None:
+        """Input plus output tokens of the judgment's model calls (None: no usage reported)."""
+        return judgment_tokens(self.judgment)
+
+
+def judgment_usage(judgment: Judgment | None) -> Mapping[str, int] | None:
+    """The valid token counts in ``judgment.metadata["usage"]``, None when there are none."""
+    raw = None if judgment is None else judgment.metadata.get("usage")
+    if not isinstance(raw, Mapping):
+        return None
+    counts = {
+        str(k): v
+        for k, v in raw.items()
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    }
+    return MappingProxyType(counts)
+
+
+def judgment_cost_usd(judgment: Judgment | None) -> float | None:
+    """``judgment.metadata["cost_usd"]`` when it is a finite number >= 0, else None."""
+    raw = None if judgment is None else judgment.metadata.get("cost_usd")
+    if isinstance(raw, bool) or not isinstance(raw, int | float):
+        return None
+    value = float(raw)
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def judgment_tokens(judgment: Judgment | None) -> int | None:
+    """Input plus output tokens in the judgment's usage (None: no usage reported)."""
+    usage = judgment_usage(judgment)
+    if not usage or ("input_tokens" not in usage and "output_tokens" not in usage):
+        return None
+    return usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
 
 
 class TierPolicy(StrEnum):

@@ -49,6 +49,7 @@ from agentjudge.core import (
     Verdict,
     construct,
 )
+from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._detached import Feed, single_exception
 from agentjudge.engine._inline import Resume, arm, new_scope, start_all
 from agentjudge.engine._plan import (
@@ -270,6 +271,8 @@ class Evaluator:
         sampling: Per judge name, the fraction of evaluations it runs in (0..1).
         rng: The random source for sampling draws (seed it for reproducible runs).
         on_result: Called once per completed JudgeResult, in completion order.
+        budget: A spending limit on the model calls of model-backed judges (see `Budget`);
+            an attempt it refuses is an ERROR result with ``error_type="BudgetExhausted"``.
 
     Raises:
         ValueError: Before anything starts, for any invalid knob (naming it).
@@ -286,7 +289,11 @@ class Evaluator:
         sampling: Mapping[str, float] | None = None,
         rng: random.Random | None = None,
         on_result: ResultCallback | None = None,
+        budget: Budget | None = None,
     ) -> None:
+        if budget is not None and not isinstance(budget, Budget):
+            raise ValueError(f"budget must be a Budget or None, got {budget!r}")
+        self.budget = budget
         self._max_concurrency = _positive_int("max_concurrency", max_concurrency)
         if timeout is not None:
             if isinstance(timeout, bool) or not isinstance(timeout, int | float):
@@ -656,7 +663,7 @@ class Evaluator:
         """Retry a failed first attempt as the policy allows; an ERROR judgment if all fail."""
         error = exc
         retry = self._retry
-        if retry is not None and retry.is_retryable(exc):
+        if retry is not None and retry.is_retryable(exc) and not isinstance(exc, BudgetExhausted):
             try:
                 judgment, _ = await call_with_retry(
                     retry,
@@ -740,6 +747,23 @@ class Evaluator:
             resource.release_on_behalf_of(stats)
 
     async def _attempt(self, leaf: Leaf, ctx: Context, stats: _Stats) -> Judgment:
+        budget = self.budget
+        if budget is None or not leaf.metered:
+            return await self._attempt_now(leaf, ctx, stats)
+        stats.since = stats.since or perf_counter()  # waiting for admission is queueing
+        try:
+            ticket = await budget.admit(leaf.name)
+        except BudgetExhausted:
+            self._unreserve(leaf, stats)  # slots taken ahead for this member go back now
+            raise
+        judgment: Judgment | None = None
+        try:
+            judgment = await self._attempt_now(leaf, ctx, stats)
+            return judgment
+        finally:
+            budget.settle(ticket, judgment)
+
+    async def _attempt_now(self, leaf: Leaf, ctx: Context, stats: _Stats) -> Judgment:
         stats.attempts += 1
         started, stats.since = stats.since or perf_counter(), 0.0
         resource, limiter = self._limiters(leaf)
@@ -952,6 +976,11 @@ class Evaluator:
         """
         await checkpoint_if_cancelled()
         ctx, sampled, notify = run.ctx, run.sampled, self._on_result is not None
+        budget = self.budget
+
+        def metered(leaf: Leaf) -> bool:  # a budget admits each call: the general way
+            return budget is not None and leaf.metered
+
         limiter, waiting = self._global or self.limiter, self._waiting
         leaf: Leaf | None = None
         i = 0
@@ -970,7 +999,7 @@ class Evaluator:
                     if on_done is not None and on_done(i, None):
                         return i + 1, None, True
                     continue
-                if leaf.inline_streak < INSTANT_AFTER or leaf.suspends:
+                if leaf.inline_streak < INSTANT_AFTER or leaf.suspends or metered(leaf):
                     return i, None, False  # not instant (yet, or any more): the general way
                 if check_slots or leaf.resource is not None:
                     resource = None

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from agentjudge.core import Context, Judgment, TierPolicy
 from agentjudge.engine._composite import Cascade, Jury, unique_name
-from agentjudge.judging import direct_async, judge_name, to_async
+from agentjudge.judging import JudgeKind, direct_async, judge_name, to_async
 from agentjudge.voting import VotingStrategy
 
 __all__ = [
@@ -51,6 +51,9 @@ class Leaf:
     """Attempts in a row that completed without suspending (see `Leaf.instant`)."""
     suspends: bool = False
     """Set for good once an attempt suspended: the leaf is never treated as instant again."""
+    metered: bool = False
+    """True for a model-backed judge (``kind`` LLM, or a ``client`` attribute): a `Budget`
+    admits each of its attempts."""
 
     @property
     def instant(self) -> bool:
@@ -151,6 +154,8 @@ class _Compiler:
             metric_key=metric_key if isinstance(metric_key, str) else None,
             rate=1.0 if rate is None else _rate(rate, where),
             tier=tier,
+            metered=getattr(judge, "kind", None) == JudgeKind.LLM
+            or getattr(judge, "client", None) is not None,
         )
         self.leaves.append(leaf)
         return leaf

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -32,9 +33,41 @@ from agentjudge.judges._verdict import (
     with_metadata,
 )
 from agentjudge.judging import JudgeKind
+from agentjudge.models._prices import response_cost
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse
+from agentjudge.models._usage import add_usage
 
-__all__ = ["LLMJudge", "ModelJudgeBase"]
+__all__ = ["LLMJudge", "ModelJudgeBase", "calls_metadata"]
+
+
+def calls_metadata(client: str, responses: Sequence[ModelResponse]) -> dict[str, Any]:
+    """Judgment metadata for the model calls behind one judgment (at least one).
+
+    The keys of `response_metadata` for the last response, with ``usage`` summed over every
+    call and ``cost_usd`` (US dollars, see `agentjudge.models.prices`) their summed cost. A
+    cached answer costs 0. ``cost_usd`` is omitted when any call has no price (never guessed).
+    Several calls also give ``calls`` (how many) and ``cached`` true only when all were cached.
+    """
+    if not responses:
+        raise ValueError("calls_metadata needs at least one response")
+    metadata = response_metadata(client, responses[-1])
+    if len(responses) > 1:
+        warnings: list[str] = list(metadata.get("warnings", ()))
+        total = None
+        for response in responses:
+            total = add_usage(total, response.usage, warnings)
+        usage = total.to_portable() if total is not None else {}
+        if usage:
+            metadata["usage"] = usage
+        if warnings:
+            metadata["warnings"] = warnings
+        metadata["cached"] = all(r.cached for r in responses)
+        metadata["calls"] = len(responses)
+    costs = [response_cost(client, r) for r in responses]
+    known = [c for c in costs if c is not None]
+    if len(known) == len(costs):
+        metadata["cost_usd"] = round(sum(known), 10)
+    return metadata
 
 
 def _check_client(model: object) -> ModelClient:
@@ -118,8 +151,20 @@ class ModelJudgeBase:
             response_schema=schema,
         )
 
-    def finish(self, judgment: Judgment, response: ModelResponse) -> Judgment:
-        """Add the response metadata (model, client, usage, cached, raw_output) to a judgment."""
+    def finish(
+        self,
+        judgment: Judgment,
+        response: ModelResponse,
+        earlier: Sequence[ModelResponse] = (),
+    ) -> Judgment:
+        """Add the call metadata to a judgment (see `calls_metadata`).
+
+        Args:
+            judgment: What the judge concluded.
+            response: The answer the judgment was read from.
+            earlier: Answers of earlier calls behind the same judgment (their usage and cost
+                are summed in).
+        """
         if judgment.status is Status.ABSTAIN and response.finish_reason == "length":
             judgment = Judgment.abstained(
                 judgment.reasoning + " (the response was cut off: finish_reason=length; "
@@ -127,7 +172,7 @@ class ModelJudgeBase:
                 label=judgment.label,
                 metadata=judgment.metadata,
             )
-        return with_metadata(judgment, response_metadata(self.model.name, response))
+        return with_metadata(judgment, calls_metadata(self.model.name, [*earlier, response]))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} model={self.model.name!r}>"
@@ -175,7 +220,8 @@ class LLMJudge(ModelJudgeBase):
       `parse_verdict`).
 
     Anything unreadable is ABSTAIN with the raw text in ``metadata["raw_output"]``. The
-    metadata of every judgment also holds ``model``, ``client``, ``cached`` and ``usage``.
+    metadata of every judgment also holds ``model``, ``client``, ``cached``, ``usage`` and
+    ``cost_usd`` (omitted when the model has no price; see `agentjudge.models.prices`).
     A prompt that cannot be rendered (`TemplateError`) is an ERROR judgment naming the variable;
     exceptions from the model client propagate to the Evaluator, which retries them and records
     an ERROR with ``error_type`` (see the module docs).

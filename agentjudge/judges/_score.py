@@ -32,6 +32,7 @@ from agentjudge.core import Context, JudgeResult, Judgment, Message, thaw
 from agentjudge.judges._template import render_value
 from agentjudge.judges._verdict import excerpt, parse_json_object
 from agentjudge.judging import JudgeKind
+from agentjudge.models._prices import response_cost
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, Usage
 
 __all__ = [
@@ -428,6 +429,13 @@ class ScoreJudge:
         return self.read(result)
 
     # ------------------------------------------------------------------ reading
+    def _client_name(self, response: ModelResponse) -> str:
+        """The name prices are looked up by: the runner's client, else the reported model."""
+        name = getattr(self.runner, "name", None)
+        if isinstance(name, str) and name.strip():
+            return name
+        return response.model or ""
+
     def _base_metadata(self) -> dict[str, Any]:
         return {"metric_key": self.metric_key} if self.metric_key else {}
 
@@ -455,6 +463,9 @@ class ScoreJudge:
             if result.raw.model:
                 metadata["model"] = result.raw.model
             metadata["cached"] = result.raw.cached
+            cost = response_cost(self._client_name(result.raw), result.raw)
+            if cost is not None:
+                metadata["cost_usd"] = cost
             if result.raw.warnings:
                 metadata["warnings"] = list(result.raw.warnings)
         if result.content:

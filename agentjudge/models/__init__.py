@@ -22,6 +22,7 @@ from agentjudge.models._http import (
     parse_retry_after,
 )
 from agentjudge.models._openai import OpenAIChat
+from agentjudge.models._prices import ModelPrice, PriceTable, prices, response_cost
 from agentjudge.models._ratelimit import RateLease, RateLimit
 from agentjudge.models._registry import model_from_string
 from agentjudge.models._schema import schema_errors
@@ -34,10 +35,12 @@ __all__ = [
     "ModelClient",
     "ModelError",
     "ModelHTTPError",
+    "ModelPrice",
     "ModelRequest",
     "ModelResponse",
     "ModelResponseError",
     "OpenAIChat",
+    "PriceTable",
     "RateLease",
     "RateLimit",
     "ResponseTooLarge",
@@ -47,5 +50,7 @@ __all__ = [
     "default_transport",
     "model_from_string",
     "parse_retry_after",
+    "prices",
+    "response_cost",
     "schema_errors",
 ]

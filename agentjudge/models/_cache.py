@@ -10,6 +10,10 @@ thread lock, so one cache can be shared by every client and task of a process. I
 requests in flight at the same time make one call: the first becomes the leader, the others
 wait for its answer (and count as hits). If the leader fails, the waiters receive the same
 error; if it is cancelled, one waiter takes over.
+
+A hit costs nothing: its response is marked ``cached=True`` and its ``usage`` reports zero
+input and output tokens (the tokens the original call used stay in ``raw``), so judges record
+``cost_usd`` 0 and budgets and summaries count no tokens for it.
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ from typing import Any, Self
 import anyio
 import anyio.to_thread
 
-from agentjudge.models._types import ModelRequest, ModelResponse
+from agentjudge.models._types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["SqliteCache"]
 
 _KEY_VERSION = 1
+_NOTHING_BILLED = Usage(input_tokens=0, output_tokens=0)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
@@ -42,6 +47,10 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at REAL NOT NULL
 )
 """
+
+
+_HIT: dict[str, Any] = {"cached": True, "queued_s": 0.0, "usage": _NOTHING_BILLED}
+"""How a stored answer is marked when it is served again: cached, nothing queued or billed."""
 
 
 @dataclass(eq=False)
@@ -124,7 +133,7 @@ class SqliteCache:
             response = ModelResponse.model_validate_json(text)
         except ValueError:
             return None  # an unreadable row is a miss; the next put overwrites it
-        return response.model_copy(update={"cached": True, "queued_s": 0.0})
+        return response.model_copy(update=_HIT)
 
     async def put(self, key: str, client: str, response: ModelResponse) -> None:
         """Store ``response`` under ``key``."""
@@ -149,7 +158,7 @@ class SqliteCache:
             await flight.done.wait()
             if flight.response is not None:
                 self.hits += 1
-                return flight.response.model_copy(update={"cached": True, "queued_s": 0.0})
+                return flight.response.model_copy(update=_HIT)
             if flight.error is not None:
                 raise flight.error
             # the leader was cancelled: try to lead
