@@ -31,6 +31,8 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any, TypeAlias
 
+import anyio
+
 __all__ = ["FakeBatches"]
 
 Answer: TypeAlias = tuple[int, bytes, Mapping[str, str]]
@@ -82,6 +84,14 @@ class FakeBatches:
         self.fail_batch: str | None = None
         self.created: list[tuple[str, list[str]]] = []
         self.polls = 0
+        self._created_event: anyio.Event | None = None
+
+    async def wait_created(self, count: int = 1) -> None:
+        """Return once at least ``count`` batches have been created (for tests)."""
+        while len(self.created) < count:
+            if self._created_event is None:
+                self._created_event = anyio.Event()
+            await self._created_event.wait()
 
     @staticmethod
     def handles(route: str) -> bool:
@@ -264,6 +274,9 @@ class FakeBatches:
         batch = _Batch(f"{prefix}{next(self._ids)}", provider, endpoint, items, int(time.time()))
         self._batches[batch.id] = batch
         self.created.append((batch.id, ids))
+        if self._created_event is not None:
+            self._created_event.set()
+            self._created_event = None
         return batch
 
     def _get(self, batch_id: str, provider: str) -> _Batch:
