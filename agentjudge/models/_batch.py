@@ -44,11 +44,11 @@ import httpx
 from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentjudge.exceptions import ModelError, ModelResponseError
+from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.judging import add_queued
 from agentjudge.models._anthropic import AnthropicMessages
 from agentjudge.models._batch_api import AnthropicBatchAPI, BatchAPI, OpenAIBatchAPI, Outcome
-from agentjudge.models._http import _plain
+from agentjudge.models._http import RETRYABLE_STATUSES, _plain
 from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._schema import SchemaViolation
 from agentjudge.models._types import ModelRequest, ModelResponse
@@ -96,6 +96,13 @@ def _positive(name: str, value: float, *, integer: bool = False) -> None:
     if bad or not math.isfinite(value) or value <= 0 or (integer and not isinstance(value, int)):
         kind = "an integer >= 1" if integer else "a finite number > 0"
         raise ValueError(f"{name} must be {kind}, got {value!r}")
+
+
+def _final(exc: Exception) -> bool:
+    """A poll failure that polling again cannot fix (404 unknown batch, 401 bad key...)."""
+    if not isinstance(exc, ModelHTTPError):
+        return False
+    return exc.status_code not in RETRYABLE_STATUSES and exc.status_code < 500
 
 
 class BatchCollector:
@@ -345,7 +352,7 @@ class BatchCollector:
                     break
             except Exception as exc:
                 errors += 1
-                if errors >= self.max_poll_errors:
+                if errors >= self.max_poll_errors or _final(exc):
                     reason = f"{errors} polls of batch {saved.id} failed in a row, the last: {exc}"
                     self._fail(saved, reason)
                     return

@@ -209,3 +209,22 @@ async def test_the_api_key_never_shows_in_a_refused_submission(tmp_path: Path) -
             await bc.complete(request)
     assert secret not in str(caught.value)
     assert secret not in repr(bc)
+
+
+async def test_a_saved_batch_the_provider_does_not_know_fails_at_once(tmp_path: Path) -> None:
+    """Resuming a batch id the provider answers 404 for is an ERROR at once, not endless polls."""
+    request = ModelRequest.model_validate({"messages": [{"role": "user", "content": "hi"}]})
+    async with (
+        FakeModelServer() as server,
+        OpenAIChat("m", base_url=server.base_url, api_key="k") as model,
+    ):
+        cid = custom_id(model._body(request, list(request.messages), None))
+        saved = {"client": "openai:m", "batches": [{"id": "batch_gone", "custom_ids": [cid]}]}
+        (tmp_path / "b.json").write_text(json.dumps(saved))
+        options = {**FAST, "poll_interval": 30.0, "max_poll_errors": 1000}
+        async with BatchCollector(model, state_path=tmp_path / "b.json", **options) as bc:
+            with anyio.fail_after(20):  # generous bound: a 404 must not be polled again
+                with pytest.raises(Exception, match="HTTP 404") as caught:
+                    await bc.complete(request)
+    assert "batch_gone" in str(caught.value)
+    assert server.batches.created == []
