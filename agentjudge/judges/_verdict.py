@@ -89,6 +89,8 @@ def response_metadata(client_name: str, response: ModelResponse) -> dict[str, An
     if client_name:
         metadata["client"] = client_name
     metadata["cached"] = response.cached
+    if response.batch:  # answered through a provider batch API: batch prices apply
+        metadata["batch"] = True
     usage = response.usage.to_portable()
     if usage:
         metadata["usage"] = usage

@@ -13,6 +13,7 @@ from __future__ import annotations
 from agentjudge.engine._retry import RetryPolicy
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.models._anthropic import AnthropicMessages
+from agentjudge.models._batch import BatchCollector
 from agentjudge.models._cache import SqliteCache
 from agentjudge.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -31,6 +32,7 @@ from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, U
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "AnthropicMessages",
+    "BatchCollector",
     "HTTPModelClient",
     "ModelClient",
     "ModelError",

@@ -298,7 +298,7 @@ def response_cost(
     response: ModelResponse,
     *,
     table: PriceTable | None = None,
-    batch: bool = False,
+    batch: bool | None = None,
 ) -> float | None:
     """The cost in USD of one response: 0 for a cached answer, None when it has no price.
 
@@ -306,8 +306,11 @@ def response_cost(
         client: The client's name (``"openai:gpt-4o-mini"``).
         response: The answer.
         table: The prices (None: the process-wide `prices`).
-        batch: The call went through a batch API (batch prices apply).
+        batch: The call went through a batch API (batch prices apply); None: as the response
+            says (``response.batch``, set by `BatchCollector`).
     """
     if response.cached:
         return 0.0
+    if batch is None:
+        batch = response.batch
     return (table or prices).cost(client, response.usage, model=response.model, batch=batch)

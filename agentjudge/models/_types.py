@@ -91,6 +91,8 @@ class ModelResponse(BaseModel):
     warnings: tuple[str, ...] = ()
     """Problems found in the answer that did not stop it being used, e.g. a usage count out
     of range that was dropped (the LLM judges copy them into ``metadata["warnings"]``)."""
+    batch: bool = False
+    """True when answered through a provider batch API (`BatchCollector`): batch prices apply."""
 
 
 @runtime_checkable

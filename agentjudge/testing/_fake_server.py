@@ -27,6 +27,8 @@ import anyio
 from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from agentjudge.testing._fake_batches import FakeBatches
+
 __all__ = ["FakeModelServer", "FakeResponse", "ReceivedRequest", "Responder"]
 
 _MAX_HEAD = 64 * 1024
@@ -130,6 +132,8 @@ class FakeModelServer:
         self._task_group: TaskGroup | None = None
         self._listener: Listener[SocketStream] | None = None
         self._bound_port: int | None = None
+        # batch APIs (OpenAI files/batches, Anthropic message batches): see _fake_batches
+        self.batches = FakeBatches(self._respond, lambda: self.url)
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -256,6 +260,8 @@ class FakeModelServer:
             invalid_json = False
         self._received.append(ReceivedRequest(method, path, headers, data, time.monotonic()))
         route = path.split("?", 1)[0].rstrip("/")
+        if FakeBatches.handles(route):  # batch APIs: see _fake_batches
+            return await self.batches.respond(method, route, headers, body)
         if method != "POST" or route not in ("/v1/chat/completions", "/v1/messages"):
             return 404, _error_body(404, f"no route for {method} {path}"), {}
         if invalid_json or not isinstance(data, dict):
