@@ -636,6 +636,7 @@ class ResultsWriter:
             try:
                 os.fsync(handle.fileno())
             except OSError as exc:
-                raise write_failed(exc, self.path) from exc
+                if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # a device: nothing to sync
+                    raise write_failed(exc, self.path) from exc
             finally:
                 handle.close()
