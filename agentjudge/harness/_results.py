@@ -52,6 +52,7 @@ __all__ = [
     "scan_results",
     "to_jsonable",
     "write_failed",
+    "write_json_atomic",
 ]
 
 
@@ -640,3 +641,41 @@ class ResultsWriter:
                     raise write_failed(exc, self.path) from exc
             finally:
                 handle.close()
+
+
+def write_json_atomic(path: Path, text: str) -> None:
+    """Write ``path`` through a synced temporary file, renamed into place.
+
+    The temporary file is removed again if anything fails, so a reader sees the previous
+    content or the new one, never half of it.
+
+    Raises:
+        WriteFailed: the OS refused (disk full, ...); ``path`` keeps its previous content.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise write_failed(exc, path) from exc
+        raise
+    _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Sync ``folder`` so a rename in it survives a crash (best effort: not every OS can)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -40,7 +40,7 @@ from agentjudge.harness._results import (
     WriteFailed,
     iter_rows,
     scan_results,
-    write_failed,
+    write_json_atomic,
 )
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
@@ -220,41 +220,6 @@ def _iso(moment: datetime) -> str:
 def new_run_id(moment: datetime) -> str:
     """``YYYYmmddTHHMMSSZ-<8 hex>``: sortable, and unique even for runs in the same second."""
     return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
-
-
-def _write_json_atomic(path: Path, text: str) -> None:
-    """Write ``path`` through a synced temporary file (removed again if anything fails).
-
-    Raises:
-        WriteFailed: the OS refused (disk full, ...); ``path`` keeps its previous content.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise write_failed(exc, path) from exc
-        raise
-    _sync_folder(path.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Sync ``folder`` so a rename in it survives a crash (best effort: not every OS can)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class _Run:
@@ -581,7 +546,7 @@ class _Run:
     async def write_summary(self, summary: RunSummary) -> None:
         """Write ``summary.json`` atomically (never a half-written file)."""
         text = summary.model_dump_json(indent=2) + "\n"
-        await anyio.to_thread.run_sync(_write_json_atomic, self.summary_path, text)
+        await anyio.to_thread.run_sync(write_json_atomic, self.summary_path, text)
 
 
 def _single_leaf(exc: BaseException) -> BaseException:
