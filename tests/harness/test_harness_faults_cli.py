@@ -126,6 +126,44 @@ def test_a_run_never_completes_with_cases_missing(tmp_path: Path, workers: str) 
         assert status(root / "out") == "completed"
 
 
+LOSING_TASK = """
+import asyncio
+
+from agentjudge.harness._pipeline import CaseRunner
+
+_finish = CaseRunner.finish_case
+
+async def _losing(self, case, *args):
+    if case.id == "c005":  # a worker ends without a row, as if a stray CancelledError hit it
+        fut = asyncio.get_running_loop().create_future()
+        fut.cancel()
+        await fut
+    return await _finish(self, case, *args)
+
+CaseRunner.finish_case = _losing  # fault injection, in every process that imports this task
+
+def echo(case):
+    return case.input
+"""
+
+
+def test_cases_lost_in_a_worker_process_abort_the_run(tmp_path: Path) -> None:
+    """With --workers, rows a worker never sent are counted too: exit 3 naming the ids."""
+    data = words(60)
+    root = project(tmp_path, data)
+    (root / "losing.py").write_text(LOSING_TASK, encoding="utf-8")
+    args = command("echo", "fine", "--workers", "2", "--concurrency", "1")
+    args[args.index("task:echo")] = "losing:echo"
+    proc = agentjudge(root, args)
+    assert proc.returncode == 3, proc.stderr
+    assert "run aborted: CasesLost: 60 cases were handed out but" in proc.stderr
+    assert "missing: c005" in proc.stderr
+    assert "c005" not in ids(root / "out") and status(root / "out") == "aborted"
+    resumed = agentjudge(root, [*command("echo", "fine", "--workers", "2"), "--resume"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert sorted(ids(root / "out")) == [r["id"] for r in data]
+
+
 # ----------------------------------------------------------------------------- item 2
 def test_a_lone_surrogate_in_the_dataset_exits_2_naming_line_and_field(tmp_path: Path) -> None:
     """A row with "\\ud800" is a dataset error (exit 2) before any case runs."""
