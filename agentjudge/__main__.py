@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentjudge.harness._cli import main
+from agentjudge.harness._cli import cli
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    cli()

@@ -3,22 +3,29 @@
 Exit codes: 0 every gate passed (or none was set); 1 a gate, the baseline check or a trust
 check failed (no case judged PASS/FAIL, or a judge that errored on every case);
 2 a usage, configuration or dataset error (the message names the setting, file, line or field);
-3 the run was aborted (Ctrl-C or a crash) - the results file stays valid, ``--resume`` goes on.
-``agentjudge report``, ``compare`` and ``schema`` exit 0 (2 when their input is unusable).
+3 the run was aborted (Ctrl-C, SIGTERM, a crash, a full disk, cases lost) - the results file
+stays valid, ``--resume`` goes on. ``agentjudge report``, ``compare`` and ``schema`` exit 0 (2
+when their input is unusable).
+
+As a program (`cli`, ``python -m agentjudge``) the process exits as soon as its output is
+flushed: threads a timed-out sync task or judge left running do not keep it alive (`exit_now`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-__all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "cli", "exit_now", "main"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -26,6 +33,8 @@ EXIT_USAGE = 2
 EXIT_ABORTED = 3
 
 _SUITE_FILE = "agentjudge.toml"
+THREAD_GRACE = 1.0
+"""Seconds `exit_now` lets other threads finish before it ends the process without them."""
 
 
 def _int_at_least(minimum: int) -> Callable[[str], int]:
@@ -208,7 +217,7 @@ def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from agentjudge.harness._report import format_summary
-    from agentjudge.harness._run import RunAborted, default_out, run_suite
+    from agentjudge.harness._run import RunAborted, default_out
     from agentjudge.harness._suite import describe_validation_error
 
     try:
@@ -218,30 +227,20 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return _error(str(exc))
     out = Path(args.out) if args.out is not None else default_out(suite)
-
-    async def go() -> Any:
-        return await run_suite(
-            suite,
-            out=out,
-            resume=args.resume,
-            overwrite=args.overwrite,
-            progress=args.progress,
-            progress_interval=args.progress_interval,
-        )
-
+    run = _Invocation(suite, out, args)
     try:
-        summary = anyio.run(go)
-    except KeyboardInterrupt:
-        print(
-            f"agentjudge: run aborted (interrupted); finished cases are kept in "
-            f"{out / 'results.jsonl'}; continue with --resume",
-            file=sys.stderr,
-        )
-        return EXIT_ABORTED
+        summary = anyio.run(run.go)
+    except (KeyboardInterrupt, SystemExit) as exc:
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "SystemExit raised"
+        return _aborted(f"run aborted ({why})", out)
     except RunAborted as exc:
-        return _crash(exc.__cause__ or exc, out)
+        if run.terminated:
+            return _aborted("run aborted (terminated by SIGTERM)", out)
+        return _crash(exc, out)
     except ValueError as exc:  # RunConfigError, DatasetError: raised before any case ran
         return _error(str(exc))
+    if summary is None:  # SIGTERM cancelled the run
+        return _aborted("run aborted (terminated by SIGTERM)", out)
     for warning in summary.warnings:
         print(f"agentjudge: warning: {warning}", file=sys.stderr)
     if args.json:
@@ -252,10 +251,73 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK if summary.passed else EXIT_FAILED
 
 
-def _crash(exc: BaseException, out: Path) -> int:
-    traceback.print_exception(exc, file=sys.stderr)
+class _Invocation:
+    """One ``agentjudge run``: `run_suite`, stopped like Ctrl-C when SIGTERM arrives."""
+
+    def __init__(self, suite: Any, out: Path, args: argparse.Namespace) -> None:
+        self.suite = suite
+        self.out = out
+        self.args = args
+        self.terminated = False
+
+    async def go(self) -> Any:
+        """The run's summary, or None when SIGTERM cancelled it (rows and summary written)."""
+        import anyio
+
+        from agentjudge.harness._run import run_suite
+
+        args = self.args
+        summary = None
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch_sigterm, tg.cancel_scope)
+                summary = await run_suite(
+                    self.suite,
+                    out=self.out,
+                    resume=args.resume,
+                    overwrite=args.overwrite,
+                    progress=args.progress,
+                    progress_interval=args.progress_interval,
+                )
+                tg.cancel_scope.cancel()  # the run is over: stop watching
+        except BaseExceptionGroup as group:
+            if len(group.exceptions) != 1:
+                raise
+            raise group.exceptions[0]  # as run_suite raised it (its cause chained)  # noqa: B904
+        return summary
+
+    async def _watch_sigterm(self, scope: Any) -> None:
+        import anyio
+
+        try:
+            receiver = anyio.open_signal_receiver(signal.SIGTERM)
+        except (NotImplementedError, ValueError):  # no signal support here (Windows, a thread)
+            return
+        with receiver as signals:
+            async for _ in signals:
+                self.terminated = True
+                scope.cancel()
+                return
+
+
+def _aborted(headline: str, out: Path) -> int:
     print(
-        f"agentjudge: run aborted: {type(exc).__name__}: {exc}\n"
+        f"agentjudge: {headline}; finished cases are kept in {out / 'results.jsonl'}; "
+        "continue with --resume",
+        file=sys.stderr,
+    )
+    return EXIT_ABORTED
+
+
+def _crash(exc: BaseException, out: Path) -> int:
+    """Report an aborted run: one line for our own errors, a traceback for anything else."""
+    from agentjudge.exceptions import AgentJudgeError
+
+    cause = exc.__cause__
+    if cause is not None and not isinstance(cause, AgentJudgeError):
+        traceback.print_exception(cause, file=sys.stderr)
+    print(
+        f"agentjudge: {exc}\n"
         f"agentjudge: finished cases are kept in {out / 'results.jsonl'}; "
         "continue with --resume",
         file=sys.stderr,
@@ -301,3 +363,47 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+
+
+def _flush_telemetry() -> None:
+    """Flush OpenTelemetry's global providers, if the program set some up (best effort)."""
+    if "opentelemetry.trace" not in sys.modules:
+        return
+    from opentelemetry import metrics, trace
+
+    for provider in (trace.get_tracer_provider(), metrics.get_meter_provider()):
+        flush = getattr(provider, "force_flush", None)
+        if callable(flush):
+            with contextlib.suppress(Exception):
+                flush(timeout_millis=5000)
+
+
+def exit_now(code: int) -> NoReturn:
+    """End the process with ``code``, without waiting for threads a run abandoned.
+
+    A sync task or judge past its timeout keeps its worker thread until it returns (Python
+    cannot stop a thread), and the interpreter waits for such threads at exit: for a
+    deadlocked task, forever. Once everything is written (the results and summary files are
+    synced when they are closed), this flushes stdout, stderr, logging and OpenTelemetry, and
+    when other threads are still running after `THREAD_GRACE` seconds it ends the process at
+    once with ``os._exit`` (``atexit`` handlers do not run then); otherwise it exits normally.
+    """
+    from agentjudge.harness._task import lingering_threads
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if not lingering_threads(THREAD_GRACE):
+        raise SystemExit(code)
+    _flush_telemetry()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+            os.fsync(stream.fileno())
+    os._exit(code)
+
+
+def cli() -> NoReturn:
+    """The ``agentjudge`` program: `main` on ``sys.argv``, then `exit_now` with its code."""
+    exit_now(main())

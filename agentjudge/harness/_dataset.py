@@ -1,4 +1,4 @@
-"""JSONL datasets, streamed line by line with errors naming the file, the line and the field.
+r"""JSONL datasets, streamed line by line with errors naming the file, the line and the field.
 
 A dataset file holds one JSON object per line::
 
@@ -9,7 +9,9 @@ messages are 1-based and count every physical line. ``id`` is required and must 
 string; ids are compared exactly (``"Q1"`` and ``"q1"`` are different cases). ``input`` is
 required (any JSON value, ``null`` included); ``expected`` is optional (any JSON value);
 ``metadata`` is optional and must be an object. Other fields are kept as the case's extras.
-``NaN`` and ``Infinity`` are not JSON and are rejected.
+``NaN`` and ``Infinity`` are not JSON and are rejected, and so are text that is not valid Unicode
+(a lone surrogate such as ``"\ud800"``, which JSON's escapes can express but UTF-8 cannot
+store) and values nested more than `MAX_NESTING` levels deep.
 
 Every row goes through one checking function, `_row`: `Dataset.open` runs it over the whole
 file (with the SHA-256 and the duplicate-id check) without building cases, and the run builds
@@ -21,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,7 +33,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentjudge.exceptions import DatasetError
 from agentjudge.harness._case import Case
 
-__all__ = ["Dataset", "parse_case"]
+__all__ = ["MAX_NESTING", "Dataset", "parse_case"]
+
+MAX_NESTING = 500
+"""Arrays and objects nested deeper than this in a row are a dataset error.
+
+Python's JSON decoder, encoder and ``repr`` recurse, and fail (``RecursionError``) somewhere
+near 1000 levels depending on how deep the caller already is; a fixed limit well below that
+makes a row either valid everywhere (validation, the run, the results file) or rejected up front.
+"""
 
 _READ_CHUNK = 1 << 20
 # `iter_raw`'s default: a chunk's cases stay alive until the harness has handed them all out,
@@ -47,6 +58,12 @@ _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 # The decoder's scanner reads one JSON value; `_row` calls it directly (about twice as fast
 # as `_decoder.decode`) and leaves anything unusual, and the wording of errors, to the decoder.
 _scan: Callable[[str, int], tuple[Any, int]] = _decoder.scan_once  # type: ignore[attr-defined]
+
+
+# A lone surrogate can only come from a JSON escape (UTF-8 bytes cannot encode one): rows
+# whose text has no such escape need no further look.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _type_name(value: object) -> str:
@@ -94,13 +111,17 @@ def _row(text: str, lineno: int, label: str) -> dict[str, Any]:
     """
     try:
         row, end = _scan(text, 0)
-    except (StopIteration, ValueError):
+    except (StopIteration, ValueError, RecursionError):
         end = -1
     if end != len(text):
         # Surrounding whitespace, trailing data or an error: the full decoder decides and words it.
         row = _decode_slowly(text, lineno, label)
     if not isinstance(row, dict):
         raise DatasetError(f"{label} line {lineno}: expected a JSON object, got {_type_name(row)}")
+    if text.count("[") + text.count("{") > MAX_NESTING and _too_deep(row):
+        raise DatasetError(_too_deep_message(label, lineno))
+    if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+        _reject_lone_surrogates(row, lineno, label)
     if "id" not in row:
         raise DatasetError(f"{label} line {lineno}: missing required field 'id'")
     case_id = row["id"]
@@ -134,6 +155,51 @@ def _decode_slowly(text: str, lineno: int, label: str) -> Any:
         ) from None
     except ValueError as exc:
         raise DatasetError(f"{label} line {lineno}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise DatasetError(_too_deep_message(label, lineno)) from None
+
+
+def _too_deep_message(label: str, lineno: int) -> str:
+    return (
+        f"{label} line {lineno}: arrays/objects nested more than {MAX_NESTING} levels deep; "
+        "flatten the row (or store the deep value as a JSON string)"
+    )
+
+
+def _too_deep(row: dict[str, Any]) -> bool:
+    """Whether ``row`` nests arrays/objects more than `MAX_NESTING` levels (no recursion)."""
+    stack: list[tuple[Any, int]] = [(row, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > MAX_NESTING:
+            return True
+        items = value.values() if isinstance(value, dict) else value
+        stack.extend((item, depth + 1) for item in items if isinstance(item, dict | list))
+    return False
+
+
+def _reject_lone_surrogates(row: dict[str, Any], lineno: int, label: str) -> None:
+    r"""Raise `DatasetError` naming the first field (in file order) holding a lone surrogate.
+
+    Python decodes the JSON escape ``"\ud800"`` to a string no UTF-8 file can hold; such a
+    row would be accepted here and then make every attempt to write its results fail.
+    """
+    stack: list[tuple[str, Any]] = [(key, value) for key, value in reversed(row.items())]
+    while stack:
+        path, value = stack.pop()
+        found = _LONE_SURROGATE.search(path) or (
+            _LONE_SURROGATE.search(value) if isinstance(value, str) else None
+        )
+        if found is not None:
+            raise DatasetError(
+                f"{label} line {lineno}: field {path!a} holds a lone surrogate "
+                f"({found.group()!a}), which is not valid Unicode text (write the character "
+                "itself, or both halves of a surrogate pair)"
+            )
+        if isinstance(value, dict):
+            stack.extend((f"{path}.{key}", item) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in reversed(list(enumerate(value))))
 
 
 def _shown(case_id: object) -> str:

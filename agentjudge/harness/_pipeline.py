@@ -3,6 +3,10 @@
 A `CaseRunner` owns the task, the Evaluator and the telemetry recorder; `CaseRunner.work`
 is one worker: it takes cases from a `Pipe`, runs the task, judges the output and puts the
 encoded results line (with the verdict, for the aggregates) on another pipe.
+
+A judge raising KeyboardInterrupt or SystemExit stops the run as `JudgeInterrupted`, an ordinary
+exception: left as they are, asyncio lets those two escape the event loop without unwinding the
+other tasks, so rows already finished would never be written and the process could hang.
 """
 
 from __future__ import annotations
@@ -17,14 +21,23 @@ import anyio.lowlevel
 
 from agentjudge.core import Context, ExecutionStatus, Verdict, construct
 from agentjudge.engine import Evaluator
+from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._case import Case, TaskOutput
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._results import encode_case
 from agentjudge.harness._summary import RunAggregate
-from agentjudge.harness._task import TaskRunner
+from agentjudge.harness._task import TaskRunner, describe_error
 from agentjudge.harness._telemetry import Telemetry
 
-__all__ = ["YIELD_EVERY", "CaseRunner", "Finished", "case_context", "fold_rows", "new_pipes"]
+__all__ = [
+    "YIELD_EVERY",
+    "CaseRunner",
+    "Finished",
+    "JudgeInterrupted",
+    "case_context",
+    "fold_rows",
+    "new_pipes",
+]
 
 YIELD_EVERY = 0.002
 """Seconds a worker runs cases that never suspend before it lets other tasks in."""
@@ -35,6 +48,26 @@ CASE_BUFFER = 1024
 """Parsed cases waiting for a worker (at least 2 x concurrency)."""
 ROW_BUFFER = 2048
 """Finished rows waiting for the writer (at least 4 x concurrency)."""
+
+
+class JudgeInterrupted(AgentJudgeError):
+    """A judge raised KeyboardInterrupt or SystemExit: the run stops (chained as the cause)."""
+
+
+def _interrupted(exc: BaseException, case_id: str) -> JudgeInterrupted | None:
+    """`JudgeInterrupted` when ``exc`` is (or a group holding) KeyboardInterrupt / SystemExit."""
+    if isinstance(exc, BaseExceptionGroup):
+        match = exc.subgroup((KeyboardInterrupt, SystemExit))
+        if match is None:
+            return None
+        exc = match
+        while isinstance(exc, BaseExceptionGroup):
+            exc = exc.exceptions[0]
+    if not isinstance(exc, KeyboardInterrupt | SystemExit):
+        return None
+    error = JudgeInterrupted(f"a judge raised {describe_error(exc)} on case {case_id!r}")
+    error.__cause__ = exc
+    return error
 
 
 def new_pipes(concurrency: int) -> tuple[Pipe[Case], Pipe[Finished]]:
@@ -123,7 +156,13 @@ class CaseRunner:
             if isinstance(output, TaskOutput) and output.refused:
                 status = ExecutionStatus.REFUSED
             ctx = case_context(case, output, status, started, duration)
-            verdict = await self.evaluator.verdict(ctx)
+            try:
+                verdict = await self.evaluator.verdict(ctx)
+            except (KeyboardInterrupt, SystemExit, BaseExceptionGroup) as exc:
+                interrupted = _interrupted(exc, case.id)
+                if interrupted is None:
+                    raise
+                raise interrupted from exc
         if telemetry is not None:
             telemetry.end_case(span, verdict, error)
         return encode_case(case.id, head, verdict, duration, error), verdict, error

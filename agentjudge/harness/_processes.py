@@ -11,7 +11,9 @@ so their start-up overlaps the dataset's validation pass. Then:
   (``concurrency`` cases at once, the same pipeline as an in-process run, `CaseRunner`) and
   sends back batches of encoded results lines together with the aggregates of those rows;
 * this process appends each batch to ``results.jsonl`` (flushed at once, as always) and folds
-  its aggregates in, so the summary covers exactly the rows in the file.
+  its aggregates in, so the summary covers exactly the rows in the file;
+* each worker's last message says how many cases it took in: the run compares their sum with
+  the rows it wrote (`WorkerPool.cases_in`), so a case that vanished is never passed over.
 
 Messages travel over one `multiprocessing.connection.Connection` per worker, received on a
 worker thread so the event loop never blocks. A worker that fails (an exception, or a process
@@ -45,7 +47,7 @@ from agentjudge.exceptions import AgentJudgeError, DatasetError
 from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._pipe import Pipe
-from agentjudge.harness._pipeline import CaseRunner, fold_rows, new_pipes
+from agentjudge.harness._pipeline import CaseRunner, JudgeInterrupted, fold_rows, new_pipes
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import RunAggregate
 from agentjudge.harness._task import TaskInterrupted, TaskRunner, describe_error
@@ -144,8 +146,10 @@ async def _serve(conn: Connection, spec: WorkerSpec) -> None:
             await anyio.to_thread.run_sync(conn.send, message)
 
     cases, rows = new_pipes(suite.concurrency)
+    taken = 0
 
     async def feed() -> None:
+        nonlocal taken
         done, parse = spec.done, spec.dataset.parse_chunk
         try:
             await send(("more", CHUNKS_IN_FLIGHT))
@@ -155,7 +159,11 @@ async def _serve(conn: Connection, spec: WorkerSpec) -> None:
                     return
                 for case in parse(chunk):
                     if case.id not in done:
-                        await cases.put(case)
+                        taken += 1
+                        try:  # noqa: SIM105 - free in this hot loop, unlike suppress()
+                            await cases.put(case)
+                        except anyio.ClosedResourceError:
+                            pass  # the case workers are gone: keep counting (accounting)
                 await send(("more", 1))
         finally:
             cases.close()
@@ -176,13 +184,14 @@ async def _serve(conn: Connection, spec: WorkerSpec) -> None:
         await runner.close_task()
         for warning in await close_model_clients(find_model_clients(judges)):  # its own copies
             print(f"agentjudge: warning: worker: {warning}", file=sys.stderr)
-    await send(("done",))
+    await send(("done", taken))
 
 
 # ----------------------------------------------------------------------------- run side
 _ERRORS: dict[str, Callable[[str], AgentJudgeError]] = {
     "DatasetError": DatasetError,
     "TaskInterrupted": TaskInterrupted,
+    "JudgeInterrupted": JudgeInterrupted,
 }
 """Failures re-raised as themselves (message unchanged), as an in-process run raises them."""
 
@@ -208,6 +217,8 @@ class WorkerPool:
             self._conns.append(mine)
             self._procs.append(proc)
         self._done: set[int] = set()
+        self.cases_in = 0
+        """Cases the workers took in (summed from their last messages)."""
 
     async def run(
         self,
@@ -270,6 +281,7 @@ class WorkerPool:
                 elif kind == "more":
                     await requests.put(message[1])
                 elif kind == "done":
+                    self.cases_in += message[1]
                     self._done.add(k)
                     return
                 else:

@@ -6,6 +6,9 @@ raw chunks of the dataset on a worker thread, parses them and hands cases over a
 and passes the encoded row to the one writer, which appends whatever has finished in one
 write + flush on a worker thread and folds those rows into the aggregates. Memory stays flat
 however long the dataset is (apart from the set of ids, kept for duplicate checks and resume).
+
+Nothing is lost silently: the run counts the cases it hands out and the rows it writes, and a
+run where they differ ends "aborted" naming the missing ids (`CasesLost`), never "completed".
 """
 
 from __future__ import annotations
@@ -33,13 +36,20 @@ from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
 from agentjudge.harness._processes import Batch, WorkerPool, WorkerSpec, pickled
 from agentjudge.harness._progress import ProgressState, render_progress
-from agentjudge.harness._results import ResultsWriter, scan_results
+from agentjudge.harness._results import (
+    ResultsWriter,
+    WriteFailed,
+    iter_rows,
+    scan_results,
+    write_json_atomic,
+)
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
 
 __all__ = [
+    "CasesLost",
     "RunAborted",
     "RunConfigError",
     "build_evaluator",
@@ -55,6 +65,8 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 BATCH_BUFFER = 8
 """Batches of results lines from worker processes waiting for the writer."""
+MISSING_SHOWN = 20
+"""Missing case ids named in a `CasesLost` message (the rest are counted)."""
 
 
 class RunConfigError(AgentJudgeError, ValueError):
@@ -67,6 +79,30 @@ class RunAborted(AgentJudgeError):
     The results file holds every case finished before the failure and ``summary.json`` says
     ``"status": "aborted"``; run again with ``resume=True`` to continue.
     """
+
+
+class CasesLost(AgentJudgeError):
+    """Fewer rows were written than cases were handed out: the run cannot be trusted.
+
+    A safety net for faults that make a case vanish instead of becoming an error row (e.g. a
+    ``CancelledError`` nobody asked for ending a worker). ``missing`` holds every missing id;
+    the message names the first `MISSING_SHOWN`.
+    """
+
+    def __init__(self, message: str, missing: list[str]) -> None:
+        super().__init__(message)
+        self.missing = missing
+
+
+def lost_message(cases_in: int, rows_out: int, missing: list[str], results: Path) -> str:
+    """The message of `CasesLost`: counts, then the first missing ids."""
+    shown = ", ".join(missing[:MISSING_SHOWN])
+    more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
+    ids = f"; missing: {shown}{more}" if missing else ""
+    return (
+        f"{cases_in} cases were handed out but {rows_out} rows were written to {results}{ids}; "
+        "the run cannot be trusted (run again with --resume to run the missing cases)"
+    )
 
 
 # ----------------------------------------------------------------------------- resolution
@@ -187,12 +223,6 @@ def new_run_id(moment: datetime) -> str:
     return f"{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
 
 
-def _write_json_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 class _Run:
     """State of one invocation."""
 
@@ -220,6 +250,8 @@ class _Run:
         self.telemetry = telemetry
         self.started = _now()
         self.run_id = new_run_id(self.started)
+        self.cases_in = 0
+        """Cases handed out by this invocation (the accounting's "in")."""
 
     # ------------------------------------------------------------------ setup
     def prepare_config(self, task: Any = None, judges: Any = None) -> None:
@@ -345,7 +377,13 @@ class _Run:
                     if limit is not None and seen > limit:
                         return
                     if case.id not in done:
-                        await cases.put(case)
+                        self.cases_in += 1
+                        try:  # noqa: SIM105 - free in this hot loop, unlike suppress()
+                            await cases.put(case)
+                        except anyio.ClosedResourceError:
+                            # The workers are gone although the run was not cancelled: keep
+                            # counting, so that the accounting names every case not run.
+                            pass
         finally:
             cases.close()
 
@@ -394,8 +432,11 @@ class _Run:
         )
 
     async def execute(self, pool: WorkerPool | None = None) -> None:
-        """Run every pending case, here or (``pool``) in worker processes."""
-        suite = self.suite
+        """Run every pending case, here or (``pool``) in worker processes.
+
+        Raises:
+            CasesLost: fewer rows were written than cases were handed out.
+        """
         state = ProgressState(self.pending_total())
         self.state = state
         finished = anyio.Event()
@@ -410,24 +451,55 @@ class _Run:
                 )
             )
             try:
-                async with anyio.create_task_group() as tg:
-                    if pool is not None:
-                        batches: Pipe[Batch] = Pipe(BATCH_BUFFER)
-                        tg.start_soon(self._write, batches, self._fold_batches)
-                        chunks = limit_rows(
-                            self.dataset.iter_raw(), suite.limit, self.dataset.label
-                        )
-                        await pool.run(self.worker_spec(), chunks, batches)
-                        return
-                    cases, rows = new_pipes(suite.concurrency)
-                    tg.start_soon(self._feed, cases)
-                    tg.start_soon(self._write, rows, self._fold_rows)
-                    await self.runner.run_workers(cases, rows, suite.concurrency)
+                if pool is None:
+                    await self._run_here()
+                else:
+                    await self._run_in(pool)
             finally:
                 finished.set()
                 if pool is None:
                     await self.runner.close_task()
                 self.warnings += await close_model_clients(self.clients)
+        await self.check_accounting()
+
+    async def _run_here(self) -> None:
+        cases, rows = new_pipes(self.suite.concurrency)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._feed, cases)
+            tg.start_soon(self._write, rows, self._fold_rows)
+            await self.runner.run_workers(cases, rows, self.suite.concurrency)
+
+    async def _run_in(self, pool: WorkerPool) -> None:
+        batches: Pipe[Batch] = Pipe(BATCH_BUFFER)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._write, batches, self._fold_batches)
+            chunks = limit_rows(self.dataset.iter_raw(), self.suite.limit, self.dataset.label)
+            await pool.run(self.worker_spec(), chunks, batches)
+        self.cases_in = pool.cases_in
+
+    async def check_accounting(self) -> None:
+        """Compare the cases handed out with the rows written.
+
+        Raises:
+            CasesLost: they differ; the message names the missing ids.
+        """
+        rows_out = self.state.done
+        if rows_out == self.cases_in:
+            return
+        missing = await anyio.to_thread.run_sync(self.missing_ids)
+        raise CasesLost(lost_message(self.cases_in, rows_out, missing, self.results_path), missing)
+
+    def missing_ids(self) -> list[str]:
+        """Ids of the cases in the run's part of the dataset with no row in the results file."""
+        written = {row["id"] for row in iter_rows(self.results_path)}
+        limit = self.suite.limit
+        missing = []
+        for seen, case in enumerate(self.dataset.iter_cases()):
+            if limit is not None and seen >= limit:
+                break
+            if case.id not in written:
+                missing.append(case.id)
+        return missing
 
     # ------------------------------------------------------------------ summary
     def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:
@@ -477,7 +549,7 @@ class _Run:
     async def write_summary(self, summary: RunSummary) -> None:
         """Write ``summary.json`` atomically (never a half-written file)."""
         text = summary.model_dump_json(indent=2) + "\n"
-        await anyio.to_thread.run_sync(_write_json_atomic, self.summary_path, text)
+        await anyio.to_thread.run_sync(write_json_atomic, self.summary_path, text)
 
 
 def _single_leaf(exc: BaseException) -> BaseException:
@@ -569,26 +641,28 @@ async def _execute_run(
             "per-case and per-judge telemetry is recorded only with workers = 1 "
             "(this run's span is recorded)"
         )
-    await run.write_summary(run.summary("running"))
+    try:
+        await run.write_summary(run.summary("running"))
+    except WriteFailed as exc:
+        raise RunAborted(f"run aborted: {exc}") from exc
     if telemetry is not None:
         telemetry.start_run(
             {"agentjudge.run.id": run.run_id, "agentjudge.dataset.rows": run.dataset.rows}
         )
     try:
         await run.execute(pool)
+        summary = await anyio.to_thread.run_sync(run.summary, "completed")
+        await run.write_summary(summary)
     except BaseException as exc:
-        with anyio.CancelScope(shield=True):
-            await run.write_summary(run.summary("aborted"))
-            if telemetry is not None:
-                telemetry.end_run({"agentjudge.run.status": "aborted"})
+        note = await _record_abort(run, telemetry)
         leaf = _single_leaf(exc)
+        if isinstance(leaf, WriteFailed):
+            raise RunAborted(f"run aborted: {leaf}{note}") from leaf
         if isinstance(leaf, Exception):
-            raise RunAborted(f"run aborted: {type(leaf).__name__}: {leaf}") from leaf
+            raise RunAborted(f"run aborted: {type(leaf).__name__}: {leaf}{note}") from leaf
         if leaf is not exc and not isinstance(leaf, anyio.get_cancelled_exc_class()):
             raise leaf from None
         raise
-    summary = await anyio.to_thread.run_sync(run.summary, "completed")
-    await run.write_summary(summary)
     if telemetry is not None:
         telemetry.end_run(
             {
@@ -598,3 +672,16 @@ async def _execute_run(
             }
         )
     return summary
+
+
+async def _record_abort(run: _Run, telemetry: Telemetry | None) -> str:
+    """Write the "aborted" summary (shielded); returns "" or a note on why it could not be."""
+    note = ""
+    with anyio.CancelScope(shield=True):
+        try:
+            await run.write_summary(run.summary("aborted"))
+        except WriteFailed as exc:
+            note = f"; {SUMMARY_FILE} could not be updated: {exc}"
+        if telemetry is not None:
+            telemetry.end_run({"agentjudge.run.status": "aborted"})
+    return note

@@ -5,13 +5,21 @@ Sync tasks run on worker threads (at most ``threads`` at once), never on the eve
 that raises, or runs past the per-case timeout, makes that case an error row; the run goes on.
 Cancellation (Ctrl-C, an aborted run) is never turned into an error row, and a task raising
 KeyboardInterrupt or SystemExit stops the run (`TaskInterrupted`).
+
+Whether a ``CancelledError`` is a cancellation is decided by the cancel scopes around the call,
+not by the exception's type (`cancelled_by_caller`): a task that awaited a future someone else
+cancelled raises ``CancelledError`` although nobody cancelled the run, and that is the task's
+own failure, an error row naming ``CancelledError``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import math
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +30,13 @@ from agentjudge.engine import await_armed
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._case import Case
 
-__all__ = ["TaskInterrupted", "TaskRunner", "describe_error"]
+__all__ = [
+    "TaskInterrupted",
+    "TaskRunner",
+    "cancelled_by_caller",
+    "describe_error",
+    "lingering_threads",
+]
 
 
 class TaskInterrupted(AgentJudgeError):
@@ -37,6 +51,38 @@ def describe_error(exc: BaseException) -> str:
     """``"TypeName: message"`` (just the type name when the message is empty)."""
     message = str(exc).strip()
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def cancelled_by_caller(scope: anyio.CancelScope | None = None) -> bool:
+    """Whether a ``CancelledError`` caught now is a real cancellation of the running code.
+
+    The cancel scopes are the truth, not the exception's type: ``scope`` (or an enclosing scope
+    up to a shield) was cancelled or its deadline has passed, or (asyncio) the task has a
+    cancellation request pending (`asyncio.Task.cancelling`). A coroutine that awaited a future
+    cancelled by someone else raises ``CancelledError`` with none of these true.
+
+    Args:
+        scope: A scope the caller entered around the call (its ``cancel_called`` counts).
+    """
+    if scope is not None and scope.cancel_called:
+        return True
+    if anyio.current_effective_deadline() <= anyio.current_time():
+        return True
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # not running on asyncio: the scopes above are all there is
+        return False
+    return task is not None and task.cancelling() > 0
+
+
+def _stray_cancel_error(exc: BaseException) -> str:
+    """The error string of a task that raised ``CancelledError`` nobody asked for."""
+    message = str(exc).strip()
+    detail = f"{message} " if message else ""
+    return (
+        f"CancelledError: {detail}(raised by the task although the run was not cancelled, "
+        "e.g. it awaited a future that was cancelled elsewhere)"
+    )
 
 
 def _is_async(fn: object) -> bool:
@@ -108,8 +154,10 @@ class TaskRunner:
                 return await await_armed(self._call(case), guard, self.timeout), None
             finally:
                 guard.deadline = math.inf
-        except anyio.get_cancelled_exc_class():
-            raise
+        except anyio.get_cancelled_exc_class() as exc:
+            if cancelled_by_caller(guard):
+                raise
+            return None, _stray_cancel_error(exc)
         except Exception as exc:
             return None, describe_error(exc)
         except (KeyboardInterrupt, SystemExit) as exc:
@@ -127,10 +175,31 @@ class TaskRunner:
             # The deadline is armed only if the task suspends (an instant task needs no timer).
             with anyio.CancelScope() as scope:
                 return await await_armed(self._call(case), scope, self.timeout), None
-        except anyio.get_cancelled_exc_class():
-            raise
+        except anyio.get_cancelled_exc_class() as exc:
+            if cancelled_by_caller():
+                raise
+            return None, _stray_cancel_error(exc)
         except Exception as exc:
             return None, describe_error(exc)
         except (KeyboardInterrupt, SystemExit) as exc:
             raise TaskInterrupted(f"the task raised {describe_error(exc)}") from exc
         return None, self.timeout_error()
+
+
+def lingering_threads(grace: float) -> list[threading.Thread]:
+    """Non-daemon threads (other than the main thread) still running after ``grace`` seconds.
+
+    A sync task or judge abandoned at its timeout keeps its thread until it returns, which may
+    be never (a deadlock); the interpreter waits for such threads before it exits. Threads that
+    are only winding down (idle worker threads told to stop) are given ``grace`` to finish.
+    """
+    deadline = time.monotonic() + grace
+    skip = {threading.main_thread(), threading.current_thread()}
+    left = []
+    for thread in threading.enumerate():
+        if thread in skip or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            left.append(thread)
+    return left
