@@ -7,14 +7,16 @@ Cancellation (Ctrl-C, an aborted run) is never turned into an error row, and a t
 KeyboardInterrupt or SystemExit stops the run (`TaskInterrupted`).
 
 Whether a ``CancelledError`` is a cancellation is decided by the cancel scopes around the call,
-not by the exception's type (`cancelled_by_caller`): a task that awaited a future someone else
-cancelled raises ``CancelledError`` although nobody cancelled the run, and that is the task's
-own failure, an error row naming ``CancelledError``.
+not by the exception's type (`agentjudge.judging.cancel_requested`): a task that awaited a
+future someone else cancelled raises ``CancelledError`` although nobody cancelled the run, and
+that is the task's own failure, an error row naming ``CancelledError``. A sync task runs on a
+worker thread; one stuck past its timeout is abandoned, and the abandoned threads are bounded
+process-wide (`agentjudge.judging.run_sync_bounded`: past the bound, a case's sync task is not
+started and its row is an error naming ``ThreadsExhausted``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import math
@@ -29,11 +31,11 @@ import anyio.to_thread
 from agentjudge.engine import await_armed
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._case import Case
+from agentjudge.judging import cancel_requested, run_sync_bounded
 
 __all__ = [
     "TaskInterrupted",
     "TaskRunner",
-    "cancelled_by_caller",
     "describe_error",
     "lingering_threads",
 ]
@@ -51,28 +53,6 @@ def describe_error(exc: BaseException) -> str:
     """``"TypeName: message"`` (just the type name when the message is empty)."""
     message = str(exc).strip()
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
-
-
-def cancelled_by_caller(scope: anyio.CancelScope | None = None) -> bool:
-    """Whether a ``CancelledError`` caught now is a real cancellation of the running code.
-
-    The cancel scopes are the truth, not the exception's type: ``scope`` (or an enclosing scope
-    up to a shield) was cancelled or its deadline has passed, or (asyncio) the task has a
-    cancellation request pending (`asyncio.Task.cancelling`). A coroutine that awaited a future
-    cancelled by someone else raises ``CancelledError`` with none of these true.
-
-    Args:
-        scope: A scope the caller entered around the call (its ``cancel_called`` counts).
-    """
-    if scope is not None and scope.cancel_called:
-        return True
-    if anyio.current_effective_deadline() <= anyio.current_time():
-        return True
-    try:
-        task = asyncio.current_task()
-    except RuntimeError:  # not running on asyncio: the scopes above are all there is
-        return False
-    return task is not None and task.cancelling() > 0
 
 
 def _stray_cancel_error(exc: BaseException) -> str:
@@ -130,8 +110,8 @@ class TaskRunner:
     async def _call(self, case: Case) -> Any:
         if self.is_async:
             return await self.fn(case)
-        value = await anyio.to_thread.run_sync(
-            self.fn, case, limiter=self._limiter, abandon_on_cancel=True
+        value = await run_sync_bounded(
+            self.fn, case, limiter=self._limiter, what=f"task {self.name!r}"
         )
         if inspect.isawaitable(value):
             value = await value
@@ -155,7 +135,7 @@ class TaskRunner:
             finally:
                 guard.deadline = math.inf
         except anyio.get_cancelled_exc_class() as exc:
-            if cancelled_by_caller(guard):
+            if cancel_requested(guard):
                 raise
             return None, _stray_cancel_error(exc)
         except Exception as exc:
@@ -176,7 +156,7 @@ class TaskRunner:
             with anyio.CancelScope() as scope:
                 return await await_armed(self._call(case), scope, self.timeout), None
         except anyio.get_cancelled_exc_class() as exc:
-            if cancelled_by_caller():
+            if cancel_requested():
                 raise
             return None, _stray_cancel_error(exc)
         except Exception as exc:

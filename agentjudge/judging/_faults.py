@@ -19,7 +19,6 @@ Two faults every failure boundary must handle the same way:
 from __future__ import annotations
 
 import asyncio
-import math
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -32,6 +31,7 @@ __all__ = [
     "StrayCancellation",
     "ThreadsExhausted",
     "abandoned_threads",
+    "cancel_requested",
     "error_type_name",
     "is_stray_cancellation",
     "run_sync_bounded",
@@ -55,23 +55,35 @@ class ThreadsExhausted(RuntimeError):
     """Too many sync calls are stuck past their timeout; no further thread is started."""
 
 
-def is_stray_cancellation(exc: BaseException) -> bool:
-    """True when ``exc`` is the backend's cancellation exception but nobody cancelled us.
+def cancel_requested(scope: anyio.CancelScope | None = None) -> bool:
+    """Whether the running code is being cancelled: the truth behind a caught ``CancelledError``.
 
-    Must be called in the task that caught ``exc``, before anything else awaits.
+    The cancel scopes are the truth, not the exception's type: ``scope`` (or an enclosing scope
+    up to a shield) was cancelled or its deadline has passed, or (asyncio) the task has a
+    cancellation request pending (`asyncio.Task.cancelling`). A coroutine that awaited a future
+    cancelled by someone else raises ``CancelledError`` with none of these true.
+
+    Args:
+        scope: A scope the caller entered around the call (its ``cancel_called`` counts).
     """
-    if not isinstance(exc, anyio.get_cancelled_exc_class()):
-        return False
-    try:
-        if anyio.current_effective_deadline() == -math.inf:
-            return False  # an enclosing cancel scope was cancelled
-    except Exception:  # pragma: no cover - outside an anyio-compatible task
-        return False
+    if scope is not None and scope.cancel_called:
+        return True
+    if anyio.current_effective_deadline() <= anyio.current_time():
+        return True  # an enclosing scope was cancelled (-inf) or its deadline passed
     try:
         task = asyncio.current_task()
-    except RuntimeError:  # pragma: no cover - not on asyncio
-        return True
-    return task is None or task.cancelling() == 0
+    except RuntimeError:  # not running on asyncio: the scopes above are all there is
+        return False
+    return task is not None and task.cancelling() > 0
+
+
+def is_stray_cancellation(exc: BaseException, scope: anyio.CancelScope | None = None) -> bool:
+    """True when ``exc`` is the backend's cancellation exception but nobody cancelled us.
+
+    Must be called in the task that caught ``exc``, before anything else awaits (see
+    `cancel_requested`).
+    """
+    return isinstance(exc, anyio.get_cancelled_exc_class()) and not cancel_requested(scope)
 
 
 def error_type_name(exc: BaseException) -> str:

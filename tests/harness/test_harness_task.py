@@ -132,3 +132,31 @@ async def test_keyboard_interrupt_or_system_exit_stop_the_run() -> None:
     with pytest.raises(TaskInterrupted, match="SystemExit: 3") as info:
         await TaskRunner(task, timeout=5, threads=1)(CASE)
     assert isinstance(info.value.__cause__, SystemExit)
+
+
+async def test_stuck_sync_tasks_are_bounded() -> None:
+    """Sync tasks stuck past their timeout are bounded; past the bound a case errors at once."""
+    from agentjudge.judging import MAX_ABANDONED_THREADS, abandoned_threads
+
+    release = threading.Event()
+
+    def stuck(case: Case) -> str:
+        release.wait(30)
+        return "late"
+
+    base = abandoned_threads()
+    runner = TaskRunner(stuck, timeout=0.02, threads=64)
+    errors: list[str | None] = []
+    try:
+        for _ in range(MAX_ABANDONED_THREADS + 2):
+            output, error = await runner(CASE)
+            assert output is None
+            errors.append(error)
+        assert abandoned_threads() - base <= MAX_ABANDONED_THREADS
+    finally:
+        release.set()
+    assert errors[0] is not None and errors[0].startswith("TimeoutError")
+    assert errors[-1] is not None and errors[-1].startswith("ThreadsExhausted")
+    with anyio.fail_after(10):  # the released threads finish and leave the count
+        while abandoned_threads() != base:
+            await anyio.sleep(0.01)
