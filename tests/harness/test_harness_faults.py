@@ -41,12 +41,22 @@ def echo(case):
 """
 
 JUDGES = """
+import asyncio
+
 from agentjudge.core import Judgment
 
 def exact(ctx):
     if ctx.input == "reason":
         return Judgment.failed(b"r\\xe9sum\\xe9".decode("utf-8", "surrogateescape"))
     return Judgment.passed("same") if ctx.output == ctx.expected else Judgment.failed("differs")
+
+async def stray_judge(ctx):
+    # A judge's own stray CancelledError on some cases: that judge's ERROR, never lost rows.
+    if ctx.input.startswith("stray"):
+        fut = asyncio.get_running_loop().create_future()
+        fut.cancel()
+        await fut
+    return True
 
 def interrupting(ctx):
     if ctx.input == "last":
@@ -116,6 +126,25 @@ def test_stray_cancelled_error_from_a_task_is_an_errored_row(tmp_path: Path, wor
     assert errored == ["c004", "c017"]
     assert rows["c004"]["error"].startswith("CancelledError")
     assert summary.status == "completed" and summary.cases.errors == 2
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_stray_cancelled_error_from_a_judge_loses_no_row(tmp_path: Path, workers: int) -> None:
+    """100 cases, a judge cancelling itself on 10: 100 rows, those judgments ERROR CancelledError."""
+    special = {i: f"stray-{i}" for i in range(0, 100, 10)}
+    data = words(100, special)
+    suite = make_suite(
+        tmp_path, data, "echo", workers=workers, concurrency=8, judges="judges.py:stray_judge"
+    )
+    summary = run(suite, tmp_path / "out")
+    rows = {r["id"]: r for r in iter_rows(tmp_path / "out" / "results.jsonl")}
+    assert len(rows) == 100
+    bad = sorted(
+        i for i, r in rows.items() if r["results"][0].get("error_type") == "CancelledError"
+    )
+    assert bad == [f"c{i:03d}" for i in special]
+    assert all(rows[i]["results"][0]["judgment"]["status"] == "error" for i in bad)
+    assert summary.status == "completed" and summary.cases.total == 100
 
 
 def _losing(ids: set[str]) -> Any:
