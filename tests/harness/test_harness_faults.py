@@ -130,7 +130,7 @@ def test_stray_cancelled_error_from_a_task_is_an_errored_row(tmp_path: Path, wor
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_stray_cancelled_error_from_a_judge_loses_no_row(tmp_path: Path, workers: int) -> None:
-    """100 cases, a judge cancelling itself on 10: 100 rows, those judgments ERROR CancelledError."""
+    """100 cases, a judge cancelling itself on 10: 100 rows, those 10 judgments ERROR."""
     special = {i: f"stray-{i}" for i in range(0, 100, 10)}
     data = words(100, special)
     suite = make_suite(
