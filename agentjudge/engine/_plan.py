@@ -1,4 +1,4 @@
-"""Compile what the user configured (judges, juries, cascades) into an execution plan.
+"""Compile what the user configured (judges, juries, cascades) into an immutable execution plan.
 
 The plan is a small tree: `Leaf` (one judge call), `Group` (members voting: a jury, or the
 members of a cascade tier) and `CascadeNode`. Leaves are numbered in configured order
@@ -20,7 +20,6 @@ from agentjudge.judging import JudgeKind, direct_async, judge_name, to_async
 from agentjudge.voting import VotingStrategy
 
 __all__ = [
-    "INSTANT_AFTER",
     "CascadeNode",
     "Group",
     "Leaf",
@@ -31,7 +30,7 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Leaf:
     """One judge call."""
 
@@ -47,28 +46,12 @@ class Leaf:
     (`direct_async`, one coroutine less per call), else ``call``."""
     coerce_as: str | None
     """The name ``step``'s return value is coerced under (None: ``step`` coerces itself)."""
-    inline_streak: int = 0
-    """Attempts in a row that completed without suspending (see `Leaf.instant`)."""
-    suspends: bool = False
-    """Set for good once an attempt suspended: the leaf is never treated as instant again."""
     metered: bool = False
     """True for a model-backed judge (``kind`` LLM, or a ``client`` attribute): a `Budget`
     admits each of its attempts."""
 
-    @property
-    def instant(self) -> bool:
-        """True after `INSTANT_AFTER` inline completions in a row and no suspension ever.
 
-        The engine then runs the leaf inline, without a task or a timeout scope of its own.
-        """
-        return self.inline_streak >= INSTANT_AFTER and not self.suspends
-
-
-INSTANT_AFTER = 8
-"""Inline completions in a row after which a leaf counts as instant (`Leaf.instant`)."""
-
-
-@dataclass(slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class Group:
     """Members judged concurrently and combined by ``voting`` (None: one member, no vote)."""
 
@@ -82,10 +65,10 @@ class Group:
     """True when every member is a leaf (no nested composite)."""
 
     def __post_init__(self) -> None:
-        self.flat = all(type(m) is Leaf for m in self.members)
+        object.__setattr__(self, "flat", all(type(m) is Leaf for m in self.members))
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class TierNode:
     """One cascade tier."""
 
@@ -94,7 +77,7 @@ class TierNode:
     group: Group
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False)
 class CascadeNode:
     """Tiers in order."""
 
@@ -106,7 +89,7 @@ class CascadeNode:
 Node = Leaf | Group | CascadeNode
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Plan:
     """The compiled evaluation: the root node and every leaf in configured order."""
 

@@ -28,7 +28,7 @@ from agentjudge import (
     WeightedAverage,
     judge,
 )
-from agentjudge.engine._plan import INSTANT_AFTER
+from agentjudge.engine._learned import INSTANT_AFTER
 from agentjudge.voting import ErrorPolicy
 
 CTX = Context(input="q", output="a", expected="a")
@@ -38,22 +38,25 @@ def instant_and_general(build: Callable[[], Evaluator]) -> tuple[Evaluator, Eval
     """Two evaluators from ``build``: every leaf instant in the first, none in the second."""
     fast, general = build(), build()
     for leaf in fast._plan.leaves:
-        leaf.inline_streak = INSTANT_AFTER
+        fast._learned.streak[leaf.index] = INSTANT_AFTER
     for leaf in general._plan.leaves:
-        leaf.suspends = True
+        general._learned.suspends[leaf.index] = True
     return fast, general
 
 
 def count_general_calls(evaluator: Evaluator, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the evaluator's calls of the general (task) way; the list holds one counter."""
+    from agentjudge.engine import _scheduler
+
     calls = [0]
-    original = evaluator._gather_tasks
+    original = _scheduler._Members.__init__
 
-    async def spy(*args: Any) -> None:
-        calls[0] += 1
-        await original(*args)
+    def spy(self: Any, scheduler: Any, *args: Any) -> None:
+        if scheduler is evaluator._scheduler:
+            calls[0] += 1
+        original(self, scheduler, *args)
 
-    monkeypatch.setattr(evaluator, "_gather_tasks", spy)
+    monkeypatch.setattr(_scheduler._Members, "__init__", spy)
     return calls
 
 
@@ -218,9 +221,9 @@ async def test_result_callbacks_see_the_same_sequence() -> None:
     fast = Evaluator(judges, retry=None, sampling={"d": 0.0}, on_result=recorder("fast"))
     general = Evaluator(judges, retry=None, sampling={"d": 0.0}, on_result=recorder("general"))
     for leaf in fast._plan.leaves:
-        leaf.inline_streak = INSTANT_AFTER
+        fast._learned.streak[leaf.index] = INSTANT_AFTER
     for leaf in general._plan.leaves:
-        leaf.suspends = True
+        general._learned.suspends[leaf.index] = True
     hot, cold = await fast.verdict(CTX), await general.verdict(CTX)
     assert shape(hot) == shape(cold)
     assert seen["fast"] == seen["general"]
@@ -255,9 +258,9 @@ async def test_a_member_that_suspends_once_on_the_fused_path() -> None:
     surprise[0].suspend_next = surprise[1].suspend_next = True
     hot, cold = await fast.verdict(CTX), await general.verdict(CTX)
     assert shape(hot) == shape(cold)
-    leaves = fast._plan.leaves
-    assert leaves[1].suspends and not leaves[1].instant
-    assert leaves[0].instant and leaves[2].instant
+    learned = fast._learned
+    assert learned.suspends[1] and not learned.instant(1)
+    assert learned.instant(0) and learned.instant(2)
     # Demoted: later evaluations take the general way for that member, same results again.
     again = await fast.verdict(CTX)
     assert shape(again) == shape(cold)
@@ -272,10 +275,10 @@ async def test_instant_prefix_then_a_cold_member() -> None:
         return Evaluator({"a": passes, "cold": cold_judge, "c": fails, "d": yes})
 
     fast, general = instant_and_general(build)
-    fast._plan.leaves[1].inline_streak = 0  # not instant yet
+    fast._learned.streak[1] = 0  # not instant yet
     hot, cold = await fast.verdict(CTX), await general.verdict(CTX)
     assert shape(hot) == shape(cold)
-    assert fast._plan.leaves[1].inline_streak == 1  # counted on the general way
+    assert fast._learned.streak[1] == 1  # counted on the general way
 
 
 @pytest.mark.parametrize("path", ["fast", "general"])
@@ -328,5 +331,5 @@ async def test_without_a_timeout_a_surprise_suspension_still_answers() -> None:
     surprise[0].suspend_next = surprise[1].suspend_next = True
     hot, cold = await fast.verdict(CTX), await general.verdict(CTX)
     assert shape(hot) == shape(cold)
-    assert fast._plan.leaves[1].suspends and surprise[0].calls == 1
+    assert fast._learned.suspends[1] and surprise[0].calls == 1
     assert idle(fast) and idle(general)

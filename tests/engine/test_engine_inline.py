@@ -28,7 +28,7 @@ from agentjudge import (
     Tier,
     TierPolicy,
 )
-from agentjudge.engine._plan import INSTANT_AFTER
+from agentjudge.engine._learned import INSTANT_AFTER
 from agentjudge.voting import ErrorPolicy
 
 CTX = Context(input="q", output="a", expected="a")
@@ -78,7 +78,7 @@ async def warm_up(evaluator: Evaluator) -> None:
     """Evaluate until every leaf of the evaluator counts as instant."""
     for _ in range(INSTANT_AFTER):
         await evaluator.evaluate(CTX)
-    assert all(leaf.instant for leaf in evaluator._plan.leaves)
+    assert all(evaluator._learned.instant(leaf.index) for leaf in evaluator._plan.leaves)
 
 
 async def test_instant_jury_gives_the_same_results_before_and_after_warm_up() -> None:
@@ -114,9 +114,9 @@ async def test_instant_judge_that_hangs_after_all_times_out_and_is_demoted() -> 
         Status.PASS,
         Status.PASS,
     ]
-    leaves = evaluator._plan.leaves
-    assert leaves[1].suspends and not leaves[1].instant
-    assert leaves[0].instant and leaves[2].instant
+    learned = evaluator._learned
+    assert learned.suspends[1] and not learned.instant(1)
+    assert learned.instant(0) and learned.instant(2)
     assert idle(evaluator)
 
 
@@ -158,20 +158,21 @@ async def test_instant_judge_that_suspends_once_still_answers() -> None:
         results = await evaluator.evaluate(CTX)
     assert summary(results) == [(n, Status.PASS, 1, True) for n in "abcd"]
     assert [j.calls for j in judges] == [INSTANT_AFTER + 1] * 4
-    assert not evaluator._plan.leaves[1].instant
+    assert not evaluator._learned.instant(1)
     assert borrowed == [1]  # the suspended judge held a slot, the others none
     assert idle(evaluator)
 
 
 async def test_instant_members_wait_their_turn_when_every_slot_is_taken() -> None:
     """With the global limit reached, instant members queue like any other and then run."""
-    from agentjudge.engine._evaluator import _Stats
+    from agentjudge.engine._state import LeafStats as _Stats
 
     fast = [Switchable("a"), Switchable("b")]
     evaluator = Evaluator(Jury(fast), max_concurrency=1)
     await warm_up(evaluator)
     leaf, holder = evaluator._plan.leaves[0], _Stats()
-    assert evaluator._reserve(leaf, holder)  # another evaluation's member holds the one slot
+    # another evaluation's member holds the one slot
+    assert evaluator._admission.reserve(leaf, holder)
     results: list[JudgeResult] = []
 
     async def evaluate() -> None:
@@ -179,9 +180,9 @@ async def test_instant_members_wait_their_turn_when_every_slot_is_taken() -> Non
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(evaluate)
-        await wait_until(lambda: len(evaluator._waiting) == 2)
+        await wait_until(lambda: len(evaluator._admission.waiting) == 2)
         assert results == [] and [j.calls for j in fast] == [INSTANT_AFTER] * 2
-        evaluator._unreserve(leaf, holder)
+        evaluator._admission.unreserve(leaf, holder)
     assert summary(results) == [("a", Status.PASS, 1, True), ("b", Status.PASS, 1, True)]
     assert idle(evaluator)
 
@@ -243,7 +244,7 @@ async def test_sampling_on_the_fast_path() -> None:
     evaluator = Evaluator([a, b], sampling={"b": 0.0})
     for _ in range(INSTANT_AFTER):
         await evaluator.evaluate(CTX)
-    assert evaluator._plan.leaves[0].instant
+    assert evaluator._learned.instant(0)
     results = await evaluator.evaluate(CTX)
     assert summary(results) == [("a", Status.PASS, 1, True), ("b", None, 0, False)]
     assert b.calls == 0

@@ -1,0 +1,285 @@
+"""The leaf boundary: one judge call's attempts, timeout, retries, and its one result record.
+
+Failure is data here and only here: `LeafRunner.record` is the one place that turns a judge's
+exception (after retries) or an attempt past its timeout into an ERROR `JudgeResult`, and the
+one place that builds any `JudgeResult` (the fast path records through it too). Cancellation of
+the caller propagates; a judge's own stray ``CancelledError`` is its failure
+(`agentjudge.judging.is_stray_cancellation`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from time import perf_counter
+from typing import Any, cast
+
+import anyio
+from anyio.lowlevel import checkpoint_if_cancelled
+
+from agentjudge.core import Context, JudgeResult, Judgment, construct
+from agentjudge.engine._admission import Admission, acquire
+from agentjudge.engine._budget import Budget, BudgetExhausted
+from agentjudge.engine._inline import Resume, arm
+from agentjudge.engine._learned import Learned
+from agentjudge.engine._plan import Leaf
+from agentjudge.engine._retry import RetryPolicy, call_with_retry
+from agentjudge.engine._state import LeafStats, RunState
+from agentjudge.judging import (
+    QueueClock,
+    StrayCancellation,
+    error_type_name,
+    is_stray_cancellation,
+    queue_clock,
+)
+
+__all__ = ["LeafRunner", "ResultCallback", "stray"]
+
+logger = logging.getLogger("agentjudge")
+
+ResultCallback = Callable[[JudgeResult], Awaitable[None] | None]
+"""Called once per completed JudgeResult (unsampled ones included), in completion order."""
+
+
+def _failure(exc: BaseException, leaf: Leaf) -> tuple[Judgment, str]:
+    """The ERROR judgment and ``error_type`` recording ``exc``."""
+    kind = error_type_name(exc)
+    text = str(exc).strip()
+    judgment = Judgment.errored(f"{kind}: {text}" if text else f"judge {leaf.name!r} raised {kind}")
+    return judgment, kind
+
+
+def stray(leaf: Leaf, exc: BaseException) -> StrayCancellation:
+    """The failure recorded for a judge that raised CancelledError nobody asked for."""
+    return StrayCancellation(
+        f"judge {leaf.name!r} raised CancelledError although the evaluation was not cancelled"
+    )
+
+
+class LeafRunner:
+    """Runs leaves to their results under one evaluator's settings.
+
+    Args:
+        admission: The evaluator's slots.
+        learned: Where instant-or-not facts are recorded.
+        timeout: Per attempt, seconds (None: none).
+        retry: The retry policy (None: no retries).
+        budget: Spending limit of model-backed judges (None: none).
+        on_result: Called with each result.
+    """
+
+    __slots__ = ("admission", "budget", "learned", "on_result", "retry", "timeout")
+
+    def __init__(
+        self,
+        admission: Admission,
+        learned: Learned,
+        *,
+        timeout: float | None,
+        retry: RetryPolicy | None,
+        budget: Budget | None,
+        on_result: ResultCallback | None,
+    ) -> None:
+        self.admission = admission
+        self.learned = learned
+        self.timeout = timeout
+        self.retry = retry
+        self.budget = budget
+        self.on_result = on_result
+
+    # ------------------------------------------------------------------ results
+    def record(
+        self,
+        leaf: Leaf,
+        run: RunState,
+        outcome: Judgment | BaseException | None,
+        attempts: int,
+        working: float,
+        queued: float,
+    ) -> JudgeResult:
+        """Build the leaf's result from its outcome and store it in the run (the one place).
+
+        ``outcome`` is the judgment, None (not sampled), or the exception that ended the last
+        attempt, which becomes an ERROR judgment with ``error_type`` its class name.
+        """
+        error_type: str | None = None
+        if isinstance(outcome, BaseException):
+            outcome, error_type = _failure(outcome, leaf)
+        result = construct(
+            JudgeResult,
+            {
+                "name": leaf.name,
+                "judgment": outcome,
+                "sampled": run.sampled[leaf.index],
+                "metric_key": leaf.metric_key,
+                "tier": leaf.tier,
+                "attempts": attempts,
+                "duration_s": working,
+                "queued_s": queued,
+                "error_type": error_type,
+            },
+        )
+        run.add(leaf.index, result)
+        return result
+
+    async def notify(self, leaf: Leaf, result: JudgeResult) -> None:
+        """Hand one result to the ``on_result`` callback (its failures are logged, not raised)."""
+        callback = self.on_result
+        assert callback is not None
+        try:
+            value = callback(result)
+            if inspect.isawaitable(value):
+                await value
+        except Exception:
+            logger.exception("on_result callback failed for judge %r", leaf.name)
+
+    def timed_out(self, leaf: Leaf, attempt: int) -> TimeoutError:
+        """The exception of an attempt past the timeout."""
+        return TimeoutError(
+            f"judge {leaf.name!r} timed out after {self.timeout:g} s (attempt {attempt})"
+        )
+
+    # ------------------------------------------------------------------ the general way
+    async def run(
+        self,
+        leaf: Leaf,
+        run: RunState,
+        stats: LeafStats | None = None,
+        failed: Exception | None = None,
+    ) -> JudgeResult:
+        """Run one leaf to its result; ``failed``: its first attempt already raised this."""
+        if stats is None:
+            stats = LeafStats()
+        outcome: Judgment | BaseException | None = None
+        if run.sampled[leaf.index]:
+            if failed is None:
+                try:
+                    outcome = await self.attempt(leaf, run.ctx, stats)
+                except Exception as exc:
+                    failed = exc
+            if failed is not None:
+                outcome = await self._recover(leaf, run, stats, failed)
+        result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
+        if self.on_result is not None:
+            await self.notify(leaf, result)
+        return result
+
+    async def _recover(
+        self, leaf: Leaf, run: RunState, stats: LeafStats, exc: Exception
+    ) -> Judgment | Exception:
+        """Retry a failed first attempt as the policy allows; the last exception if all fail."""
+        retry = self.retry
+        if retry is None or not retry.is_retryable(exc) or isinstance(exc, BudgetExhausted):
+            return exc
+        try:
+            judgment, _ = await call_with_retry(
+                retry,
+                lambda: self.attempt(leaf, run.ctx, stats),
+                attempts_made=1,
+                last_error=exc,
+            )
+        except Exception as final:
+            return final
+        return judgment
+
+    async def attempt(self, leaf: Leaf, ctx: Context, stats: LeafStats) -> Judgment:
+        """One attempt, admitted by the budget first when the leaf is metered."""
+        budget = self.budget
+        if budget is None or not leaf.metered:
+            return await self._attempt_now(leaf, ctx, stats)
+        stats.since = stats.since or perf_counter()  # waiting for admission is queueing
+        try:
+            ticket = await budget.admit(leaf.name)
+        except BudgetExhausted:
+            self.admission.unreserve(leaf, stats)  # slots taken ahead go back now
+            raise
+        judgment: Judgment | None = None
+        try:
+            judgment = await self._attempt_now(leaf, ctx, stats)
+            return judgment
+        finally:
+            budget.settle(ticket, judgment)
+
+    async def _attempt_now(self, leaf: Leaf, ctx: Context, stats: LeafStats) -> Judgment:
+        stats.attempts += 1
+        started, stats.since = stats.since or perf_counter(), 0.0
+        resource, limiter = self.admission.limiters(leaf)
+        # A member started after its group was cancelled must not reach the judge just
+        # because a slot is free (acquiring without waiting is no checkpoint). A reservation
+        # still held here is released by the group if this raises.
+        await checkpoint_if_cancelled()
+        reserved, stats.reserved = stats.reserved, False
+        if resource is not None and not reserved:
+            await acquire(resource, stats)
+        try:
+            if not reserved:
+                await acquire(limiter, stats)
+            try:
+                return await self._timed(leaf, ctx, stats, started)
+            finally:
+                limiter.release_on_behalf_of(stats)
+                if self.admission.waiting:
+                    self.admission.dispatch()
+        finally:
+            if resource is not None:
+                resource.release_on_behalf_of(stats)
+
+    async def _timed(self, leaf: Leaf, ctx: Context, stats: LeafStats, started: float) -> Judgment:
+        """Call the judge under the timeout; time reported with ``add_queued`` is queueing."""
+        clock = QueueClock()
+        token = queue_clock.set(clock)
+        began = perf_counter()
+        stats.queued += began - started
+        timeout = self.timeout
+        try:
+            if timeout is None:
+                return await self._step(leaf, ctx, None, began)
+            # The scope gets its deadline only if the judge suspends: one that completes in its
+            # first step cannot be interrupted anyway, and a scope without a deadline costs
+            # half as much (no timer).
+            with anyio.CancelScope() as sc:
+                judgment = await self._step(leaf, ctx, sc, began)
+            # Also when the judge swallowed the deadline's cancellation and returned, or
+            # blocked past the deadline without suspending: an attempt that overran its
+            # timeout is a TimeoutError whatever the judge returned.
+            if sc.cancel_called or perf_counter() - began > timeout:
+                raise self.timed_out(leaf, stats.attempts)
+            return judgment
+        finally:
+            queue_clock.reset(token)
+            stats.working += perf_counter() - began - clock.seconds
+            stats.queued += clock.seconds
+
+    async def _step(
+        self, leaf: Leaf, ctx: Context, scope: anyio.CancelScope | None, began: float
+    ) -> Judgment:
+        """Call the judge, stepping it once inline to learn whether it suspends.
+
+        When it suspends, ``scope`` (entered just before, without a deadline) gets the timeout
+        counted from ``began`` (a `perf_counter` reading).
+        """
+        learned, index = self.learned, leaf.index
+        coro = cast(Coroutine[Any, Any, Judgment], leaf.call(ctx))
+        try:
+            first = coro.send(None)
+        except StopIteration as done:
+            learned.completed_inline(index)
+            return cast(Judgment, done.value)
+        except Exception:
+            learned.completed_inline(index)  # raising in the first step is not suspending
+            raise
+        except BaseException as exc:
+            if is_stray_cancellation(exc):
+                learned.completed_inline(index)
+                raise stray(leaf, exc) from exc
+            raise
+        learned.suspended(index)
+        if scope is not None and self.timeout is not None:
+            arm(scope, self.timeout, began)
+        try:
+            return cast(Judgment, await Resume(coro, first))
+        except BaseException as exc:
+            if is_stray_cancellation(exc):
+                raise stray(leaf, exc) from exc
+            raise

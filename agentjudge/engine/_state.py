@@ -1,0 +1,115 @@
+"""The state one evaluation carries through the engine's parts (never shared between runs).
+
+`RunState` holds one evaluation's context, sampling draws and results; `LeafStats` is one
+leaf's bookkeeping (and the borrower identity for its limiter tokens); `Queued` is a member
+waiting for a global slot without a task; `PENDING` marks a member that has not finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import anyio
+
+from agentjudge.core import Context, JudgeResult, TierAttempt, Verdict
+from agentjudge.exceptions import EvaluationCancelled
+
+__all__ = ["PENDING", "CompositeFailure", "LeafStats", "Queued", "RunState"]
+
+PENDING: Any = object()
+"""A group member that is still running, was cancelled or never started."""
+
+
+class CompositeFailure(Exception):
+    """A composite could not produce a judgment (its voting or a nested composite raised)."""
+
+
+class LeafStats:
+    """Per-leaf bookkeeping; also the borrower identity for limiter tokens."""
+
+    __slots__ = ("attempts", "queued", "reserved", "since", "working")
+
+    def __init__(self, since: float = 0.0) -> None:
+        self.attempts = 0
+        self.queued = 0.0
+        self.working = 0.0
+        self.reserved = False
+        self.since = since  # when the first attempt started waiting (0: when it is made)
+
+
+class Queued:
+    """A group member waiting for a global slot: no task exists until one is free."""
+
+    __slots__ = ("dead", "launch", "stats")
+
+    def __init__(self, stats: LeafStats, launch: Callable[[], None]) -> None:
+        self.stats = stats
+        self.launch = launch
+        self.dead = False
+
+
+class RunState:
+    """State of one evaluation: its context, draws, results as they land, and its verdict."""
+
+    __slots__ = (
+        "_changed",
+        "_done",
+        "completed",
+        "ctx",
+        "finished",
+        "results",
+        "sampled",
+        "tiers",
+        "verdict",
+    )
+
+    def __init__(self, ctx: Context, sampled: tuple[bool, ...]) -> None:
+        self.ctx = ctx
+        self.sampled = sampled
+        self.results: list[JudgeResult | None] = [None] * len(sampled)
+        self.completed: list[JudgeResult] = []
+        self.tiers: list[TierAttempt] = []
+        self.verdict: Verdict | None = None
+        self.finished = False
+        self._done: anyio.Event | None = None
+        self._changed: anyio.Event | None = None
+
+    def add(self, index: int, result: JudgeResult) -> None:
+        """Store the result of leaf ``index`` (and wake readers of `completions`)."""
+        self.results[index] = result
+        self.completed.append(result)
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    def finish(self) -> None:
+        """Mark the evaluation over (finished or cancelled)."""
+        self.finished = True
+        if self._done is not None:
+            self._done.set()
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    async def wait(self) -> None:
+        """Wait until `finish` was called."""
+        if not self.finished:
+            if self._done is None:
+                self._done = anyio.Event()
+            await self._done.wait()
+
+    async def completions(self) -> AsyncIterator[JudgeResult]:
+        """Results in completion order; raises `EvaluationCancelled` if it ends without verdict."""
+        i = 0
+        while True:
+            while i < len(self.completed):
+                yield self.completed[i]
+                i += 1
+            if self.finished:
+                break
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()
+        if self.verdict is None:
+            raise EvaluationCancelled("the evaluation was cancelled")
