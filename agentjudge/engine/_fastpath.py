@@ -35,7 +35,7 @@ import os
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager, nullcontext
 from time import perf_counter
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
@@ -130,10 +130,16 @@ class FastPath:
                     if not self.admission.free(leaf):
                         return i, None, False  # the general way queues for them
                     check_slots = notify
-                try:
-                    outcome, suspended = await self._call(leaf, run.ctx, guard, mark, stats, i)
-                except _InlineTimeout:
-                    break
+                step, coro = self._first_step(leaf, run.ctx, mark)
+                suspended = coro is not None
+                outcome: Judgment | Exception
+                if coro is None:
+                    outcome = cast(Judgment | Exception, step)
+                else:
+                    try:
+                        outcome = await self._resume(leaf, coro, step, guard, mark, stats, i)
+                    except _InlineTimeout:
+                        break
                 failed = outcome if isinstance(outcome, Exception) else None
                 if failed is not None and retry is not None and retry.is_retryable(failed):
                     _failed_first(stats, i, suspended, mark)
@@ -174,31 +180,29 @@ class FastPath:
         out[i] = result.judgment
         return i + 1, None, on_done is not None and on_done(i, result.judgment)
 
-    async def _call(
-        self,
-        leaf: Leaf,
-        ctx: Context,
-        guard: anyio.CancelScope | None,
-        mark: float,
-        stats: list[LeafStats | None],
-        i: int,
-    ) -> tuple[Judgment | Exception, bool]:
-        """Call one instant leaf: (its judgment or the exception it ended with, suspended)."""
+    def _first_step(
+        self, leaf: Leaf, ctx: Context, mark: float
+    ) -> tuple[Judgment | Exception, None] | tuple[object, Coroutine[Any, Any, object]]:
+        """Step one instant leaf once, synchronously (no coroutine of our own per member).
+
+        Returns ``(outcome, None)`` when it completed (its judgment or the exception it ended
+        with), or ``(what it yielded, its coroutine)`` when it suspended after all.
+        """
         coro = leaf.step(ctx)
         try:
             first = coro.send(None)
         except StopIteration as done:
             try:
-                return self._accept(leaf, done.value, mark), False
+                return self._accept(leaf, done.value, mark), None
             except Exception as exc:
-                return exc, False
+                return exc, None
         except Exception as exc:
-            return exc, False
+            return exc, None
         except BaseException as exc:
             if is_stray_cancellation(exc):
-                return stray(leaf, exc), False
+                return stray(leaf, exc), None
             raise
-        return await self._resume(leaf, coro, first, guard, mark, stats, i), True
+        return first, coro
 
     def _accept(self, leaf: Leaf, value: object, began: float) -> Judgment:
         """The judgment of a leaf that completed in its first step (overrun: TimeoutError)."""
