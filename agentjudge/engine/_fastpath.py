@@ -3,7 +3,7 @@
 A judge that completed its first step without suspending several times in a row (*instant*,
 see `agentjudge.engine._learned`) holds its slots for no time at all, so the fast path takes
 none: it only checks that they are free and that nobody is queued for them. It needs no task
-per member and one guard scope for the whole loop (none without a timeout). Results are
+per member and no cancel scope. Results are
 recorded through the leaf boundary (`LeafRunner.record`), exactly as the general way records
 them; `tests/engine/test_engine_equivalence.py` checks that both ways give identical results.
 
@@ -14,11 +14,13 @@ Invariants (asserted where they can break):
    checked again) and a member that suspends after all. Such a member takes its slots then,
    *without waiting*; if they are gone the engine raises ``RuntimeError`` (an engine bug),
    never an ERROR judgment of the judge.
-2. A member that suspends is demoted for good (`Learned.suspended`), keeps its slots for the
-   rest of its attempt, gets the guard's deadline as its timeout, and is driven to its end
-   here; the members after it go the general way.
-3. Nothing awaits inside the guard after it was cancelled: a member that overran the deadline
-   (it swallowed the cancellation or blocked) leaves the guard first (`_InlineTimeout`).
+2. A member whose first step suspends after all is demoted for good (`Learned.suspended`),
+   takes its slots at once and is handed, mid-attempt, to the general way (`Carried`), which
+   drives it in this task while the members after it start concurrently: exactly what the
+   general way does with a member that suspends, so both ways decide the same (early stop,
+   tier short-circuits) and skip the same members.
+3. The loop needs no cancel scope: an instant member cannot be interrupted (it completes in
+   one step); one that blocked past the timeout is a TimeoutError all the same.
 4. Metered judges (a `Budget` admits each call) and judges not yet instant go the general way.
 
 Timing on this path: an instant judge never waits for a slot, so ``queued_s`` is 0. The clock
@@ -33,32 +35,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Coroutine
-from contextlib import AbstractContextManager, nullcontext
 from time import perf_counter
 from typing import Any, cast
 
-import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
 
 from agentjudge.core import Context, Judgment
 from agentjudge.engine._admission import Admission
-from agentjudge.engine._inline import Resume, arm, new_scope
 from agentjudge.engine._leaf import LeafRunner, stray
 from agentjudge.engine._plan import Group, Leaf
-from agentjudge.engine._state import LeafStats, RunState
+from agentjudge.engine._state import Carried, LeafStats, RunState
 from agentjudge.judging import coerce_judgment, is_stray_cancellation
 
 __all__ = ["FastPath", "OnDone", "fast_path_default"]
 
 OnDone = Callable[[int, Judgment | None], bool]
 """Called as each member finishes (None: unsampled); True cancels the rest of the group."""
-
-_NO_GUARD: AbstractContextManager[None] = nullcontext()
-"""The loop's guard when there is no timeout (reusable: it holds no state)."""
-
-
-class _InlineTimeout(Exception):
-    """A member that suspended returned although it overran the guard's deadline."""
 
 
 def fast_path_default() -> bool:
@@ -96,89 +88,69 @@ class FastPath:
         out: list[Any],
         on_done: OnDone | None,
         stats: list[LeafStats | None],
-    ) -> tuple[int, Exception | None, bool]:
+    ) -> tuple[int, Exception | None, bool, Carried | None]:
         """Run the group's leaves inline from the first, as long as they are instant.
 
         Returns:
-            ``(k, failure, stopped)``: members before ``k`` are done; the caller runs the
-            others the general way, member ``k`` retrying from ``failure`` when that is set
-            (its first attempt raised something the retry policy retries; ``stats[k]`` counts
-            it). ``stopped``: ``on_done`` asked to stop.
+            ``(k, failure, stopped, carried)``: members before ``k`` are done; the caller runs
+            the others the general way, member ``k`` retrying from ``failure`` when that is
+            set (its first attempt raised something the retry policy retries; ``stats[k]``
+            counts it), or continuing ``carried`` (its first step suspended after all).
+            ``stopped``: ``on_done`` asked to stop.
         """
         await checkpoint_if_cancelled()
-        runner, notify = self.leaves, self.leaves.on_result is not None
-        timeout, retry = runner.timeout, runner.retry
-        leaf: Leaf | None = None
-        i = 0
+        runner, notify, retry = self.leaves, self.leaves.on_result is not None, self.leaves.retry
         # Slots are checked, not taken (invariant 1): checked again only after a callback.
         check_slots = True
-        with new_scope() if timeout is not None else _NO_GUARD as guard:
-            mark = perf_counter()
-            for i, leaf in enumerate(leaves):
-                if not run.sampled[leaf.index]:
-                    result = runner.record(leaf, run, None, 0, 0.0, 0.0)
-                    if notify:
-                        await runner.notify(leaf, result)
-                        mark = perf_counter()
-                    out[i] = None
-                    if on_done is not None and on_done(i, None):
-                        return i + 1, None, True
-                    continue
-                if not self._eligible(leaf):
-                    return i, None, False  # not instant (yet, or any more): the general way
-                if check_slots or leaf.resource is not None:
-                    if not self.admission.free(leaf):
-                        return i, None, False  # the general way queues for them
-                    check_slots = notify
-                step, coro = self._first_step(leaf, run.ctx, mark)
-                suspended = coro is not None
-                outcome: Judgment | Exception
-                if coro is None:
-                    outcome = cast(Judgment | Exception, step)
-                else:
-                    try:
-                        outcome = await self._resume(leaf, coro, step, guard, mark, stats, i)
-                    except _InlineTimeout:
-                        break
-                failed = outcome if isinstance(outcome, Exception) else None
-                if failed is not None and retry is not None and retry.is_retryable(failed):
-                    _failed_first(stats, i, suspended, mark)
-                    return i, failed, False
-                now = perf_counter()
-                result = runner.record(leaf, run, outcome, 1, now - mark, 0.0)
+        mark = perf_counter()
+        for i, leaf in enumerate(leaves):
+            if not run.sampled[leaf.index]:
+                result = runner.record(leaf, run, None, 0, 0.0, 0.0)
                 if notify:
                     await runner.notify(leaf, result)
-                    now = perf_counter()
-                mark = now
-                out[i] = result.judgment
-                if on_done is not None and on_done(i, result.judgment):
-                    return i + 1, None, True
-                if suspended:
-                    return i + 1, None, False
-            else:
-                return len(leaves), None, False
-        return await self._timed_out(leaves, i, run, out, on_done, stats)
+                    mark = perf_counter()
+                out[i] = None
+                if on_done is not None and on_done(i, None):
+                    return i + 1, None, True, None
+                continue
+            if not self._eligible(leaf):
+                return i, None, False, None  # not instant (yet, or any more): the general way
+            if check_slots or leaf.resource is not None:
+                if not self.admission.free(leaf):
+                    return i, None, False, None  # the general way queues for them
+                check_slots = notify
+            step, coro = self._first_step(leaf, run.ctx, mark)
+            if coro is not None:
+                return i, None, False, self._carry(leaf, i, coro, step, mark)
+            outcome = cast(Judgment | Exception, step)
+            if isinstance(outcome, Exception) and retry is not None:  # noqa: SIM102
+                if retry.is_retryable(outcome):
+                    _failed_first(stats, i, mark)
+                    return i, outcome, False, None
+            now = perf_counter()
+            result = runner.record(leaf, run, outcome, 1, now - mark, 0.0)
+            if notify:
+                await runner.notify(leaf, result)
+                now = perf_counter()
+            mark = now
+            out[i] = result.judgment
+            if on_done is not None and on_done(i, result.judgment):
+                return i + 1, None, True, None
+        return len(leaves), None, False, None
 
-    async def _timed_out(
-        self,
-        leaves: tuple[Leaf, ...],
-        i: int,
-        run: RunState,
-        out: list[Any],
-        on_done: OnDone | None,
-        stats: list[LeafStats | None],
-    ) -> tuple[int, Exception | None, bool]:
-        """Leaf ``i`` suspended and overran the guard's deadline (invariant 3)."""
-        runner, leaf, st = self.leaves, leaves[i], stats[i]
-        assert st is not None
-        error = runner.timed_out(leaf, st.attempts)
-        if runner.retry is not None and runner.retry.is_retryable(error):
-            return i, error, False
-        result = runner.record(leaf, run, error, 1, st.working, st.queued)
-        if runner.on_result is not None:
-            await runner.notify(leaf, result)
-        out[i] = result.judgment
-        return i + 1, None, on_done is not None and on_done(i, result.judgment)
+    def _carry(
+        self, leaf: Leaf, i: int, coro: Coroutine[Any, Any, object], first: object, began: float
+    ) -> Carried:
+        """Hand over a member whose first step suspended after all (invariant 2)."""
+        self.leaves.learned.suspended(leaf.index)
+        st = LeafStats()
+        st.attempts = 1
+        try:
+            self.admission.take(leaf, st)  # outside the judge's boundary: a race is loud
+        except RuntimeError:
+            coro.close()
+            raise
+        return Carried(i, coro, first, st, began)
 
     def _first_step(
         self, leaf: Leaf, ctx: Context, mark: float
@@ -213,57 +185,9 @@ class FastPath:
         assert isinstance(judgment, Judgment)
         return judgment
 
-    async def _resume(
-        self,
-        leaf: Leaf,
-        coro: Coroutine[Any, Any, object],
-        first: object,
-        guard: anyio.CancelScope | None,
-        began: float,
-        stats: list[LeafStats | None],
-        i: int,
-    ) -> Judgment | Exception:
-        """Drive an instant leaf that suspended after all to its end (invariant 2).
 
-        Raises:
-            _InlineTimeout: it returned although it overran the deadline (invariant 3).
-        """
-        runner = self.leaves
-        runner.learned.suspended(leaf.index)
-        st = stats[i] = LeafStats()
-        st.attempts = 1
-        try:
-            self.admission.take(leaf, st)  # outside the judge's boundary: a race is loud
-        except RuntimeError:
-            coro.close()
-            raise
-        timeout = runner.timeout
-        try:
-            if guard is not None and timeout is not None:
-                arm(guard, timeout, began)
-            try:
-                value = await Resume(coro, first)
-            except Exception as exc:
-                return exc
-            except BaseException as exc:
-                if is_stray_cancellation(exc):
-                    return stray(leaf, exc)
-                raise
-            if guard is not None and timeout is not None:  # noqa: SIM102 - one question each
-                if guard.cancel_called or perf_counter() - began > timeout:
-                    raise _InlineTimeout
-            try:
-                return value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
-            except Exception as exc:
-                return exc
-        finally:
-            st.working = perf_counter() - began
-            self.admission.release(leaf, st)
-
-
-def _failed_first(stats: list[LeafStats | None], i: int, suspended: bool, mark: float) -> None:
+def _failed_first(stats: list[LeafStats | None], i: int, mark: float) -> None:
     """Record a first attempt that raised in its first step (the retry counts it)."""
-    if not suspended:
-        failed = stats[i] = LeafStats()
-        failed.attempts = 1
-        failed.working = perf_counter() - mark
+    failed = stats[i] = LeafStats()
+    failed.attempts = 1
+    failed.working = perf_counter() - mark

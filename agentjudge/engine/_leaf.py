@@ -25,10 +25,11 @@ from agentjudge.engine._inline import Resume, arm
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Leaf
 from agentjudge.engine._retry import RetryPolicy, call_with_retry
-from agentjudge.engine._state import LeafStats, RunState
+from agentjudge.engine._state import Carried, LeafStats, RunState
 from agentjudge.judging import (
     QueueClock,
     StrayCancellation,
+    coerce_judgment,
     error_type_name,
     is_stray_cancellation,
     queue_clock,
@@ -226,7 +227,24 @@ class LeafRunner:
                 resource.release_on_behalf_of(stats)
 
     async def _timed(self, leaf: Leaf, ctx: Context, stats: LeafStats, started: float) -> Judgment:
-        """Call the judge under the timeout; time reported with ``add_queued`` is queueing."""
+        """Call the judge under the timeout (see `_guarded`)."""
+        return await self._guarded(
+            leaf, stats, started, lambda scope, began: self._step(leaf, ctx, scope, began)
+        )
+
+    async def _guarded(
+        self,
+        leaf: Leaf,
+        stats: LeafStats,
+        started: float,
+        call: Callable[[anyio.CancelScope | None, float], Awaitable[Judgment]],
+    ) -> Judgment:
+        """Run ``call(scope, began)`` under the timeout; time reported by ``add_queued`` queues.
+
+        The scope gets its deadline only once the judge suspends (``call`` arms it): one that
+        completes in its first step cannot be interrupted anyway, and a scope without a deadline
+        costs half as much (no timer).
+        """
         clock = QueueClock()
         token = queue_clock.set(clock)
         began = perf_counter()
@@ -234,12 +252,9 @@ class LeafRunner:
         timeout = self.timeout
         try:
             if timeout is None:
-                return await self._step(leaf, ctx, None, began)
-            # The scope gets its deadline only if the judge suspends: one that completes in its
-            # first step cannot be interrupted anyway, and a scope without a deadline costs
-            # half as much (no timer).
+                return await call(None, began)
             with anyio.CancelScope() as sc:
-                judgment = await self._step(leaf, ctx, sc, began)
+                judgment = await call(sc, began)
             # Also when the judge swallowed the deadline's cancellation and returned, or
             # blocked past the deadline without suspending: an attempt that overran its
             # timeout is a TimeoutError whatever the judge returned.
@@ -254,13 +269,9 @@ class LeafRunner:
     async def _step(
         self, leaf: Leaf, ctx: Context, scope: anyio.CancelScope | None, began: float
     ) -> Judgment:
-        """Call the judge, stepping it once inline to learn whether it suspends.
-
-        When it suspends, ``scope`` (entered just before, without a deadline) gets the timeout
-        counted from ``began`` (a `perf_counter` reading).
-        """
+        """Call the judge, stepping it once inline to learn whether it suspends."""
         learned, index = self.learned, leaf.index
-        coro = cast(Coroutine[Any, Any, Judgment], leaf.call(ctx))
+        coro = cast(Coroutine[Any, Any, object], leaf.call(ctx))
         try:
             first = coro.send(None)
         except StopIteration as done:
@@ -275,11 +286,54 @@ class LeafRunner:
                 raise stray(leaf, exc) from exc
             raise
         learned.suspended(index)
+        return cast(Judgment, await self._resume(leaf, coro, first, scope, began))
+
+    async def _resume(
+        self,
+        leaf: Leaf,
+        coro: Coroutine[Any, Any, object],
+        first: object,
+        scope: anyio.CancelScope | None,
+        began: float,
+    ) -> object:
+        """Drive a judge that suspended in its first step (``scope``: timed from ``began``)."""
         if scope is not None and self.timeout is not None:
             arm(scope, self.timeout, began)
         try:
-            return cast(Judgment, await Resume(coro, first))
+            return await Resume(coro, first)
         except BaseException as exc:
             if is_stray_cancellation(exc):
                 raise stray(leaf, exc) from exc
             raise
+
+    # ------------------------------------------------------------------ carried over
+    async def carry(self, leaf: Leaf, run: RunState, carried: Carried) -> JudgeResult:
+        """Finish an attempt the fast path started: its first step suspended after all.
+
+        The fast path took the leaf's slots (``carried.stats``) and hands the attempt over
+        here, so it ends exactly as on the general way: timeout, retries, the one record.
+        """
+        stats = carried.stats
+        outcome: Judgment | BaseException
+        try:
+            outcome = await self._carried_attempt(leaf, carried)
+        except Exception as exc:
+            outcome = await self._recover(leaf, run, stats, exc)
+        result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
+        if self.on_result is not None:
+            await self.notify(leaf, result)
+        return result
+
+    async def _carried_attempt(self, leaf: Leaf, carried: Carried) -> Judgment:
+        stats = carried.stats
+        try:
+
+            async def call(scope: anyio.CancelScope | None, began: float) -> Judgment:
+                value = await self._resume(leaf, carried.coro, carried.first, scope, began)
+                if leaf.coerce_as is None:
+                    return cast(Judgment, value)
+                return coerce_judgment(value, leaf.coerce_as)
+
+            return await self._guarded(leaf, stats, carried.began, call)
+        finally:
+            self.admission.release(leaf, stats)

@@ -31,7 +31,14 @@ from agentjudge.engine._inline import start_all
 from agentjudge.engine._leaf import LeafRunner
 from agentjudge.engine._plan import CascadeNode, Group, Leaf, Node, Plan, TierNode
 from agentjudge.engine._policy import ESCALATE, RULES, TierView
-from agentjudge.engine._state import PENDING, CompositeFailure, LeafStats, Queued, RunState
+from agentjudge.engine._state import (
+    PENDING,
+    Carried,
+    CompositeFailure,
+    LeafStats,
+    Queued,
+    RunState,
+)
 
 __all__ = ["Scheduler"]
 
@@ -116,12 +123,15 @@ class Scheduler:
                 on_done(0, out[0])
             return
         stats: list[LeafStats | None] = [None] * len(members)
-        start, failure = 0, None
+        start, failure, carried = 0, None, None
         if self.fast.starts(group, run):
-            start, failure, stop = await self.fast.gather(group.leaves, run, out, on_done, stats)
+            start, failure, stop, carried = await self.fast.gather(
+                group.leaves, run, out, on_done, stats
+            )
             if stop or start == len(members):
                 return
-        await _Members(self, group, run, out, on_done or _never, stats).run(start, failure)
+        members_run = _Members(self, group, run, out, on_done or _never, stats)
+        await members_run.run(start, failure, carried)
 
     @staticmethod
     def _ballot(
@@ -299,6 +309,7 @@ class _Members:
         self.stop = False
         self.first_failure: Exception | None = None
         self.start = 0
+        self.carried: Carried | None = None
         self.tg: anyio.abc.TaskGroup | None = None
 
     def _reserve_all(self) -> None:
@@ -309,27 +320,29 @@ class _Members:
                 self.stats[i] = st
                 self.inline[i] = self.admission.reserve(m, st)
 
-    async def run(self, start: int, first_failure: Exception | None) -> None:
-        """Run members ``start`` on (``first_failure``: what member ``start``'s attempt raised)."""
-        self.start, self.first_failure = start, first_failure
+    async def run(
+        self, start: int, first_failure: Exception | None, carried: Carried | None = None
+    ) -> None:
+        """Run members ``start`` on.
+
+        Args:
+            start: The first member to run.
+            first_failure: Member ``start``'s first attempt raised this (it is retried).
+            carried: Member ``start``'s attempt, begun by the fast path, suspended: it is
+                driven in this task while the members after it start in a new one (as
+                `start_all` does with a member that suspends).
+        """
+        self.start, self.first_failure, self.carried = start, first_failure, carried
         self._reserve_all()
         try:
             async with anyio.create_task_group() as tg:
                 self.tg = tg
-                await start_all(
-                    tg,
-                    self._member,
-                    len(self.members),
-                    self._stopped,
-                    self._runs_inline,
-                    self._start_later,
-                    start,
-                )
-                if self.pending:
-                    self.admission.dispatch()
-                if self.pending:
-                    self.all_started = anyio.Event()
-                    await self.all_started.wait()
+                if carried is None:
+                    await self._start_from(start)
+                else:
+                    if start + 1 < len(self.members):
+                        tg.start_soon(self._start_from, start + 1)
+                    await self._member_carried(carried)
         except BaseExceptionGroup as group:
             raise single_exception(group) from None
         finally:
@@ -337,7 +350,37 @@ class _Members:
         if self.failures:
             raise self.failures[0]
 
+    async def _start_from(self, start: int) -> None:
+        assert self.tg is not None
+        await start_all(
+            self.tg,
+            self._member,
+            len(self.members),
+            self._stopped,
+            self._runs_inline,
+            self._start_later,
+            start,
+        )
+        if self.pending:
+            self.admission.dispatch()
+        if self.pending:
+            self.all_started = anyio.Event()
+            await self.all_started.wait()
+
+    async def _member_carried(self, carried: Carried) -> None:
+        self.carried = None
+        i = carried.index
+        leaf = cast(Leaf, self.members[i])
+        result = await self.scheduler.leaves.carry(leaf, self.run_state, carried)
+        self._done(i, result.judgment)
+
     def _release_unused(self) -> None:
+        carried = self.carried
+        if carried is not None:  # cancelled before it could be driven: give everything back
+            self.carried = None
+            carried.coro.close()
+            leaf = cast(Leaf, self.members[carried.index])
+            self.admission.release(leaf, carried.stats)
         for entry in self.queued:
             entry.dead = True
         for m, held in zip(self.members, self.stats, strict=True):
@@ -380,11 +423,18 @@ class _Members:
                 judgment = await scheduler.run_node(self.members[i], run, self.stats[i])
         except CompositeFailure as exc:
             self.failures.append(exc)
-            finish = True
+            self._finish()
         else:
-            self.out[i] = judgment
-            finish = self.on_done(i, judgment)
-        if finish and not self.stop:
+            self._done(i, judgment)
+
+    def _done(self, i: int, judgment: Judgment | None) -> None:
+        self.out[i] = judgment
+        if self.on_done(i, judgment):
+            self._finish()
+
+    def _finish(self) -> None:
+        """Stop the group: cancel the members still running, start no more."""
+        if not self.stop:
             self.stop = True
             assert self.tg is not None
             self.tg.cancel_scope.cancel()

@@ -7,7 +7,7 @@ waiting for a global slot without a task; `PENDING` marks a member that has not 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import anyio
@@ -15,7 +15,7 @@ import anyio
 from agentjudge.core import Context, JudgeResult, TierAttempt, Verdict
 from agentjudge.exceptions import EvaluationCancelled
 
-__all__ = ["PENDING", "CompositeFailure", "LeafStats", "Queued", "RunState"]
+__all__ = ["PENDING", "Carried", "CompositeFailure", "LeafStats", "Queued", "RunState"]
 
 PENDING: Any = object()
 """A group member that is still running, was cancelled or never started."""
@@ -36,6 +36,30 @@ class LeafStats:
         self.working = 0.0
         self.reserved = False
         self.since = since  # when the first attempt started waiting (0: when it is made)
+
+
+class Carried:
+    """An attempt the fast path started whose first step suspended: handed to the general way.
+
+    ``coro`` yielded ``first``; ``stats`` holds the slots the fast path took for it (one
+    attempt); ``began`` is when the attempt started (a `perf_counter` reading).
+    """
+
+    __slots__ = ("began", "coro", "first", "index", "stats")
+
+    def __init__(
+        self,
+        index: int,
+        coro: Coroutine[Any, Any, object],
+        first: object,
+        stats: LeafStats,
+        began: float,
+    ) -> None:
+        self.index = index
+        self.coro = coro
+        self.first = first
+        self.stats = stats
+        self.began = began
 
 
 class Queued:

@@ -159,7 +159,9 @@ async def test_instant_judge_that_suspends_once_still_answers() -> None:
     assert summary(results) == [(n, Status.PASS, 1, True) for n in "abcd"]
     assert [j.calls for j in judges] == [INSTANT_AFTER + 1] * 4
     assert not evaluator._learned.instant(1)
-    assert borrowed == [1]  # the suspended judge held a slot, the others none
+    # The suspended judge holds a slot; the members after it went the general way, which
+    # takes their slots up front (case-major fairness), so they may hold one too.
+    assert len(borrowed) == 1 and borrowed[0] >= 1
     assert idle(evaluator)
 
 
@@ -233,8 +235,10 @@ async def test_cancelling_the_caller_while_an_instant_judge_suspends() -> None:
             pytest.fail("the evaluation should have been cancelled")
     assert scope.cancelled_caught
     assert b.cancelled == 1
-    assert [r.name for r in recorded] == ["a"]  # c never started
-    assert c.calls == INSTANT_AFTER
+    names = [r.name for r in recorded]
+    # b never finished; c started concurrently (as on the general way) and may have answered.
+    assert names[0] == "a" and "b" not in names
+    assert c.calls in (INSTANT_AFTER, INSTANT_AFTER + 1)
     assert idle(evaluator)
 
 

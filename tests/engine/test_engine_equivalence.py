@@ -1,0 +1,268 @@
+"""Property: the fast path and the general path give identical results (issue 14).
+
+Hypothesis builds juries, nested juries and cascades (every voting strategy and tier policy,
+early stop, weights, sampling rates, resource limits, timeouts, retries) of judges that return
+at once, suspend, raise before or after suspending, time out or are cancelled (early stop,
+short-circuits), including judges that are instant while the engine warms up and then suspend,
+hang or raise after suspending on the measured run. Each configuration runs on two evaluators,
+one with the fast path and one without (`Evaluator(fast_path=False)`), with the same sampling
+seed: every run's statuses, scores, names, order, attempts, error types, tier records and
+skipped members must match, and every limiter must be idle afterwards.
+
+CI runs it derandomized (tests/conftest.py); ``HYPOTHESIS_PROFILE=explore`` searches longer.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from engine_support import idle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentjudge import (
+    Cascade,
+    Context,
+    Evaluator,
+    Judgment,
+    Jury,
+    RetryableError,
+    RetryPolicy,
+    Tier,
+    TierPolicy,
+    Verdict,
+)
+from agentjudge.engine._learned import INSTANT_AFTER
+from agentjudge.voting import (
+    Average,
+    Consensus,
+    ErrorPolicy,
+    Majority,
+    Median,
+    TiePolicy,
+    WeightedAverage,
+)
+
+WARM = INSTANT_AFTER + 2
+"""Runs before the measured one: enough for instant judges to take the fast path."""
+LAST = WARM
+"""``ctx.input`` of the measured run."""
+TIMEOUT = 0.25
+
+INSTANT = ("pass", "fail", "abstain", "score_low", "score_high", "raise", "retry_once", "garbage")
+SUSPENDING = ("sleep_pass", "sleep_fail", "sleep_raise")
+SWITCHING = ("then_sleep", "then_hang", "then_raise")
+BEHAVIOURS = INSTANT + SUSPENDING + SWITCHING
+
+
+def make_judge(behaviour: str, name: str, resource: str | None) -> Callable[..., Any]:
+    """A judge whose outcome depends only on ``behaviour`` and the run number (``ctx.input``)."""
+    attempts: dict[int, int] = {}
+
+    async def judge(ctx: Context) -> object:
+        run = int(ctx.input)
+        attempts[run] = attempts.get(run, 0) + 1
+        last = run == LAST
+        if behaviour == "pass":
+            return Judgment.passed("ok")
+        if behaviour == "fail":
+            return Judgment.failed("no")
+        if behaviour == "abstain":
+            return Judgment.abstained("unsure")
+        if behaviour == "score_low":
+            return 0.25
+        if behaviour == "score_high":
+            return 0.75
+        if behaviour == "raise":
+            raise ValueError("bad")
+        if behaviour == "retry_once":
+            if attempts[run] == 1:
+                raise RetryableError("again", retry_after=0.0)
+            return True
+        if behaviour == "garbage":
+            return "not a judgment"
+        if behaviour in SUSPENDING or (behaviour in SWITCHING and last):
+            await anyio.sleep(0)
+            if behaviour in ("sleep_raise", "then_raise"):
+                raise RuntimeError("late")
+            if behaviour == "then_hang":
+                await anyio.sleep_forever()
+            return Judgment.failed("slow no") if behaviour == "sleep_fail" else True
+        return True  # a switching judge before the measured run: instant
+
+    judge.__name__ = name
+    judge.resource = resource  # type: ignore[attr-defined]
+    return judge
+
+
+VOTINGS = st.sampled_from(
+    [
+        Majority(),
+        Majority(tie=TiePolicy.PASS, errors=ErrorPolicy.IGNORE),
+        Majority(errors=ErrorPolicy.TREAT_AS_FAIL),
+        Consensus(errors=ErrorPolicy.TREAT_AS_ABSTAIN),
+        Average(errors=ErrorPolicy.IGNORE),
+        Median(threshold=0.6),
+        WeightedAverage(errors=ErrorPolicy.TREAT_AS_FAIL),
+    ]
+)
+
+
+@st.composite
+def leaves(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
+    counter[0] += 1
+    behaviour = draw(st.sampled_from(BEHAVIOURS))
+    resource = draw(st.sampled_from([None, None, "gpu"]))
+    return ("leaf", behaviour, f"j{counter[0]}_{behaviour}", resource)
+
+
+@st.composite
+def juries(draw: st.DrawFn, counter: list[int], depth: int = 0) -> tuple[Any, ...]:
+    size = draw(st.integers(2, 5))
+    members: list[Any] = []
+    for _ in range(size):
+        if depth == 0 and draw(st.integers(0, 5)) == 0:
+            members.append(draw(juries(counter, depth + 1)))
+        else:
+            members.append(draw(leaves(counter)))
+    voting = draw(VOTINGS)
+    weights = None
+    if isinstance(voting, WeightedAverage) or draw(st.booleans()):
+        weights = draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=size, max_size=size))
+    counter[0] += 1
+    return ("jury", members, voting, weights, draw(st.booleans()), f"jury{counter[0]}")
+
+
+@st.composite
+def cascades(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
+    count = draw(st.integers(1, 3))
+    tiers = []
+    for k in range(count):
+        policy = TierPolicy.FINAL
+        if k < count - 1:
+            policy = draw(
+                st.sampled_from(
+                    [
+                        TierPolicy.REJECT_ON_ANY_FAIL,
+                        TierPolicy.ACCEPT_ON_ALL_PASS,
+                        TierPolicy.STOP_ON_AGREEMENT,
+                    ]
+                )
+            )
+        body = draw(juries(counter, 1)) if draw(st.booleans()) else draw(leaves(counter))
+        tiers.append((f"t{k}", body, policy))
+    return ("cascade", tiers)
+
+
+def build(spec: tuple[Any, ...]) -> Any:
+    """Fresh judges (with fresh attempt counters) from a generated spec."""
+    kind = spec[0]
+    if kind == "leaf":
+        return make_judge(spec[1], spec[2], spec[3])
+    if kind == "jury":
+        _, members, voting, weights, early_stop, name = spec
+        return Jury(
+            [build(m) for m in members],
+            voting=voting,
+            weights=weights,
+            early_stop=early_stop,
+            name=name,
+        )
+    return Cascade([Tier(name, build(body), policy) for name, body, policy in spec[1]])
+
+
+def resources_of(spec: tuple[Any, ...]) -> set[str]:
+    if spec[0] == "leaf":
+        return {spec[3]} if spec[3] else set()
+    children = spec[1] if spec[0] == "jury" else [body for _, body, _ in spec[1]]
+    return set().union(*(resources_of(c) for c in children))
+
+
+@st.composite
+def configurations(draw: st.DrawFn) -> dict[str, Any]:
+    counter = [0]
+    root = draw(st.one_of(juries(counter), cascades(counter)))
+    return {
+        "root": root,
+        "max_concurrency": draw(st.integers(1, 8)),
+        "limits": {r: draw(st.integers(1, 2)) for r in sorted(resources_of(root))},
+        "retry": draw(
+            st.sampled_from(
+                [None, RetryPolicy(attempts=2, initial_delay=0.0, max_delay=0.0, jitter=False)]
+            )
+        ),
+        "rates": draw(st.sampled_from([None, 0.5, 0.0])),
+        "seed": draw(st.integers(0, 2**16)),
+    }
+
+
+def shape(verdict: Verdict) -> tuple[Any, ...]:
+    """Everything in a verdict except the timing fields."""
+    tiers = [
+        (t.name, t.policy, t.judgment, [r.name for r in t.results], t.skipped, t.failure)
+        for t in verdict.tiers
+    ]
+    results = [
+        (r.name, r.judgment, r.sampled, r.attempts, r.error_type, r.tier) for r in verdict.results
+    ]
+    return verdict.judgment, results, tiers
+
+
+def evaluator(config: dict[str, Any], fast_path: bool) -> Evaluator:
+    root = build(config["root"])
+    plan_names = Evaluator(root).judge_names
+    sampling = None
+    if config["rates"] is not None:
+        sampling = {name: config["rates"] for name in plan_names[::2]}
+    return Evaluator(
+        root,
+        max_concurrency=config["max_concurrency"],
+        limits=config["limits"],
+        timeout=TIMEOUT,
+        retry=config["retry"],
+        sampling=sampling,
+        rng=random.Random(config["seed"]),
+        fast_path=fast_path,
+    )
+
+
+async def run_all(ev: Evaluator) -> list[tuple[Any, ...]]:
+    shapes = []
+    for run in range(WARM + 1):
+        shapes.append(shape(await ev.verdict(Context(input=str(run)))))
+    return shapes
+
+
+@settings(
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(configurations())
+def test_fast_and_general_paths_give_identical_results(config: dict[str, Any]) -> None:
+    """Every generated workload: identical verdicts both ways, every limiter idle after."""
+
+    async def main() -> None:
+        fast, general = evaluator(config, True), evaluator(config, False)
+        assert fast.fast_path and not general.fast_path
+        fast_shapes = await run_all(fast)
+        general_shapes = await run_all(general)
+        for run, (a, b) in enumerate(zip(fast_shapes, general_shapes, strict=True)):
+            assert a == b, f"run {run} differs"
+        resources = sorted(config["limits"])
+        assert idle(fast, *resources) and idle(general, *resources)
+        stats = fast.statistics()
+        assert stats.global_limit.borrowed == 0 and stats.global_limit.queued == 0
+
+    anyio.run(main)
+
+
+def test_the_switch_reads_the_environment(monkeypatch: Any) -> None:
+    """AGENTJUDGE_FAST_PATH=0 turns the fast path off; the argument wins over it."""
+    monkeypatch.setenv("AGENTJUDGE_FAST_PATH", "0")
+    assert not Evaluator(make_judge("pass", "a", None)).fast_path
+    assert Evaluator(make_judge("pass", "a", None), fast_path=True).fast_path
+    monkeypatch.delenv("AGENTJUDGE_FAST_PATH")
+    assert Evaluator(make_judge("pass", "a", None)).fast_path
