@@ -6,18 +6,20 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
 
 - **Throttling** (429, 503, 529): every request of the controller waits for a shared pause
   (the ``Retry-After`` / ``retry-after-ms`` asked for, else a growing backoff with jitter), not
-  only the one that was refused. Once per congestion event (a throttle of a request that started
-  after the last cut, at most one a second) the concurrency window is halved and the request
-  rate is cut to 90% of the rate the provider accepted over the last second (never below half
-  the previous rate; not paced yet while fewer than 5 answers came back in that second).
+  only the one that was refused. Once per congestion event (a throttle of a request that
+  started after the last cut; once paced, at most one cut a second) the concurrency window is
+  halved and the request rate is cut to 90% of the rate the provider accepted over the last
+  second (never below half the previous rate; not paced yet while fewer than 5 answers came
+  back in that second).
 - **Success**: additive increase. Before the first throttle the window grows by one per success
   (slow start); afterwards by ``1 / window`` per success, and the paced rate by 3% of the rate at
   the last cut (at least 1 request/s) per second.
 - **Rate-limit headers** (OpenAI ``x-ratelimit-*``, Anthropic ``anthropic-ratelimit-*``,
   generic ``ratelimit-*``): the provider's refill rate is estimated as
   ``(limit - remaining) / reset`` (the smallest recent estimate, to discount rounding); once
-  fewer than half the requests remain the rate is capped there, and when fewer than 10% of the
-  requests or tokens remain, growth stops.
+  fewer than half the requests remain the rate is capped there (and, a second after a cut,
+  drawn back up to it), and when fewer than 10% of the requests or tokens remain, growth
+  stops.
 - **Latency**: when the recent latency exceeds three times its minimum, growth stops (the
   provider is queueing). It does not shrink the window: LLM latency also varies with answer
   length, and a shrinking window would then starve a healthy provider.
@@ -58,13 +60,15 @@ _BETA = 0.9
 _GROWTH = 0.03
 """After a cut the rate grows by this share of the rate before the cut, per second."""
 _CUT_SPACING = 1.0
-"""Seconds between two cuts at least: scattered 429s must not spiral the rate down."""
+"""Seconds between two cuts of a paced rate: scattered 429s must not spiral it down."""
 _MIN_RATE = 0.2
 _MIN_STEP = 1.0
 """The smallest additive increase of the rate, requests per second per second."""
 _MIN_SAMPLE = 5
 """Answers needed in the last second to measure the accepted rate."""
 _LOW_REMAINING = 0.1
+_HINT_APPROACH = 0.05
+"""Below the headers' refill rate (after a cut), each answer closes this share of the gap."""
 _HINT_ENGAGES = 0.5
 _LATENCY_FACTOR = 3.0
 _BACKOFF_FIRST = 0.05
@@ -361,7 +365,8 @@ class AdaptiveController:
             retry_after = bound
         pause = retry_after * random.uniform(1.0, 1.2)
         self.paused_until = max(self.paused_until, now + pause)
-        if started >= self._cut_at and now - self._cut_at >= _CUT_SPACING:
+        spaced = self.rate is None or now - self._cut_at >= _CUT_SPACING
+        if started >= self._cut_at and spaced:
             self._cut(now)
         self._release()
 
@@ -403,11 +408,20 @@ class AdaptiveController:
         estimate = hints.request_rate
         if estimate is not None:
             self._hints.append(estimate)
-        remaining = _fraction(hints.remaining, hints.limit)
-        if self._hints and remaining < _HINT_ENGAGES:
-            cap = min(self._hints)
-            self.rate = cap if self.rate is None else min(self.rate, cap)
-            self._base = max(self._base, cap)
+        if not self._hints:
+            return hints.low
+        cap = min(self._hints)
+        self._base = max(self._base, cap)
+        if _fraction(hints.remaining, hints.limit) < _HINT_ENGAGES and (
+            self.rate is None or self.rate > cap
+        ):
+            self.rate = cap
+        elif (
+            self.rate is not None
+            and self.rate < cap
+            and anyio.current_time() - self._cut_at >= _CUT_SPACING
+        ):
+            self.rate += (cap - self.rate) * _HINT_APPROACH  # back to the provider's rate
         return hints.low
 
     def _observe_latency(self, latency: float) -> None:
