@@ -415,17 +415,21 @@ def _print_trace(
         print(f"#   {t:5.1f}  {window:6.1f}  {shown}  {got}", flush=True)
 
 
-async def w6(total: int) -> None:
-    """W6 scenarios (see the module docstring)."""
-    await w6_run("requests", FakeRateLimit(rps=50, burst=10), total=total)
-    await w6_run(
-        "requests, no headers", FakeRateLimit(rps=50, burst=10, headers=False), total=total
-    )
-    # the token limit binds at 30 calls/s (the request limit would allow 200/s)
-    tpm = 30 * 60 * await _tokens_charged_per_call()
-    await w6_run("tokens", FakeRateLimit(rps=200, burst=20, tpm=tpm), total=total)
-    await w6_run("halving", FakeRateLimit(rps=50, burst=10), total=total, halve_at=8.0)
-    await w6_run("naive", FakeRateLimit(rps=50, burst=10), total=total, adaptive=False)
+async def w6(total: int, only: str | None = None) -> None:
+    """W6 scenarios (see the module docstring); ``only``: run just the one named."""
+    if only in (None, "requests"):
+        await w6_run("requests", FakeRateLimit(rps=50, burst=10), total=total)
+    if only in (None, "no-headers"):
+        limit = FakeRateLimit(rps=50, burst=10, headers=False)
+        await w6_run("requests, no headers", limit, total=total)
+    if only in (None, "tokens"):
+        # the token limit binds near 30 calls/s (the request limit would allow 200/s)
+        tpm = 30 * 60 * await _tokens_charged_per_call()
+        await w6_run("tokens", FakeRateLimit(rps=200, burst=20, tpm=tpm), total=total)
+    if only in (None, "halving"):
+        await w6_run("halving", FakeRateLimit(rps=50, burst=10), total=total, halve_at=8.0)
+    if only in (None, "naive"):
+        await w6_run("naive", FakeRateLimit(rps=50, burst=10), total=total, adaptive=False)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -437,8 +441,8 @@ async def main(args: argparse.Namespace) -> None:
         default_transport=default_transport(),
     )
     total = args.requests or (200 if args.quick else 1_000)
-    if args.w6:
-        await w6(total)
+    if args.w6 or args.w6_only:
+        await w6(total, args.w6_only)
         return
     await w4(
         total,
@@ -461,4 +465,9 @@ if __name__ == "__main__":
         "--skip-httpx", action="store_true", help="skip the slow httpx default-transport runs"
     )
     parser.add_argument("--w6", action="store_true", help="only W6 (adaptive rate control)")
+    parser.add_argument(
+        "--w6-only",
+        choices=["requests", "no-headers", "tokens", "halving", "naive"],
+        help="only this W6 scenario",
+    )
     anyio.run(main, parser.parse_args())

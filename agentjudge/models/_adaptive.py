@@ -9,17 +9,17 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
   only the one that was refused. Once per congestion event (a throttle of a request that
   started after the last cut; once paced, at most one cut a second) the concurrency window is
   halved and the request rate is cut to 90% of the rate the provider accepted over the last
-  second (never below half the previous rate; not paced yet while fewer than 5 answers came
-  back in that second).
+  second (never below a quarter of the previous rate; halved when fewer than 5 answers came
+  back in that second, and not paced at all before the first such measurement).
 - **Success**: additive increase. Before the first throttle the window grows by one per success
   (slow start); afterwards by ``1 / window`` per success, and the paced rate by 3% of the rate at
   the last cut (at least 1 request/s) per second.
 - **Rate-limit headers** (OpenAI ``x-ratelimit-*``, Anthropic ``anthropic-ratelimit-*``,
   generic ``ratelimit-*``): the provider's refill rate is estimated as
   ``(limit - remaining) / reset`` (the smallest recent estimate, to discount rounding); once
-  fewer than half the requests remain the rate is capped there (and, a second after a cut,
-  drawn back up to it), and when fewer than 10% of the requests or tokens remain, growth
-  stops.
+  fewer than half the requests remain the rate is capped there (and, a second after a cut and
+  while tokens are not low, drawn back up to it), and when fewer than 10% of the requests or
+  tokens remain, growth stops.
 - **Latency**: when the recent latency exceeds three times its minimum, growth stops (the
   provider is queueing). It does not shrink the window: LLM latency also varies with answer
   length, and a shrinking window would then starve a healthy provider.
@@ -275,6 +275,7 @@ class AdaptiveController:
         self._base = 0.0
         self._streak = 0
         self._accepted: deque[float] = deque()
+        self._pauses: deque[tuple[float, float]] = deque()
         self._first_admit: float | None = None
         self._hints: deque[float] = deque(maxlen=32)
         self._latency = 0.0
@@ -364,6 +365,7 @@ class AdaptiveController:
             bound = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2.0 ** (self._streak - 1))
             retry_after = bound
         pause = retry_after * random.uniform(1.0, 1.2)
+        self._note_pause(now, now + pause)
         self.paused_until = max(self.paused_until, now + pause)
         spaced = self.rate is None or now - self._cut_at >= _CUT_SPACING
         if started >= self._cut_at and spaced:
@@ -381,19 +383,38 @@ class AdaptiveController:
             return  # too few answers yet to measure a rate: the pause and the window act
         previous = self.rate if self.rate is not None else accepted
         assert previous is not None
-        target = max(_BETA * (accepted or 0.0), 0.5 * previous, _MIN_RATE)
+        if accepted is None:  # too few answers to measure (e.g. after a long pause): halve
+            target = max(0.5 * previous, _MIN_RATE)
+        else:
+            target = max(_BETA * accepted, 0.25 * previous, _MIN_RATE)
         self._base = max(previous, accepted or 0.0)
         self.rate = target if self.rate is None else min(self.rate, target)
 
+    def _note_pause(self, start: float, end: float) -> None:
+        pauses = self._pauses
+        if pauses and start <= pauses[-1][1]:
+            start = pauses.pop()[0]
+            end = max(end, self.paused_until)
+        pauses.append((start, end))
+
     def _accepted_rate(self, now: float) -> float | None:
-        """Requests the provider answered per second over the last second (None: too few)."""
+        """Answers per second of the last second the client was not paused (None: too few).
+
+        Time spent in the shared pause is left out: a provider asking everyone to wait has
+        not lowered the rate it accepts while they may send.
+        """
         accepted = self._accepted
         while accepted and accepted[0] <= now - 1.0:
             accepted.popleft()
         if len(accepted) < _MIN_SAMPLE:
             return None
         first = self._first_admit if self._first_admit is not None else now
-        return len(accepted) / min(1.0, max(now - first, 0.05))
+        since = max(now - 1.0, first)
+        pauses = self._pauses
+        while pauses and pauses[0][1] <= since:
+            pauses.popleft()
+        paused = sum(min(end, now) - max(start, since) for start, end in pauses if start < now)
+        return len(accepted) / max(now - since - paused, 0.05)
 
     def _grow(self) -> None:
         if self.window < self.ceiling:
@@ -418,6 +439,7 @@ class AdaptiveController:
             self.rate = cap
         elif (
             self.rate is not None
+            and not hints.low  # another budget (tokens) binds: stay below it
             and self.rate < cap
             and anyio.current_time() - self._cut_at >= _CUT_SPACING
         ):
