@@ -346,8 +346,9 @@ class HTTPModelClient:
         """Send one request (retries, schema re-asks and the cache included).
 
         Raises:
-            ModelHTTPError: A non-retryable status, or retryable ones until attempts ran out,
-                or a ``Retry-After`` longer than the time left before the caller's deadline.
+            ModelHTTPError: A non-retryable status, or retryable ones until attempts ran out
+                (rate-limited ones, with ``adaptive``, until the caller's deadline), or a
+                ``Retry-After`` / shared pause longer than the time left before it.
             ModelResponseError: A 2xx body that is not a completion, after the retries, or
                 one larger than ``max_response_bytes`` (not retried).
             httpx.TransportError: Connection failures and timeouts, after the retries.
