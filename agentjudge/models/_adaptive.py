@@ -275,7 +275,6 @@ class AdaptiveController:
         self._base = 0.0
         self._streak = 0
         self._accepted: deque[float] = deque()
-        self._pauses: deque[tuple[float, float]] = deque()
         self._first_admit: float | None = None
         self._hints: deque[float] = deque(maxlen=32)
         self._latency = 0.0
@@ -365,7 +364,6 @@ class AdaptiveController:
             bound = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2.0 ** (self._streak - 1))
             retry_after = bound
         pause = retry_after * random.uniform(1.0, 1.2)
-        self._note_pause(now, now + pause)
         self.paused_until = max(self.paused_until, now + pause)
         spaced = self.rate is None or now - self._cut_at >= _CUT_SPACING
         if started >= self._cut_at and spaced:
@@ -390,18 +388,11 @@ class AdaptiveController:
         self._base = max(previous, accepted or 0.0)
         self.rate = target if self.rate is None else min(self.rate, target)
 
-    def _note_pause(self, start: float, end: float) -> None:
-        pauses = self._pauses
-        if pauses and start <= pauses[-1][1]:
-            start = pauses.pop()[0]
-            end = max(end, self.paused_until)
-        pauses.append((start, end))
-
     def _accepted_rate(self, now: float) -> float | None:
-        """Answers per second of the last second the client was not paused (None: too few).
+        """Requests the provider answered per second over the last second (None: too few).
 
-        Time spent in the shared pause is left out: a provider asking everyone to wait has
-        not lowered the rate it accepts while they may send.
+        Time spent in the shared pause counts: against a token bucket the pauses are the
+        limit itself, so leaving them out would overestimate what the provider accepts.
         """
         accepted = self._accepted
         while accepted and accepted[0] <= now - 1.0:
@@ -409,12 +400,7 @@ class AdaptiveController:
         if len(accepted) < _MIN_SAMPLE:
             return None
         first = self._first_admit if self._first_admit is not None else now
-        since = max(now - 1.0, first)
-        pauses = self._pauses
-        while pauses and pauses[0][1] <= since:
-            pauses.popleft()
-        paused = sum(min(end, now) - max(start, since) for start, end in pauses if start < now)
-        return len(accepted) / max(now - since - paused, 0.05)
+        return len(accepted) / min(1.0, max(now - first, 0.05))
 
     def _grow(self) -> None:
         if self.window < self.ceiling:
