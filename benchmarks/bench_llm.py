@@ -11,8 +11,17 @@ W4: 1,000 chat requests at concurrency 100 to a server answering after 20 ms, th
     answers 429 with ``Retry-After: 0.2`` on 20% of calls. Target: zero ERROR results and never
     more requests in any window than the configured budget (checked on server timestamps).
 
+W6: 1,000 LLM-judge calls through an `Evaluator` (max_concurrency=100) against a server with a
+    hidden limit of 50 requests/s (burst 10), 20 ms latency, NO limit configured in agentjudge.
+    Targets: wall <= 21 s (ideal 20 s), zero ERROR results, 429s <= 5% of requests. Also with a
+    tokens-per-minute limit as the binding constraint, with the limit halving mid-run, and a
+    naive client (fixed concurrency 100, retries honouring Retry-After) for comparison; the
+    controller's trace (window, rate, served and 429 per second) is printed as a table.
+    promptfoo (npm) is not run: it was left out of this environment's scope.
+
 Run: ``uv run python benchmarks/bench_llm.py`` (about 30-50 s; ``--quick`` for a smoke run,
-``--all`` adds `OpenAIChat` on httpx's default transport, ~12 s more).
+``--all`` adds `OpenAIChat` on httpx's default transport, ~12 s more; ``--w6`` runs only W6,
+about 2 minutes).
 """
 
 from __future__ import annotations
@@ -33,7 +42,7 @@ from httpx_aiohttp import HttpxAiohttpClient
 
 from agentjudge.core import Context, Message
 from agentjudge.models import ModelRequest, OpenAIChat, RateLimit, RetryPolicy, default_transport
-from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
+from agentjudge.testing._fake_server import FakeModelServer, FakeRateLimit, FakeResponse
 
 LATENCY = 0.02
 ANSWER = "The answer matches the reference.\nAnswer: YES"
@@ -279,6 +288,150 @@ def _max_in_window(times: list[float], window: float) -> int:
     return best
 
 
+# -- W6 ------------------------------------------------------------------------------------------
+
+
+async def w6_run(
+    label: str,
+    limit: FakeRateLimit,
+    *,
+    total: int,
+    adaptive: bool = True,
+    halve_at: float | None = None,
+) -> None:
+    """One W6 scenario: ``total`` LLMJudge calls through an Evaluator against ``limit``."""
+    from agentjudge.engine import Evaluator
+    from agentjudge.judges import LLMJudge
+
+    answer = FakeResponse(text=ANSWER, latency=LATENCY)
+    async with FakeModelServer(answer, rate_limit=limit) as server:
+        if adaptive:
+            model = OpenAIChat("judge", base_url=server.base_url, api_key="test")
+        else:  # naive: fixed concurrency 100, retries honouring Retry-After, no controller
+            retry = RetryPolicy(attempts=10_000, initial_delay=0.01, max_delay=1.0)
+            model = OpenAIChat(
+                "judge",
+                base_url=server.base_url,
+                api_key="test",
+                adaptive=False,
+                max_concurrency=100,
+                retry=retry,
+            )
+        judge = LLMJudge("correct", model, "Q: {{input}}\nA: {{output}}\nCorrect?")
+        evaluator = Evaluator(judge, max_concurrency=100, timeout=120.0)
+        contexts = [Context(input=f"q{i}", output=f"a{i}") for i in range(total)]
+        samples: list[tuple[float, float, float | None, int]] = []
+        errors = 0
+        queued = 0.0
+        start = time.perf_counter()
+
+        async def sample() -> None:
+            while True:
+                await anyio.sleep(1.0)
+                control = model._session.get().controller
+                samples.append((time.perf_counter() - start, control.window, control.rate, 0))
+                if halve_at is not None and abs(time.perf_counter() - start - halve_at) < 0.5:
+                    assert limit.rps is not None
+                    server.set_rate_limit(
+                        FakeRateLimit(rps=limit.rps / 2, burst=limit.burst, tpm=limit.tpm)
+                    )
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample)
+            async for case in evaluator.run(contexts, concurrency=100):
+                for result in case.results:
+                    errors += result.status is not None and result.status.value == "error"
+                    queued += result.queued_s
+            tg.cancel_scope.cancel()
+        wall = time.perf_counter() - start
+        await model.aclose()
+        received = server.received
+        throttled = server.throttled
+    requests = len(received)
+    ideal = _ideal_wall(limit, received, halve_at)
+    emit(
+        bench="W6",
+        scenario=label,
+        calls=total,
+        wall_s=round(wall, 2),
+        ideal_s=round(ideal, 2),
+        errors=errors,
+        requests=requests,
+        served_429=throttled,
+        share_429=round(throttled / max(requests, 1), 4),
+        mean_queued_s=round(queued / total, 3),
+        met=wall <= 21.0 and errors == 0 and throttled <= 0.05 * requests
+        if label == "requests"
+        else None,
+    )
+    _print_trace(label, samples, received, start_mono=received[0].time if received else 0.0)
+
+
+def _ideal_wall(limit: FakeRateLimit, received: list[Any], halve_at: float | None) -> float:
+    """The shortest wall the hidden limit allows for the answered calls (burst ignored)."""
+    from agentjudge.testing._fake_server import _charge
+
+    answered = [r for r in received if isinstance(r.json, dict)]
+    calls = len({json.dumps(r.json, sort_keys=True) for r in answered})
+    by_requests = calls / limit.rps if limit.rps else 0.0
+    if halve_at is not None and by_requests > halve_at:
+        by_requests = halve_at + (by_requests - halve_at) * 2
+    if limit.tpm is None:
+        return by_requests
+    per_call = sum(_charge(r.json) for r in answered) / max(len(answered), 1)
+    return max(by_requests, calls * per_call / (limit.tpm / 60.0))
+
+
+async def _tokens_charged_per_call() -> int:
+    """The tokens `FakeRateLimit` charges for one W6 judge call (measured on one call)."""
+    from agentjudge.engine import Evaluator
+    from agentjudge.judges import LLMJudge
+    from agentjudge.testing._fake_server import _charge
+
+    async with (
+        FakeModelServer(FakeResponse(text=ANSWER)) as server,
+        OpenAIChat("judge", base_url=server.base_url, api_key="test") as model,
+    ):
+        judge = LLMJudge("correct", model, "Q: {{input}}\nA: {{output}}\nCorrect?")
+        await Evaluator(judge).evaluate(input="q1", output="a1")
+        return _charge(server.requests[0])
+
+
+def _print_trace(
+    label: str,
+    samples: list[tuple[float, float, float | None, int]],
+    received: list[Any],
+    start_mono: float,
+) -> None:
+    """The controller's window and rate per second beside what the server saw."""
+    per_second: dict[int, int] = {}
+    for r in received:
+        second = int(r.time - start_mono)
+        per_second[second] = per_second.get(second, 0) + 1
+    print(f"# W6 {label}: t_s  window  rate/s  requests_received_in_second", flush=True)
+    for t, window, rate, _ in samples:
+        shown = f"{rate:6.1f}" if rate is not None else "   -  "
+        got = per_second.get(int(t) - 1, 0)
+        print(f"#   {t:5.1f}  {window:6.1f}  {shown}  {got}", flush=True)
+
+
+async def w6(total: int, only: str | None = None) -> None:
+    """W6 scenarios (see the module docstring); ``only``: run just the one named."""
+    if only in (None, "requests"):
+        await w6_run("requests", FakeRateLimit(rps=50, burst=10), total=total)
+    if only in (None, "no-headers"):
+        limit = FakeRateLimit(rps=50, burst=10, headers=False)
+        await w6_run("requests, no headers", limit, total=total)
+    if only in (None, "tokens"):
+        # the token limit binds near 30 calls/s (the request limit would allow 200/s)
+        tpm = 30 * 60 * await _tokens_charged_per_call()
+        await w6_run("tokens", FakeRateLimit(rps=200, burst=20, tpm=tpm), total=total)
+    if only in (None, "halving"):
+        await w6_run("halving", FakeRateLimit(rps=50, burst=10), total=total, halve_at=8.0)
+    if only in (None, "naive"):
+        await w6_run("naive", FakeRateLimit(rps=50, burst=10), total=total, adaptive=False)
+
+
 async def main(args: argparse.Namespace) -> None:
     emit(
         bench="env",
@@ -288,6 +441,9 @@ async def main(args: argparse.Namespace) -> None:
         default_transport=default_transport(),
     )
     total = args.requests or (200 if args.quick else 1_000)
+    if args.w6 or args.w6_only:
+        await w6(total, args.w6_only)
+        return
     await w4(
         total,
         100,
@@ -307,5 +463,11 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--skip-httpx", action="store_true", help="skip the slow httpx default-transport runs"
+    )
+    parser.add_argument("--w6", action="store_true", help="only W6 (adaptive rate control)")
+    parser.add_argument(
+        "--w6-only",
+        choices=["requests", "no-headers", "tokens", "halving", "naive"],
+        help="only this W6 scenario",
     )
     anyio.run(main, parser.parse_args())

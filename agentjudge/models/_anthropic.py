@@ -57,6 +57,10 @@ class AnthropicMessages(HTTPModelClient):
             time left before the caller's deadline fails at once.
         max_response_bytes: Largest response body read (default 16 MiB); a larger answer is
             a `ModelResponseError` (not retried).
+        adaptive: Adapt concurrency and request rate to the provider's rate limits (429s,
+            rate-limit headers, latency) beneath ``max_concurrency`` and ``rate_limit``;
+            under a deadline, rate-limited answers are retried until it (see
+            docs/how-to/cost-and-rate-limits.md). False: fixed concurrency, policy retries.
     """
 
     provider: ClassVar[str] = "anthropic"
@@ -85,6 +89,7 @@ class AnthropicMessages(HTTPModelClient):
         extra_body: Mapping[str, Any] | None = None,
         max_retry_after: float = 60.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        adaptive: bool = True,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
@@ -104,6 +109,7 @@ class AnthropicMessages(HTTPModelClient):
             extra_body=extra_body,
             max_retry_after=max_retry_after,
             max_response_bytes=max_response_bytes,
+            adaptive=adaptive,
         )
         self.max_tokens = max_tokens
 

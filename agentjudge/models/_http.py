@@ -25,8 +25,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from types import TracebackType
 from typing import Any, ClassVar, Self
 
@@ -36,10 +34,18 @@ import httpx
 from agentjudge.core import Message
 from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import ModelHTTPError, ModelResponseError, RetryableError
+from agentjudge.judging import add_queued
+from agentjudge.models._adaptive import (
+    THROTTLE_STATUSES,
+    AdaptiveController,
+    CapacityDeadline,
+    feedback,
+    parse_retry_after,
+)
 from agentjudge.models._cache import SqliteCache
 from agentjudge.models._loop import LoopLocal
 from agentjudge.models._options import check_client_options
-from agentjudge.models._ratelimit import RateLimit
+from agentjudge.models._ratelimit import RateLease, RateLimit
 from agentjudge.models._schema import SchemaViolation, schema_errors
 from agentjudge.models._secrets import Secrets, basic_authorization, mask_url, split_credentials
 from agentjudge.models._transport import (
@@ -75,45 +81,6 @@ DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
 """The largest response body a client reads by default (16 MiB)."""
 _EXCERPT_CHARS = 500
 _DEFAULT_OUTPUT_ESTIMATE = 256
-
-# -- Retry-After ----------------------------------------------------------------------------------
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
-    """Seconds the server asked to wait: ``retry-after-ms``, else ``Retry-After``.
-
-    ``Retry-After`` may be delay-seconds (fractions accepted) or an HTTP date (a date in the
-    past means 0). Returns None when neither header is present or parseable.
-    """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    millis = _finite_non_negative(lowered.get("retry-after-ms"))
-    if millis is not None:
-        return millis / 1000.0
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    seconds = _finite_non_negative(value)
-    if seconds is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    current = now or datetime.now(UTC)
-    return max(0.0, (when - current).total_seconds())
-
-
-def _finite_non_negative(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
-
 
 # -- errors ---------------------------------------------------------------------------------------
 
@@ -224,6 +191,7 @@ class HTTPModelClient:
         extra_body: Mapping[str, Any] | None = None,
         max_retry_after: float = 60.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        adaptive: bool = True,
     ) -> None:
         check_client_options(
             model=model,
@@ -236,8 +204,10 @@ class HTTPModelClient:
             rate_limit=rate_limit,
             cache=cache,
             client=client,
+            adaptive=adaptive,
         )
         self.model = model
+        self.adaptive = adaptive
         self.name = name or f"{self.provider}:{model}"
         self.api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
         self.extra_headers = dict(headers or {})
@@ -376,8 +346,9 @@ class HTTPModelClient:
         """Send one request (retries, schema re-asks and the cache included).
 
         Raises:
-            ModelHTTPError: A non-retryable status, or retryable ones until attempts ran out,
-                or a ``Retry-After`` longer than the time left before the caller's deadline.
+            ModelHTTPError: A non-retryable status, or retryable ones until attempts ran out
+                (rate-limited ones, with ``adaptive``, until the caller's deadline), or a
+                ``Retry-After`` / shared pause longer than the time left before it.
             ModelResponseError: A 2xx body that is not a completion, after the retries, or
                 one larger than ``max_response_bytes`` (not retried).
             httpx.TransportError: Connection failures and timeouts, after the retries.
@@ -447,25 +418,35 @@ class HTTPModelClient:
         content = json.dumps(body).encode()
         headers = self._request_headers()
         queued = 0.0
+        throttled = 0
 
-        async def attempt() -> _Reply:
+        async def once() -> _Reply:
             nonlocal queued
             session = self._session.get()
             started = anyio.current_time()
             async with session.limiter:
-                lease = await self.rate_limit.acquire(estimate)
-                queued += anyio.current_time() - started
-                billed: int | None = None  # the estimate, unless usage says otherwise
+                control = session.controller if self.adaptive else None
+                begun = await self._admit(control) if control is not None else started
                 try:
-                    response = await self._post(session.poster, content, headers)
-                    if not 200 <= response.status_code < 300:
-                        billed = 0  # rejected requests are not billed
-                        raise self._status_error(response)
-                    reply = self._decode(response)
-                    billed = reply.billed_tokens
-                    return reply
-                finally:
-                    lease.settle(billed)
+                    lease = await self.rate_limit.acquire(estimate)
+                except BaseException:
+                    if control is not None:
+                        control.finished()
+                    raise
+                waited = anyio.current_time() - started
+                queued += waited
+                add_queued(waited)  # waiting for capacity is queueing, not the judge's work
+                return await self._exchange(content, headers, session, control, begun, lease)
+
+        async def attempt() -> _Reply:
+            nonlocal throttled
+            while True:  # rate-limited answers are retried here, until the caller's deadline
+                try:
+                    return await once()
+                except _RetryableStatus as exc:
+                    if not self._retries_throttle(exc):
+                        raise
+                    throttled += 1
 
         policy = self.retry
 
@@ -490,7 +471,66 @@ class HTTPModelClient:
                 exc.excerpt,
                 self._exhausted_hint(exc.status_code, attempts_allowed),
             ) from exc
-        return reply, attempts, queued
+        return reply, attempts + throttled, queued
+
+    async def _admit(self, control: AdaptiveController) -> float:
+        """Wait for the controller's capacity; a pause past the deadline is a 429 error."""
+        try:
+            return await control.admit(anyio.current_effective_deadline())
+        except CapacityDeadline as exc:
+            raise ModelHTTPError(
+                429,
+                self.name,
+                "",
+                f"rate limited: every request of this client waits {exc.wait:.1f} s more "
+                f"(the provider's Retry-After), longer than the {max(exc.left, 0.0):.1f} s left "
+                "before the timeout; not sent",
+            ) from None
+
+    def _retries_throttle(self, exc: _RetryableStatus) -> bool:
+        """True when the adaptive client retries this throttled answer itself (a deadline is set).
+
+        Without a deadline the `RetryPolicy`'s attempts bound the retries instead.
+        """
+        return (
+            self.adaptive
+            and exc.status_code in THROTTLE_STATUSES
+            and self.retry is not None
+            and self.retry.attempts > 1
+            and _time_left() < math.inf
+        )
+
+    async def _exchange(
+        self,
+        content: bytes,
+        headers: Mapping[str, str],
+        session: Session,
+        control: AdaptiveController | None,
+        begun: float,
+        lease: RateLease,
+    ) -> _Reply:
+        """POST once and tell the controller and the rate limit how it went."""
+        billed: int | None = None  # the estimate, unless usage says otherwise
+        told = control is None
+        try:
+            response = await self._post(session.poster, content, headers)
+            status = response.status_code
+            if control is not None:
+                told = True
+                feedback(
+                    control, begun, response.status_code, response.headers, self.max_retry_after
+                )
+            if not 200 <= status < 300:
+                billed = 0  # rejected requests are not billed
+                raise self._status_error(response)
+            reply = self._decode(response)
+            billed = reply.billed_tokens
+            return reply
+        finally:
+            lease.settle(billed)
+            if not told:
+                assert control is not None
+                control.finished()
 
     async def _post(self, poster: Poster, content: bytes, headers: Mapping[str, str]) -> Response:
         """One POST; a transport error whose text holds a secret is raised redacted."""

@@ -62,6 +62,10 @@ class OpenAIChat(HTTPModelClient):
             deadline fails at once (`ModelHTTPError` saying so).
         max_response_bytes: Largest response body read (default 16 MiB); a larger answer is
             a `ModelResponseError` (not retried), and no more than this is held in memory.
+        adaptive: Adapt concurrency and request rate to the provider's rate limits (429s,
+            rate-limit headers, latency) beneath ``max_concurrency`` and ``rate_limit``;
+            under a deadline, rate-limited answers are retried until it (see
+            docs/how-to/cost-and-rate-limits.md). False: fixed concurrency, policy retries.
         strict_schema: Send ``"strict": true`` with the JSON schema (OpenAI requires every
             property to be required and ``additionalProperties: false`` then).
     """
@@ -91,6 +95,7 @@ class OpenAIChat(HTTPModelClient):
         extra_body: Mapping[str, Any] | None = None,
         max_retry_after: float = 60.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        adaptive: bool = True,
         strict_schema: bool = True,
     ) -> None:
         super().__init__(
@@ -109,6 +114,7 @@ class OpenAIChat(HTTPModelClient):
             extra_body=extra_body,
             max_retry_after=max_retry_after,
             max_response_bytes=max_response_bytes,
+            adaptive=adaptive,
         )
         self.strict_schema = strict_schema
 

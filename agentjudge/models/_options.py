@@ -49,7 +49,7 @@ def check_client_options(**options: Any) -> None:
     Args:
         **options: ``model``, ``max_concurrency``, ``timeout``, ``schema_retries``,
             ``max_retry_after``, ``max_response_bytes``, ``retry``, ``rate_limit``,
-            ``cache`` and ``client`` as given to the constructor.
+            ``cache``, ``client`` and ``adaptive`` as given to the constructor.
     """
     model = options["model"]
     if not isinstance(model, str) or not model.strip():
@@ -61,4 +61,6 @@ def check_client_options(**options: Any) -> None:
         options["schema_retries"],
     )
     _int_at_least("max_response_bytes", options["max_response_bytes"], 1)
+    if not isinstance(options["adaptive"], bool):
+        raise ValueError(f"adaptive must be True or False, got {options['adaptive']!r}")
     _check_objects(options["retry"], options["rate_limit"], options["cache"], options["client"])

@@ -20,6 +20,8 @@ from typing import Any
 import anyio
 import httpx
 
+from agentjudge.models._adaptive import AdaptiveController
+
 __all__ = [
     "TRANSPORTS",
     "TRANSPORT_ENV",
@@ -294,8 +296,8 @@ class Session:
 
     Holds the poster (connections) and the concurrency limiter; built lazily on first use in
     each loop (see `agentjudge.models._loop.LoopLocal`), so a client copied to a worker
-    process, or reused by a later ``anyio.run``, starts with fresh ones. Per-client runtime
-    state added later (e.g. an adaptive rate controller) belongs here too.
+    process, or reused by a later ``anyio.run``, starts with fresh ones. The client's
+    `AdaptiveController` lives here too (one per client and loop).
 
     Args:
         poster: What sends requests.
@@ -305,6 +307,7 @@ class Session:
     def __init__(self, poster: Poster, max_concurrency: int) -> None:
         self.poster = poster
         self.limiter = anyio.CapacityLimiter(max_concurrency)
+        self.controller = AdaptiveController(max_concurrency)
 
     async def aclose(self) -> None:
         """Close the connections this session opened (an injected client stays open)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
+from agentjudge.testing._fake_server import FakeModelServer, FakeRateLimit, FakeResponse
 from agentjudge.testing._scripted import ConcurrencyProbe, ScriptedJudge
 
-__all__ = ["ConcurrencyProbe", "FakeModelServer", "FakeResponse", "ScriptedJudge"]
+__all__ = ["ConcurrencyProbe", "FakeModelServer", "FakeRateLimit", "FakeResponse", "ScriptedJudge"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
+import math
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -29,7 +30,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from agentjudge.testing._fake_batches import FakeBatches
 
-__all__ = ["FakeModelServer", "FakeResponse", "ReceivedRequest", "Responder"]
+__all__ = ["FakeModelServer", "FakeRateLimit", "FakeResponse", "ReceivedRequest", "Responder"]
 
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
@@ -73,6 +74,111 @@ class FakeResponse:
             raise ValueError(f"latency must be a finite number >= 0, got {self.latency!r}")
 
 
+@dataclass(frozen=True)
+class FakeRateLimit:
+    """A provider-like rate limit the server enforces, hidden from clients (token buckets).
+
+    Requests beyond it are answered 429 with ``Retry-After`` (seconds), ``retry-after-ms`` and
+    OpenAI-style ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` headers (also sent
+    on answered requests when ``headers`` is True). ``limit-*`` is the bucket's capacity,
+    ``remaining-*`` its whole tokens left and ``reset-*`` the time until it is full again (e.g.
+    ``"120ms"``), so ``(limit - remaining) / reset`` is the refill rate, as with OpenAI.
+
+    Args:
+        rps: Requests per second refilled (None: no request limit).
+        burst: The request bucket's capacity.
+        tpm: Tokens per minute refilled (None: no token limit). A request is charged its
+            prompt tokens (characters / 4) plus ``max_tokens`` (or ``max_completion_tokens``).
+        token_burst: The token bucket's capacity (default: one second's worth, ``tpm / 60``).
+        headers: Send the ``x-ratelimit-*`` headers (False: only ``Retry-After`` on a 429).
+    """
+
+    rps: float | None = 50.0
+    burst: int = 10
+    tpm: float | None = None
+    token_burst: int | None = None
+    headers: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("rps", "tpm"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float) and value > 0):
+                raise ValueError(
+                    f"FakeRateLimit {name} must be a number > 0 or None, got {value!r}"
+                )
+        if not isinstance(self.burst, int) or self.burst < 1:
+            raise ValueError(f"FakeRateLimit burst must be an integer >= 1, got {self.burst!r}")
+
+
+class _Bucket:
+    """A token bucket on `time.monotonic`."""
+
+    def __init__(self, rate: float, capacity: float) -> None:
+        self.rate = rate
+        self.capacity = capacity
+        self.level = capacity
+        self.stamp = time.monotonic()
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def shortfall(self, cost: float) -> float:
+        """Seconds until ``cost`` fits (0: it fits now)."""
+        cost = min(cost, self.capacity)
+        return 0.0 if self.level >= cost else (cost - self.level) / self.rate
+
+    def headers(self, kind: str) -> dict[str, str]:
+        reset_ms = max(0.0, (self.capacity - self.level) / self.rate * 1000.0)
+        return {
+            f"x-ratelimit-limit-{kind}": str(int(self.capacity)),
+            f"x-ratelimit-remaining-{kind}": str(max(0, int(self.level))),
+            f"x-ratelimit-reset-{kind}": f"{reset_ms:.0f}ms",
+        }
+
+
+class _Limiter:
+    """The state of a `FakeRateLimit` (rebuilt when the limit is changed)."""
+
+    def __init__(self, limit: FakeRateLimit) -> None:
+        self.limit = limit
+        self.requests = _Bucket(limit.rps, limit.burst) if limit.rps is not None else None
+        tokens: _Bucket | None = None
+        if limit.tpm is not None:
+            per_second = limit.tpm / 60.0
+            tokens = _Bucket(per_second, limit.token_burst or max(1.0, per_second))
+        self.tokens = tokens
+
+    def check(self, cost: int) -> tuple[float, dict[str, str]]:
+        """Charge one request of ``cost`` tokens; (seconds to wait: 0 = admitted, headers)."""
+        now = time.monotonic()
+        wait = 0.0
+        for bucket, charge in ((self.requests, 1.0), (self.tokens, float(cost))):
+            if bucket is not None:
+                bucket.refill(now)
+                wait = max(wait, bucket.shortfall(charge))
+        if wait <= 0:
+            if self.requests is not None:
+                self.requests.level -= 1.0
+            if self.tokens is not None:
+                self.tokens.level -= min(float(cost), self.tokens.capacity)
+        headers: dict[str, str] = {}
+        if self.limit.headers:
+            if self.requests is not None:
+                headers.update(self.requests.headers("requests"))
+            if self.tokens is not None:
+                headers.update(self.tokens.headers("tokens"))
+        return wait, headers
+
+
+def _charge(data: dict[str, Any]) -> int:
+    """The tokens a request is charged by `FakeRateLimit`: prompt estimate plus max tokens."""
+    chars = _prompt_chars(data.get("messages")) + _prompt_chars(data.get("system"))
+    allowance = data.get("max_tokens", data.get("max_completion_tokens"))
+    extra = allowance if isinstance(allowance, int) and allowance > 0 else 0
+    return _tokens(chars) + extra
+
+
 Responder: TypeAlias = FakeResponse | Callable[[Any], FakeResponse | Awaitable[FakeResponse]]
 """A fixed `FakeResponse`, or a callable of the request JSON body returning one (maybe async)."""
 
@@ -114,6 +220,9 @@ class FakeModelServer:
             receiving the request JSON body and returning one (sync or async).
         host: The address to listen on (loopback by default).
         port: The port; 0 picks a free one.
+        rate_limit: A hidden provider-like rate limit (see `FakeRateLimit`); None: unlimited.
+            Change it mid-run with `set_rate_limit`. Refused requests are recorded too and
+            counted in `throttled`.
     """
 
     def __init__(
@@ -122,8 +231,12 @@ class FakeModelServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
+        rate_limit: FakeRateLimit | None = None,
     ) -> None:
         self.default: Responder = default
+        self._limiter = _Limiter(rate_limit) if rate_limit is not None else None
+        self.throttled = 0
+        """Requests answered 429 by the rate limit."""
         self.host = host
         self._port = port
         self._queue: deque[Responder] = deque()
@@ -145,6 +258,10 @@ class FakeModelServer:
                     f"enqueue() takes FakeResponse objects or callables, got {response!r}"
                 )
             self._queue.append(response)
+
+    def set_rate_limit(self, rate_limit: FakeRateLimit | None) -> None:
+        """Replace the hidden rate limit from now on (full buckets); None removes it."""
+        self._limiter = _Limiter(rate_limit) if rate_limit is not None else None
 
     @property
     def pending(self) -> int:
@@ -266,6 +383,19 @@ class FakeModelServer:
             return 404, _error_body(404, f"no route for {method} {path}"), {}
         if invalid_json or not isinstance(data, dict):
             return 400, _error_body(400, "the request body is not a JSON object"), {}
+        limit_headers: dict[str, str] = {}
+        if self._limiter is not None:
+            wait, limit_headers = self._limiter.check(_charge(data))
+            if wait > 0:
+                self.throttled += 1
+                limit_headers["retry-after"] = f"{wait:.3f}"
+                limit_headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
+                message = "Rate limit reached; please try again later"
+                return (
+                    429,
+                    _error_body(429, message, anthropic=route == "/v1/messages"),
+                    limit_headers,
+                )
         responder = self._queue.popleft() if self._queue else self.default
         response = responder if isinstance(responder, FakeResponse) else responder(data)
         if inspect.isawaitable(response):
@@ -285,7 +415,7 @@ class FakeModelServer:
             out = self._anthropic_body(data, response)
         else:
             out = self._openai_body(data, response)
-        return response.status, out, response.headers
+        return response.status, out, {**limit_headers, **response.headers}
 
     def _openai_body(self, request: dict[str, Any], response: FakeResponse) -> bytes:
         text = json.dumps(response.json) if response.json is not None else response.text or ""

@@ -1,0 +1,459 @@
+"""`AdaptiveController`: a model client's own, self-tuning limit on concurrency and request rate.
+
+Each client (one provider endpoint and API key) owns one controller per event loop (it lives in
+the client's `Session`). It works beneath the client's ``max_concurrency`` and any static
+`RateLimit` the user set, which stay hard ceilings. It is driven by:
+
+- **Throttling** (429, 503, 529): every request of the controller waits for a shared pause
+  (the ``Retry-After`` / ``retry-after-ms`` asked for, else a growing backoff with jitter), not
+  only the one that was refused. Once per congestion event (a throttle of a request that
+  started after the last cut; once paced, at most one cut a second) the concurrency window is
+  halved and the request rate is cut to 90% of the rate the provider accepted over the last
+  second (never below a quarter of the previous rate; halved when fewer than 5 answers came
+  back in that second, and not paced at all before the first such measurement).
+- **Success**: additive increase. Before the first throttle the window grows by one per success
+  (slow start); afterwards by ``1 / window`` per success, and the paced rate by 3% of the rate at
+  the last cut (at least 1 request/s) per second.
+- **Rate-limit headers** (OpenAI ``x-ratelimit-*``, Anthropic ``anthropic-ratelimit-*``,
+  generic ``ratelimit-*``): the provider's refill rate is estimated as
+  ``(limit - remaining) / reset`` (the smallest recent estimate, to discount rounding); once
+  fewer than half the requests remain the rate is capped there (and, a second after a cut and
+  while tokens are not low, drawn back up to it), and when fewer than 10% of the requests or
+  tokens remain, growth stops.
+- **Latency**: when the recent latency exceeds three times its minimum, growth stops (the
+  provider is queueing). It does not shrink the window: LLM latency also varies with answer
+  length, and a shrinking window would then starve a healthy provider.
+
+`trace` keeps a bounded history of (time, window, rate, in flight, throttles) for benchmarks and
+for debugging a run.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+import anyio
+
+__all__ = [
+    "THROTTLE_STATUSES",
+    "AdaptiveController",
+    "CapacityDeadline",
+    "RateHints",
+    "TracePoint",
+    "feedback",
+    "parse_rate_hints",
+    "parse_retry_after",
+]
+
+THROTTLE_STATUSES = frozenset({429, 503, 529})
+"""Statuses that mean "slow down": they drive the controller and its shared pause."""
+
+_BETA = 0.9
+"""A cut sets the rate to this share of the rate the provider accepted recently."""
+_GROWTH = 0.03
+"""After a cut the rate grows by this share of the rate before the cut, per second."""
+_CUT_SPACING = 1.0
+"""Seconds between two cuts of a paced rate: scattered 429s must not spiral it down."""
+_MIN_RATE = 0.2
+_MIN_STEP = 1.0
+"""The smallest additive increase of the rate, requests per second per second."""
+_MIN_SAMPLE = 5
+"""Answers needed in the last second to measure the accepted rate."""
+_LOW_REMAINING = 0.1
+_HINT_APPROACH = 0.05
+"""Below the headers' refill rate (after a cut), each answer closes this share of the gap."""
+_HINT_ENGAGES = 0.5
+_LATENCY_FACTOR = 3.0
+_BACKOFF_FIRST = 0.05
+_BACKOFF_MAX = 5.0
+_TRACE_POINTS = 4096
+
+
+# -- Retry-After ----------------------------------------------------------------------------------
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms``, else ``Retry-After``.
+
+    ``Retry-After`` may be delay-seconds (fractions accepted) or an HTTP date (a date in the
+    past means 0). Returns None when neither header is present or parseable.
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = _finite_non_negative(lowered.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000.0
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    seconds = _finite_non_negative(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    current = now or datetime.now(UTC)
+    return max(0.0, (when - current).total_seconds())
+
+
+def _finite_non_negative(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+# -- the provider's rate-limit headers ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RateHints:
+    """What a response's rate-limit headers said (None where a header was missing).
+
+    Attributes:
+        limit: Requests allowed in the provider's window / bucket.
+        remaining: Requests left.
+        reset: Seconds until the request budget is full again.
+        token_limit: Tokens allowed.
+        token_remaining: Tokens left.
+    """
+
+    limit: float | None = None
+    remaining: float | None = None
+    reset: float | None = None
+    token_limit: float | None = None
+    token_remaining: float | None = None
+
+    @property
+    def request_rate(self) -> float | None:
+        """The refill rate the headers imply, requests per second (None if unknown)."""
+        if self.limit is None or self.remaining is None or not self.reset:
+            return None
+        used = self.limit - self.remaining
+        return used / self.reset if used > 0 else None
+
+    @property
+    def low(self) -> bool:
+        """Fewer than 10% of the requests or of the tokens remain."""
+        return _fraction(self.remaining, self.limit) < _LOW_REMAINING or (
+            _fraction(self.token_remaining, self.token_limit) < _LOW_REMAINING
+        )
+
+
+def _fraction(remaining: float | None, limit: float | None) -> float:
+    if remaining is None or not limit:
+        return 1.0
+    return remaining / limit
+
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_reset(text: str, *, now: datetime | None = None) -> float | None:
+    """Seconds until a reset: ``"20ms"``, ``"1m30.5s"``, ``"2.5"`` or an RFC 3339 time."""
+    text = text.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        pass
+    else:
+        return value if math.isfinite(value) and value >= 0 else None
+    parts = _DURATION.findall(text)
+    if parts and "".join(n + u for n, u in parts) == text:
+        return sum(float(n) * _UNIT[u] for n, u in parts)
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+_PREFIXES = (
+    ("x-ratelimit-{}-requests", "x-ratelimit-{}-tokens"),
+    ("anthropic-ratelimit-requests-{}", "anthropic-ratelimit-tokens-{}"),
+    ("ratelimit-{}", None),
+)
+
+
+def parse_rate_hints(headers: Mapping[str, str]) -> RateHints | None:
+    """The rate-limit headers of a response (the first family present), or None."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    for requests, tokens in _PREFIXES:
+        limit = _number(lowered.get(requests.format("limit")))
+        token_limit = _number(lowered.get(tokens.format("limit"))) if tokens else None
+        if limit is None and token_limit is None:
+            continue
+        reset_text = lowered.get(requests.format("reset"))
+        return RateHints(
+            limit=limit,
+            remaining=_number(lowered.get(requests.format("remaining"))),
+            reset=parse_reset(reset_text) if reset_text is not None else None,
+            token_limit=token_limit,
+            token_remaining=_number(lowered.get(tokens.format("remaining"))) if tokens else None,
+        )
+    return None
+
+
+# -- the controller -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TracePoint:
+    """The controller's state after one event.
+
+    Attributes:
+        time: `anyio.current_time` of the event.
+        window: Requests allowed in flight.
+        rate: Paced requests per second (None: not paced).
+        in_flight: Requests in flight.
+        throttles: Throttled responses so far.
+    """
+
+    time: float
+    window: float
+    rate: float | None
+    in_flight: int
+    throttles: int
+
+
+class CapacityDeadline(Exception):
+    """Waiting for capacity would outlast the caller's deadline."""
+
+    def __init__(self, wait: float, left: float) -> None:
+        super().__init__(wait, left)
+        self.wait = wait
+        self.left = left
+
+
+class AdaptiveController:
+    """AIMD control of one client's concurrency and request rate (see the module docstring).
+
+    Create it inside the event loop that uses it. Every `admit` must be followed by exactly one
+    of `succeeded`, `throttled` or `finished`.
+
+    Args:
+        ceiling: The client's ``max_concurrency``: the window never exceeds it.
+        initial: The window before any feedback (slow start grows it from there).
+    """
+
+    def __init__(self, ceiling: int, *, initial: int = 4) -> None:
+        self.ceiling = ceiling
+        self.window = float(min(ceiling, initial))
+        self.rate: float | None = None
+        self.in_flight = 0
+        self.throttles = 0
+        self.paused_until = -math.inf
+        self.trace: deque[TracePoint] = deque(maxlen=_TRACE_POINTS)
+        self._slow_start = True
+        self._next_start = -math.inf
+        self._cut_at = -math.inf
+        self._base = 0.0
+        self._streak = 0
+        self._accepted: deque[float] = deque()
+        self._first_admit: float | None = None
+        self._hints: deque[float] = deque(maxlen=32)
+        self._latency = 0.0
+        self._min_latency = math.inf
+        self._lock = anyio.Lock()
+        self._changed = anyio.Event()
+
+    def __repr__(self) -> str:
+        rate = "unpaced" if self.rate is None else f"{self.rate:.1f}/s"
+        return f"AdaptiveController(window={self.window:.1f}, rate={rate})"
+
+    # -- admission --------------------------------------------------------------------------------
+
+    async def admit(self, deadline: float = math.inf) -> float:
+        """Wait for capacity (pause, window, pacing) and take it; returns the start time.
+
+        Raises:
+            CapacityDeadline: The shared pause lasts beyond ``deadline``.
+        """
+        async with self._lock:
+            while True:
+                now = anyio.current_time()
+                wait = self._wait_needed(now)
+                if wait <= 0:
+                    return self._take(now)
+                if self.paused_until > now and self.paused_until >= deadline:
+                    raise CapacityDeadline(self.paused_until - now, deadline - now)
+                changed = self._changed
+                with anyio.move_on_after(wait):
+                    await changed.wait()
+
+    def _wait_needed(self, now: float) -> float:
+        """0 when a request may start now, else how long until it might (inf: a release)."""
+        if self.paused_until > now:
+            return self.paused_until - now
+        if self.in_flight >= max(1, int(self.window)):
+            return math.inf
+        if self.rate is not None and self._next_start > now:
+            return self._next_start - now
+        return 0.0
+
+    def _take(self, now: float) -> float:
+        self.in_flight += 1
+        if self._first_admit is None:
+            self._first_admit = now
+        if self.rate is not None:
+            self._next_start = max(self._next_start, now - 1.0 / self.rate) + 1.0 / self.rate
+        return now
+
+    def _release(self) -> None:
+        self.in_flight -= 1
+        self._record()
+        event, self._changed = self._changed, anyio.Event()
+        event.set()
+
+    def _record(self) -> None:
+        self.trace.append(
+            TracePoint(anyio.current_time(), self.window, self.rate, self.in_flight, self.throttles)
+        )
+
+    # -- feedback ---------------------------------------------------------------------------------
+
+    def finished(self) -> None:
+        """The request ended without telling anything about capacity (e.g. a transport error)."""
+        self._release()
+
+    def succeeded(self, started: float, headers: Mapping[str, str]) -> None:
+        """The request was answered (not throttled) after starting at ``started``."""
+        now = anyio.current_time()
+        self._streak = 0
+        self._accepted.append(now)
+        self._observe_latency(now - started)
+        hints = parse_rate_hints(headers)
+        hold = self._latency > _LATENCY_FACTOR * self._min_latency
+        if hints is not None:
+            hold = self._apply_hints(hints) or hold
+        if not hold:
+            self._grow()
+        self._release()
+
+    def throttled(self, started: float, retry_after: float | None) -> None:
+        """The request was refused with a throttling status; everyone pauses, and maybe a cut."""
+        now = anyio.current_time()
+        self.throttles += 1
+        self._streak += 1
+        if retry_after is None:
+            bound = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2.0 ** (self._streak - 1))
+            retry_after = bound
+        pause = retry_after * random.uniform(1.0, 1.2)
+        self.paused_until = max(self.paused_until, now + pause)
+        spaced = self.rate is None or now - self._cut_at >= _CUT_SPACING
+        if started >= self._cut_at and spaced:
+            self._cut(now)
+        self._release()
+
+    def _cut(self, now: float) -> None:
+        """One multiplicative decrease per congestion event."""
+        self._cut_at = now
+        self._slow_start = False
+        self.window = max(1.0, self.window / 2.0)
+        self._next_start = now
+        accepted = self._accepted_rate(now)
+        if accepted is None and self.rate is None:
+            return  # too few answers yet to measure a rate: the pause and the window act
+        previous = self.rate if self.rate is not None else accepted
+        assert previous is not None
+        if accepted is None:  # too few answers to measure (e.g. after a long pause): halve
+            target = max(0.5 * previous, _MIN_RATE)
+        else:
+            target = max(_BETA * accepted, 0.25 * previous, _MIN_RATE)
+        self._base = max(previous, accepted or 0.0)
+        self.rate = target if self.rate is None else min(self.rate, target)
+
+    def _accepted_rate(self, now: float) -> float | None:
+        """Requests the provider answered per second over the last second (None: too few).
+
+        Time spent in the shared pause counts: against a token bucket the pauses are the
+        limit itself, so leaving them out would overestimate what the provider accepts.
+        """
+        accepted = self._accepted
+        while accepted and accepted[0] <= now - 1.0:
+            accepted.popleft()
+        if len(accepted) < _MIN_SAMPLE:
+            return None
+        first = self._first_admit if self._first_admit is not None else now
+        return len(accepted) / min(1.0, max(now - first, 0.05))
+
+    def _grow(self) -> None:
+        if self.window < self.ceiling:
+            step = 1.0 if self._slow_start else 1.0 / self.window
+            self.window = min(float(self.ceiling), self.window + step)
+        if self.rate is not None:
+            per_second = max(_GROWTH * max(self._base, self.rate), _MIN_STEP)
+            self.rate += per_second / self.rate  # one success each 1 / rate seconds
+
+    def _apply_hints(self, hints: RateHints) -> bool:
+        """Cap the rate at the provider's refill rate; True when growth must stop."""
+        estimate = hints.request_rate
+        if estimate is not None:
+            self._hints.append(estimate)
+        if not self._hints:
+            return hints.low
+        cap = min(self._hints)
+        self._base = max(self._base, cap)
+        if _fraction(hints.remaining, hints.limit) < _HINT_ENGAGES and (
+            self.rate is None or self.rate > cap
+        ):
+            self.rate = cap
+        elif (
+            self.rate is not None
+            and not hints.low  # another budget (tokens) binds: stay below it
+            and self.rate < cap
+            and anyio.current_time() - self._cut_at >= _CUT_SPACING
+        ):
+            self.rate += (cap - self.rate) * _HINT_APPROACH  # back to the provider's rate
+        return hints.low
+
+    def _observe_latency(self, latency: float) -> None:
+        if latency <= 0:
+            return
+        self._min_latency = min(self._min_latency, latency)
+        self._latency = latency if self._latency == 0 else 0.8 * self._latency + 0.2 * latency
+
+
+def feedback(
+    control: AdaptiveController,
+    begun: float,
+    status: int,
+    headers: Mapping[str, str],
+    max_wait: float,
+) -> None:
+    """Tell ``control`` what an answer (``status``, ``headers``) says about capacity.
+
+    A ``Retry-After`` longer than ``max_wait`` is not honoured (a growing backoff applies).
+    """
+    if status in THROTTLE_STATUSES:
+        wait = parse_retry_after(headers)
+        control.throttled(begun, wait if wait is not None and wait <= max_wait else None)
+    elif 200 <= status < 300:
+        control.succeeded(begun, headers)
+    else:
+        control.finished()
