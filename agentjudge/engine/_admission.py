@@ -101,6 +101,34 @@ class Admission:
         resource = self.resource_limiter(leaf.resource)
         return resource is None or resource.available_tokens >= 1
 
+    def fits(self, leaves: tuple[Leaf, ...], sampled: tuple[bool, ...]) -> bool:
+        """Whether every sampled leaf of a group could take its slots now, all at once.
+
+        The general way reserves all of a group's slots up front; the fast path runs a group
+        only when that reservation would succeed too, so both start the same members in the
+        same order.
+        """
+        limiter = self._global or self.limiter
+        if self.waiting:
+            return False
+        need = 0
+        per_resource: dict[str, int] | None = None
+        for leaf in leaves:
+            if not sampled[leaf.index]:
+                continue
+            need += 1
+            if leaf.resource is not None and leaf.resource in self.limits:
+                per_resource = per_resource or {}
+                per_resource[leaf.resource] = per_resource.get(leaf.resource, 0) + 1
+        if limiter.available_tokens < need:
+            return False
+        for name, count in (per_resource or {}).items():
+            resource = self.resource_limiter(name)
+            assert resource is not None
+            if resource.available_tokens < count:
+                return False
+        return True
+
     # ------------------------------------------------------------------ slots
     def reserve(self, leaf: Leaf, stats: LeafStats) -> bool:
         """Take this leaf's slots now if they are free (never waits); True on success."""
@@ -149,6 +177,34 @@ class Admission:
                 f"agentjudge engine invariant broken: judge {leaf.name!r} was checked to have "
                 "free slots, but they were taken before it could use them"
             ) from exc
+
+    async def acquire_global(self, stats: LeafStats) -> None:
+        """Take a global slot for ``stats``, waiting in the FIFO queue when none is free.
+
+        Every wait for a global slot goes through the one queue, so a member that first waited
+        for its resource slot cannot jump ahead of members queued before it.
+        """
+        limiter = self._global or self.limiter
+        if not self.waiting:
+            try:
+                limiter.acquire_on_behalf_of_nowait(stats)
+                return
+            except WouldBlock:
+                pass
+        granted = anyio.Event()
+        entry = Queued(stats, granted.set)
+        self.waiting.append(entry)
+        self.dispatch()  # free slots go to the queue in order (maybe to this entry at once)
+        try:
+            await granted.wait()
+        except BaseException:
+            entry.dead = True
+            if stats.reserved:  # granted while being cancelled: give it back
+                stats.reserved = False
+                limiter.release_on_behalf_of(stats)
+                self.dispatch()
+            raise
+        stats.reserved = False  # the slot is this attempt's now, not a reservation
 
     def release(self, leaf: Leaf, stats: LeafStats) -> None:
         """Return the slots an attempt of ``leaf`` held (global, then resource)."""

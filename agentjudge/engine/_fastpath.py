@@ -69,11 +69,17 @@ class FastPath:
         self.enabled = enabled
 
     def starts(self, group: Group, run: RunState) -> bool:
-        """Whether the loop should start ``group``: flat, first member instant or unsampled."""
+        """Whether the loop should start ``group``.
+
+        Yes when it is flat, its first member is instant or unsampled, and slots are free for
+        all its sampled members at once (the general way reserves them all up front).
+        """
         if not self.enabled or not group.flat:
             return False
         first = group.leaves[0]
-        return self.leaves.learned.instant(first.index) or not run.sampled[first.index]
+        if not (self.leaves.learned.instant(first.index) or not run.sampled[first.index]):
+            return False
+        return self.admission.fits(group.leaves, run.sampled)
 
     def _eligible(self, leaf: Leaf) -> bool:
         """Instant, and not metered by a budget (each metered call must be admitted)."""
@@ -105,14 +111,8 @@ class FastPath:
         mark = perf_counter()
         for i, leaf in enumerate(leaves):
             if not run.sampled[leaf.index]:
-                result = runner.record(leaf, run, None, 0, 0.0, 0.0)
-                if notify:
-                    await runner.notify(leaf, result)
-                    mark = perf_counter()
-                out[i] = None
-                if on_done is not None and on_done(i, None):
-                    return i + 1, None, True, None
-                continue
+                continue  # recorded before the group started
+
             if not self._eligible(leaf):
                 return i, None, False, None  # not instant (yet, or any more): the general way
             if check_slots or leaf.resource is not None:

@@ -215,7 +215,7 @@ class LeafRunner:
             await acquire(resource, stats)
         try:
             if not reserved:
-                await acquire(limiter, stats)
+                await self.admission.acquire_global(stats)
             try:
                 return await self._timed(leaf, ctx, stats, started)
             finally:

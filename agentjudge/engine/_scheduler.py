@@ -22,6 +22,7 @@ from time import perf_counter
 from typing import Any, cast
 
 import anyio
+from anyio.lowlevel import cancel_shielded_checkpoint
 
 from agentjudge.core import Judgment, TierAttempt, TierPolicy, Verdict, construct
 from agentjudge.engine._admission import Admission
@@ -122,6 +123,8 @@ class Scheduler:
             if on_done is not None:
                 on_done(0, out[0])
             return
+        if await self._record_unsampled(group, run, out, on_done):
+            return
         stats: list[LeafStats | None] = [None] * len(members)
         start, failure, carried = 0, None, None
         if self.fast.starts(group, run):
@@ -129,9 +132,32 @@ class Scheduler:
                 group.leaves, run, out, on_done, stats
             )
             if stop or start == len(members):
+                # The general way's task group checkpoints once when it closes, even with no
+                # task to wait for: so do we, so that a group that finished inline lets
+                # others run at the same moment either way (nested juries, early stop).
+                await cancel_shielded_checkpoint()
                 return
         members_run = _Members(self, group, run, out, on_done or _never, stats)
         await members_run.run(start, failure, carried)
+
+    async def _record_unsampled(
+        self, group: Group, run: RunState, out: list[Any], on_done: OnDone | None
+    ) -> bool:
+        """Record the group's unsampled leaves first, in member order; True: ``on_done`` stops.
+
+        They are never called, need no slot and cannot be cancelled, so both ways of running
+        the group record all of them before anything runs (a short-circuit never skips one).
+        """
+        leaves = self.leaves
+        for i, m in enumerate(group.members):
+            if type(m) is Leaf and not run.sampled[m.index]:
+                result = leaves.record(m, run, None, 0, 0.0, 0.0)
+                if leaves.on_result is not None:
+                    await leaves.notify(m, result)
+                out[i] = None
+                if on_done is not None and on_done(i, None):
+                    return True
+        return False
 
     @staticmethod
     def _ballot(
@@ -413,6 +439,9 @@ class _Members:
 
     async def _member(self, i: int) -> None:
         scheduler, run = self.scheduler, self.run_state
+        member = self.members[i]
+        if type(member) is Leaf and not run.sampled[member.index]:
+            return  # recorded before the group started (`Scheduler._record_unsampled`)
         try:
             if self.first_failure is not None and i == self.start:
                 failed, self.first_failure = self.first_failure, None
