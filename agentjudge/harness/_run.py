@@ -24,11 +24,12 @@ from typing import Any, Literal, TextIO
 import anyio
 import anyio.to_thread
 
-from agentjudge.engine import Evaluator, RetryPolicy
+from agentjudge.engine import Budget, Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
+from agentjudge.harness._cost import BUDGET_ERROR, prices_applied, suite_prices
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
@@ -39,12 +40,13 @@ from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._results import (
     ResultsWriter,
     WriteFailed,
+    drop_rows,
     iter_rows,
     scan_results,
     write_json_atomic,
 )
 from agentjudge.harness._suite import Suite
-from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
+from agentjudge.harness._summary import BudgetOutcome, DatasetInfo, RunAggregate, RunSummary
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
 
@@ -56,7 +58,9 @@ __all__ = [
     "case_context",
     "resolve_judges",
     "resolve_task",
+    "run_budget",
     "run_suite",
+    "suite_price_table",
 ]
 
 MODEL_PREFIXES = ("openai:", "anthropic:")
@@ -187,8 +191,41 @@ def resolve_task(suite: Suite) -> Any:
     return task
 
 
-def build_evaluator(suite: Suite, judges: Any, telemetry: Telemetry | None = None) -> Evaluator:
-    """The Evaluator for ``judges`` with the suite's knobs.
+def run_budget(suite: Suite) -> Budget | None:
+    """The `Budget` of one process of the run: ``max_cost`` split evenly across the workers.
+
+    Each worker process keeps its own share, so the processes together never spend more than
+    ``max_cost``; one worker can run out while another still has some left (documented).
+    """
+    if suite.max_cost is None:
+        return None
+    return Budget(usd=suite.max_cost / suite.workers)
+
+
+def suite_price_table(suite: Suite) -> Any:
+    """The `PriceTable` of the suite's ``prices`` setting (None without one).
+
+    Raises:
+        RunConfigError: the price file or table is invalid (file and field named).
+    """
+    value = suite.prices
+    if isinstance(value, Path):
+        value = suite.path(value)
+    where = "command line" if suite.source is None else str(suite.source)
+    try:
+        return suite_prices(value, where)
+    except ValueError as exc:
+        raise RunConfigError(str(exc)) from exc
+
+
+def build_evaluator(
+    suite: Suite,
+    judges: Any,
+    telemetry: Telemetry | None = None,
+    *,
+    budget: Budget | None = None,
+) -> Evaluator:
+    """The Evaluator for ``judges`` with the suite's knobs (and ``budget``, if any).
 
     Raises:
         RunConfigError: the Evaluator refused the judges or a knob.
@@ -203,6 +240,7 @@ def build_evaluator(suite: Suite, judges: Any, telemetry: Telemetry | None = Non
             sampling=suite.sampling or None,
             rng=random.Random(suite.seed),
             on_result=None if telemetry is None else telemetry.on_result,
+            budget=budget,
         )
     except (TypeError, ValueError) as exc:
         where = "judges" if suite.judges is None else f"judges {suite.judges!r}"
@@ -290,7 +328,9 @@ class _Run:
         if judges is None:
             judges = resolve_judges(suite)
             self.clients = find_model_clients(judges)
-        self.evaluator = build_evaluator(suite, judges, self.telemetry)
+        self.price_table = suite_price_table(suite)
+        self.budget = run_budget(suite) if suite.workers == 1 else None
+        self.evaluator = build_evaluator(suite, judges, self.telemetry, budget=self.budget)
         self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
         try:
@@ -299,6 +339,10 @@ class _Run:
             raise RunConfigError(str(exc)) from exc
         self.aggregate = RunAggregate(self.judge_names, seed=suite.seed)
         self.done_ids: set[str] = set()
+        self.rerun_ids: set[str] = set()
+        """Cases of the results file whose judgments a budget refused: they run again."""
+        self.cost_before = 0.0
+        """Dollars of the rows kept from an earlier invocation (resume)."""
         self.resumed = False
         self.warnings: list[str] = []
 
@@ -325,8 +369,12 @@ class _Run:
     def _load_existing(self) -> None:
         done = self.done_ids
         aggregate = self.aggregate
+        rerun = self.rerun_ids
 
         def on_row(row: dict[str, Any]) -> None:
+            if _budget_refused(row):
+                rerun.add(row["id"])
+                return
             done.add(row["id"])
             aggregate.add_row(row)
 
@@ -335,6 +383,13 @@ class _Run:
         except ValueError as exc:
             raise RunConfigError(f"cannot resume: {exc}") from exc
         self.resumed = True
+        self.cost_before = aggregate.cost.total.usd
+        if rerun:
+            drop_rows(self.results_path, rerun)
+            self.warnings.append(
+                f"{len(rerun)} cases whose judgments the budget refused (BudgetExhausted) "
+                "were removed from the results file and run again"
+            )
         if scan.torn_line is not None:
             self.warnings.append(
                 f"{self.results_path} line {scan.torn_line} was cut short (a crash?); "
@@ -502,6 +557,36 @@ class _Run:
         return missing
 
     # ------------------------------------------------------------------ summary
+    def final_status(self) -> Literal["completed", "aborted"]:
+        """The final status: ``aborted`` when the budget refused some judgment."""
+        exhausted = self.suite.max_cost is not None and self.aggregate.cost.refused > 0
+        return "aborted" if exhausted else "completed"
+
+    def budget_outcome(self) -> BudgetOutcome | None:
+        """How the run went against ``max_cost`` (None without one)."""
+        suite = self.suite
+        if suite.max_cost is None:
+            return None
+        aggregate = self.aggregate
+        refused = aggregate.cost.refused
+        spent = max(aggregate.cost.total.usd - self.cost_before, 0.0)
+        cases = aggregate.cases_summary()
+        message = f"spent ${spent:.4f} of the ${suite.max_cost:.4f} budget"
+        if refused:
+            message = (
+                f"budget exhausted: {message}; {refused} judgments were refused "
+                f"(ERROR BudgetExhausted) across the {cases.total} cases in the results file; "
+                "run again with --resume and a larger --max-cost to judge them"
+            )
+        return BudgetOutcome(
+            max_cost_usd=suite.max_cost,
+            spent_usd=round(spent, 10),
+            exhausted=bool(refused),
+            refused=refused,
+            workers=suite.workers,
+            message=message,
+        )
+
     def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:
         """The summary of everything in the results file so far."""
         suite = self.suite
@@ -529,6 +614,8 @@ class _Run:
             cases=cases,
             resumed=self.resumed,
             warnings=self.warnings,
+            cost=self.aggregate.cost_summary(),
+            budget=self.budget_outcome(),
         )
         if status != "completed":
             return summary
@@ -550,6 +637,11 @@ class _Run:
         """Write ``summary.json`` atomically (never a half-written file)."""
         text = summary.model_dump_json(indent=2) + "\n"
         await anyio.to_thread.run_sync(write_json_atomic, self.summary_path, text)
+
+
+def _budget_refused(row: dict[str, Any]) -> bool:
+    """Whether a results row holds a judgment a budget refused."""
+    return any(r.get("error_type") == BUDGET_ERROR for r in row.get("results") or ())
 
 
 def _single_leaf(exc: BaseException) -> BaseException:
@@ -621,15 +713,16 @@ async def run_suite(
         telemetry=telemetry,
     )
     run.prepare_config(task, judges)
-    if suite.workers == 1:
-        return await _execute_run(run, telemetry, None)
-    # Started before the dataset's validation pass, so their start-up overlaps it.
-    pool = await anyio.to_thread.run_sync(WorkerPool, suite.workers)
-    try:
-        return await _execute_run(run, telemetry, pool)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(pool.close)
+    with prices_applied(run.price_table):
+        if suite.workers == 1:
+            return await _execute_run(run, telemetry, None)
+        # Started before the dataset's validation pass, so their start-up overlaps it.
+        pool = await anyio.to_thread.run_sync(WorkerPool, suite.workers)
+        try:
+            return await _execute_run(run, telemetry, pool)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(pool.close)
 
 
 async def _execute_run(
@@ -651,7 +744,7 @@ async def _execute_run(
         )
     try:
         await run.execute(pool)
-        summary = await anyio.to_thread.run_sync(run.summary, "completed")
+        summary = await anyio.to_thread.run_sync(run.summary, run.final_status())
         await run.write_summary(summary)
     except BaseException as exc:
         note = await _record_abort(run, telemetry)
@@ -666,7 +759,7 @@ async def _execute_run(
     if telemetry is not None:
         telemetry.end_run(
             {
-                "agentjudge.run.status": "completed",
+                "agentjudge.run.status": summary.status,
                 "agentjudge.cases.total": summary.cases.total,
                 "agentjudge.cases.errors": summary.cases.errors,
             }
