@@ -30,15 +30,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentjudge.engine import Budget
+from agentjudge.harness._suite import Suite
 from agentjudge.models import PriceTable, prices
 
 __all__ = [
     "BUDGET_ERROR",
     "COST_STATS",
+    "BudgetOutcome",
     "CostLine",
     "CostSummary",
     "CostTally",
+    "budget_outcome",
     "prices_applied",
+    "rerun_for_budget",
+    "run_budget",
+    "suite_price_table",
     "suite_prices",
 ]
 
@@ -75,6 +82,61 @@ class CostSummary(CostLine):
     by_tier: dict[str, CostLine] = Field(default_factory=dict)
     budget_refused: int = 0
     """Judgments a budget refused (ERROR, ``error_type`` ``BudgetExhausted``)."""
+
+
+class BudgetOutcome(BaseModel):
+    """How a run with ``max_cost`` went against its budget."""
+
+    model_config = ConfigDict(extra="allow")
+
+    max_cost_usd: float
+    """The limit of this invocation (split evenly across worker processes, see ``workers``)."""
+    spent_usd: float
+    """Dollars spent by this invocation's finished model calls."""
+    exhausted: bool
+    """True when some judgment was refused (the run then ends "aborted", exit 3)."""
+    refused: int
+    """Judgments refused (ERROR, ``error_type`` ``BudgetExhausted``) in the results file."""
+    workers: int = 1
+    """Processes that shared the limit (each got ``max_cost_usd / workers``)."""
+    message: str = ""
+    """One line saying what happened and how far the run got."""
+
+
+def budget_outcome(
+    max_cost: float, workers: int, tally: CostTally, cost_before: float, cases: int
+) -> BudgetOutcome:
+    """How a run went against ``max_cost``.
+
+    Args:
+        max_cost: The limit (US dollars) of this invocation.
+        workers: Processes that shared it.
+        tally: The cost sums of the results file.
+        cost_before: Dollars of the rows kept from an earlier invocation (resume).
+        cases: Cases in the results file.
+    """
+    refused = tally.refused
+    spent = max(tally.total.usd - cost_before, 0.0)
+    message = f"spent ${spent:.4f} of the ${max_cost:.4f} budget"
+    if refused:
+        message = (
+            f"budget exhausted: {message}; {refused} judgments were refused "
+            f"(ERROR BudgetExhausted) across the {cases} cases in the results file; "
+            "run again with --resume and a larger --max-cost to judge them"
+        )
+    return BudgetOutcome(
+        max_cost_usd=max_cost,
+        spent_usd=round(spent, 10),
+        exhausted=bool(refused),
+        refused=refused,
+        workers=workers,
+        message=message,
+    )
+
+
+def rerun_for_budget(row: Mapping[str, Any]) -> bool:
+    """Whether a results row holds a judgment a budget refused (``--resume`` runs it again)."""
+    return any(r.get("error_type") == BUDGET_ERROR for r in row.get("results") or ())
 
 
 COST_STATS: dict[str, Callable[[CostSummary], float | None]] = {
@@ -218,6 +280,30 @@ def _line(lines: dict[str, _Line], key: str) -> _Line:
     if line is None:
         line = lines[key] = _Line()
     return line
+
+
+def run_budget(suite: Suite) -> Budget | None:
+    """The `Budget` of one process of the run: ``max_cost`` split evenly across the workers.
+
+    Each worker process keeps its own share, so the processes together never spend more than
+    ``max_cost``; one worker can run out while another still has some left (documented).
+    """
+    if suite.max_cost is None:
+        return None
+    return Budget(usd=suite.max_cost / suite.workers)
+
+
+def suite_price_table(suite: Suite) -> PriceTable | None:
+    """The `PriceTable` of the suite's ``prices`` setting (None without one).
+
+    Raises:
+        ValueError: the price file or table is invalid (file and field named).
+    """
+    value = suite.prices
+    if isinstance(value, Path):
+        value = suite.path(value)
+    where = "command line" if suite.source is None else str(suite.source)
+    return suite_prices(value, where)
 
 
 def suite_prices(

@@ -331,7 +331,8 @@ async def dry_run_suite(suite: Suite) -> DryRunEstimate:
     """`dry_run` for a suite: its judges (closed after) over its dataset (``limit`` applied).
 
     Raises:
-        RunConfigError: no dataset or judges, or an invalid ``prices`` setting.
+        RunConfigError: no dataset or judges.
+        ValueError: an invalid ``prices`` setting (file and field named).
         DatasetError: a malformed dataset row (file, line and field named).
     """
     import itertools
@@ -339,9 +340,9 @@ async def dry_run_suite(suite: Suite) -> DryRunEstimate:
     import anyio.to_thread
 
     from agentjudge.harness._clients import close_model_clients
-    from agentjudge.harness._cost import prices_applied
+    from agentjudge.harness._cost import prices_applied, suite_price_table
     from agentjudge.harness._dataset import Dataset
-    from agentjudge.harness._run import RunConfigError, resolve_judges, suite_price_table
+    from agentjudge.harness._run import RunConfigError, resolve_judges
 
     if suite.dataset is None:
         raise RunConfigError(

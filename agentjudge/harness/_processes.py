@@ -129,15 +129,15 @@ def worker_main(conn: Connection) -> None:
 
 
 async def _serve(conn: Connection, spec: WorkerSpec) -> None:
-    from agentjudge.harness._cost import prices_applied
-    from agentjudge.harness._run import suite_price_table
+    from agentjudge.harness._cost import prices_applied, suite_price_table
 
     with prices_applied(suite_price_table(spec.suite)):
         await _serve_cases(conn, spec)
 
 
 async def _serve_cases(conn: Connection, spec: WorkerSpec) -> None:
-    from agentjudge.harness._run import build_evaluator, resolve_judges, resolve_task, run_budget
+    from agentjudge.harness._cost import run_budget
+    from agentjudge.harness._run import build_evaluator, resolve_judges, resolve_task
 
     suite = spec.suite
     task = pickle.loads(spec.task) if spec.task is not None else resolve_task(suite)

@@ -29,7 +29,13 @@ from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
-from agentjudge.harness._cost import BUDGET_ERROR, prices_applied, suite_prices
+from agentjudge.harness._cost import (
+    budget_outcome,
+    prices_applied,
+    rerun_for_budget,
+    run_budget,
+    suite_price_table,
+)
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
@@ -46,7 +52,7 @@ from agentjudge.harness._results import (
     write_json_atomic,
 )
 from agentjudge.harness._suite import Suite
-from agentjudge.harness._summary import BudgetOutcome, DatasetInfo, RunAggregate, RunSummary
+from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
 
@@ -58,9 +64,7 @@ __all__ = [
     "case_context",
     "resolve_judges",
     "resolve_task",
-    "run_budget",
     "run_suite",
-    "suite_price_table",
 ]
 
 MODEL_PREFIXES = ("openai:", "anthropic:")
@@ -191,33 +195,6 @@ def resolve_task(suite: Suite) -> Any:
     return task
 
 
-def run_budget(suite: Suite) -> Budget | None:
-    """The `Budget` of one process of the run: ``max_cost`` split evenly across the workers.
-
-    Each worker process keeps its own share, so the processes together never spend more than
-    ``max_cost``; one worker can run out while another still has some left (documented).
-    """
-    if suite.max_cost is None:
-        return None
-    return Budget(usd=suite.max_cost / suite.workers)
-
-
-def suite_price_table(suite: Suite) -> Any:
-    """The `PriceTable` of the suite's ``prices`` setting (None without one).
-
-    Raises:
-        RunConfigError: the price file or table is invalid (file and field named).
-    """
-    value = suite.prices
-    if isinstance(value, Path):
-        value = suite.path(value)
-    where = "command line" if suite.source is None else str(suite.source)
-    try:
-        return suite_prices(value, where)
-    except ValueError as exc:
-        raise RunConfigError(str(exc)) from exc
-
-
 def build_evaluator(
     suite: Suite,
     judges: Any,
@@ -328,7 +305,10 @@ class _Run:
         if judges is None:
             judges = resolve_judges(suite)
             self.clients = find_model_clients(judges)
-        self.price_table = suite_price_table(suite)
+        try:
+            self.price_table = suite_price_table(suite)
+        except ValueError as exc:
+            raise RunConfigError(str(exc)) from exc
         self.budget = run_budget(suite) if suite.workers == 1 else None
         self.evaluator = build_evaluator(suite, judges, self.telemetry, budget=self.budget)
         self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
@@ -372,7 +352,7 @@ class _Run:
         rerun = self.rerun_ids
 
         def on_row(row: dict[str, Any]) -> None:
-            if _budget_refused(row):
+            if rerun_for_budget(row):
                 rerun.add(row["id"])
                 return
             done.add(row["id"])
@@ -562,31 +542,6 @@ class _Run:
         exhausted = self.suite.max_cost is not None and self.aggregate.cost.refused > 0
         return "aborted" if exhausted else "completed"
 
-    def budget_outcome(self) -> BudgetOutcome | None:
-        """How the run went against ``max_cost`` (None without one)."""
-        suite = self.suite
-        if suite.max_cost is None:
-            return None
-        aggregate = self.aggregate
-        refused = aggregate.cost.refused
-        spent = max(aggregate.cost.total.usd - self.cost_before, 0.0)
-        cases = aggregate.cases_summary()
-        message = f"spent ${spent:.4f} of the ${suite.max_cost:.4f} budget"
-        if refused:
-            message = (
-                f"budget exhausted: {message}; {refused} judgments were refused "
-                f"(ERROR BudgetExhausted) across the {cases.total} cases in the results file; "
-                "run again with --resume and a larger --max-cost to judge them"
-            )
-        return BudgetOutcome(
-            max_cost_usd=suite.max_cost,
-            spent_usd=round(spent, 10),
-            exhausted=bool(refused),
-            refused=refused,
-            workers=suite.workers,
-            message=message,
-        )
-
     def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:
         """The summary of everything in the results file so far."""
         suite = self.suite
@@ -615,7 +570,11 @@ class _Run:
             resumed=self.resumed,
             warnings=self.warnings,
             cost=self.aggregate.cost_summary(),
-            budget=self.budget_outcome(),
+            budget=None
+            if suite.max_cost is None
+            else budget_outcome(
+                suite.max_cost, suite.workers, self.aggregate.cost, self.cost_before, cases.total
+            ),
         )
         if status != "completed":
             return summary
@@ -637,11 +596,6 @@ class _Run:
         """Write ``summary.json`` atomically (never a half-written file)."""
         text = summary.model_dump_json(indent=2) + "\n"
         await anyio.to_thread.run_sync(write_json_atomic, self.summary_path, text)
-
-
-def _budget_refused(row: dict[str, Any]) -> bool:
-    """Whether a results row holds a judgment a budget refused."""
-    return any(r.get("error_type") == BUDGET_ERROR for r in row.get("results") or ())
 
 
 def _single_leaf(exc: BaseException) -> BaseException:
@@ -690,6 +644,8 @@ async def run_suite(
 
     Returns:
         The summary; ``summary.passed`` is False when a gate or the baseline check failed.
+        When ``suite.max_cost`` ran out it says ``"status": "aborted"`` with
+        ``summary.budget.exhausted`` True (``passed`` None; the CLI exits 3).
 
     Raises:
         RunConfigError: a missing or invalid setting, or an output folder that is in the way.

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.agreement import wilson_interval
 from agentjudge.core import Judgment, Verdict
-from agentjudge.harness._cost import CostSummary, CostTally
+from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
 
 __all__ = [
     "BaselineJudge",
@@ -274,25 +274,6 @@ class CheckOutcome(BaseModel):
     """What was found, e.g. ``no case produced a judged (PASS/FAIL) result ...``."""
     enforced: bool = True
     """False when ``allow_errors`` is set: a failed check is reported but does not fail the run."""
-
-
-class BudgetOutcome(BaseModel):
-    """How a run with ``max_cost`` went against its budget."""
-
-    model_config = ConfigDict(extra="allow")
-
-    max_cost_usd: float
-    """The limit of this invocation (split evenly across worker processes, see ``workers``)."""
-    spent_usd: float
-    """Dollars spent by this invocation's finished model calls."""
-    exhausted: bool
-    """True when some judgment was refused (the run then ends "aborted", exit 3)."""
-    refused: int
-    """Judgments refused (ERROR, ``error_type`` ``BudgetExhausted``) in the results file."""
-    workers: int = 1
-    """Processes that shared the limit (each got ``max_cost_usd / workers``)."""
-    message: str = ""
-    """One line saying what happened and how far the run got."""
 
 
 class RunSummary(BaseModel):

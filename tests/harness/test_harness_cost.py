@@ -244,10 +244,10 @@ async def test_an_invalid_price_file_is_a_usage_error_naming_file_and_field(
 def test_a_prices_table_in_the_suite_is_checked() -> None:
     """An inline prices table with an unknown field names the setting and the field."""
     from agentjudge.harness import Suite
-    from agentjudge.harness._run import RunConfigError, suite_price_table
+    from agentjudge.harness._cost import suite_price_table
 
     suite = Suite(prices={"openai:x": {"inp": 1.0, "output": 2.0}})
-    with pytest.raises(RunConfigError, match=r"prices\.openai:x.*inp"):
+    with pytest.raises(ValueError, match=r"prices\.openai:x.*inp"):
         suite_price_table(suite)
 
 
