@@ -216,8 +216,6 @@ def cost_lines(cost: CostSummary | None) -> list[str]:
             f"note: {cost.unpriced_calls} calls used a model with no price, so the total is "
             "unknown (add prices: suite key `prices` or agentjudge.models.prices.set)"
         )
-    if cost.budget_refused:
-        out.append(f"budget: {cost.budget_refused} judgments refused (BudgetExhausted)")
     return out
 
 
