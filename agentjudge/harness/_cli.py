@@ -3,9 +3,10 @@
 Exit codes: 0 every gate passed (or none was set); 1 a gate, the baseline check or a trust
 check failed (no case judged PASS/FAIL, or a judge that errored on every case);
 2 a usage, configuration or dataset error (the message names the setting, file, line or field);
-3 the run was aborted (Ctrl-C, SIGTERM, a crash, a full disk, cases lost) - the results file
-stays valid, ``--resume`` goes on. ``agentjudge report``, ``compare`` and ``schema`` exit 0 (2
-when their input is unusable).
+3 the run was aborted (Ctrl-C, SIGTERM, a crash, a full disk, cases lost, or the
+``--max-cost`` budget ran out) - the results file stays valid, ``--resume`` goes on.
+``run --dry-run`` exits 0 after printing its estimate (2 on a configuration error).
+``agentjudge report``, ``compare`` and ``schema`` exit 0 (2 when their input is unusable).
 
 As a program (`cli`, ``python -m agentjudge``) the process exits as soon as its output is
 flushed: threads a timed-out sync task or judge left running do not keep it alive (`exit_now`).
@@ -80,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="agentjudge",
         description="Offline evaluation: run a dataset through a task and judges, gate on it.",
         epilog="Exit codes: 0 gates passed, 1 a gate, baseline or trust check failed, "
-        "2 usage/configuration/dataset error, 3 run aborted.",
+        "2 usage/configuration/dataset error, 3 run aborted (or --max-cost budget exhausted).",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="pass even when no case got a PASS/FAIL or a judge errored on every judgment",
     )
+    _add_cost_flags(run)
     run.add_argument("--limit", type=_non_negative_int, metavar="N", help="first N cases only")
     run.add_argument("--seed", type=int, metavar="N", help="seed for sampling and bootstrap")
     run.add_argument(
@@ -172,6 +174,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("schema", help="print the JSON schema of a dataset row")
     return parser
+
+
+def _add_cost_flags(run: argparse.ArgumentParser) -> None:
+    run.add_argument(
+        "--max-cost",
+        type=_fraction,
+        metavar="USD",
+        help="stop starting judge model calls once this many US dollars would be exceeded "
+        "(refused judgments are ERROR BudgetExhausted; exit 3; --resume continues)",
+    )
+    run.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="model prices (JSON/TOML, the shape of agentjudge/models/prices.json) for this run",
+    )
+    run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="render every judge prompt and print estimated calls, tokens and cost; "
+        "call no model, run no task, write nothing",
+    )
 
 
 def _error(message: str) -> int:
@@ -209,6 +232,8 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         allow_errors=args.allow_errors,
         limit=args.limit,
         seed=args.seed,
+        max_cost=args.max_cost,
+        prices=_cwd_path(args.prices),
     )
 
 
@@ -226,6 +251,8 @@ def _run(args: argparse.Namespace) -> int:
         return _error(describe_validation_error(exc, "command line"))
     except ValueError as exc:
         return _error(str(exc))
+    if args.dry_run:
+        return _dry_run(suite, args.json)
     out = Path(args.out) if args.out is not None else default_out(suite)
     run = _Invocation(suite, out, args)
     try:
@@ -248,7 +275,23 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(format_summary(summary))
         print(f"\nresults: {out / 'results.jsonl'}\nsummary: {out / 'summary.json'}")
+    if summary.budget is not None and summary.budget.exhausted:
+        return _aborted(f"run aborted ({summary.budget.message})", out)
     return EXIT_OK if summary.passed else EXIT_FAILED
+
+
+def _dry_run(suite: Any, as_json: bool) -> int:
+    """``run --dry-run``: print the estimate; exit 0 (2 on a configuration error)."""
+    import anyio
+
+    from agentjudge.harness._dryrun import dry_run_suite, format_dry_run
+
+    try:
+        estimate = anyio.run(dry_run_suite, suite)
+    except ValueError as exc:  # RunConfigError, DatasetError
+        return _error(str(exc))
+    print(estimate.model_dump_json(indent=2) if as_json else format_dry_run(estimate))
+    return EXIT_OK
 
 
 class _Invocation:

@@ -9,6 +9,10 @@ Subjects: a judge's name, ``verdict`` (the case verdicts), ``errors`` and ``case
 * against the baseline (the run needs one): ``flips`` (cases whose status went from PASS to
   anything else or back), ``newly_failing`` (PASS before, not now), ``newly_passing``;
 * ``errors.rate`` (errored cases / cases), ``errors.count``; ``cases.total``.
+* the judges' model calls (the summary's ``cost`` block): ``cost.usd`` (None, so the gate
+  fails, when some call's model has no price), ``cost.priced_usd``, ``cost.input_tokens``,
+  ``cost.output_tokens``, ``cost.cached_tokens``, ``cost.tokens`` (input + output),
+  ``cost.calls``, ``cost.unpriced_calls``, ``cost.budget_refused``.
 
 Operators: ``>=``, ``<=``, ``>``, ``<``, ``==``. A gate whose value is undefined (a mean with no
 scored judgment, a rate with no cases, flips without the baseline's results file) fails: a gate
@@ -28,6 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agentjudge.harness._cost import COST_STATS, CostSummary
 from agentjudge.harness._summary import (
     BaselineOutcome,
     CasesSummary,
@@ -71,6 +76,7 @@ GATE_STATS: Mapping[str, tuple[str, ...]] = {
     "verdict": (*JUDGE_STATS, *BASELINE_STATS),
     "errors": tuple(ERRORS_STATS),
     "cases": tuple(CASES_STATS),
+    "cost": tuple(COST_STATS),
 }
 """Valid stats per subject."""
 
@@ -82,6 +88,8 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
     "<": lambda a, b: a < b,
     "==": lambda a, b: a == b,
 }
+_SUBJECTS = ("errors", "cases", "cost")
+"""Subjects that are not judges (``verdict`` aside)."""
 _SYNTAX = (
     "expected <judge>.<stat><op><number> with op one of >=, <=, >, <, == "
     "(e.g. 'correctness.mean>=0.9' or 'errors.rate<=0.02')"
@@ -113,6 +121,7 @@ class Gate(BaseModel):
         verdict: JudgeSummary | None,
         cases: CasesSummary,
         baseline: BaselineOutcome | None = None,
+        cost: CostSummary | None = None,
     ) -> float | None:
         """The measured value; None when undefined.
 
@@ -123,6 +132,8 @@ class Gate(BaseModel):
             return ERRORS_STATS[self.stat](cases)
         if self.subject == "cases":
             return CASES_STATS[self.stat](cases)
+        if self.subject == "cost":
+            return None if cost is None else COST_STATS[self.stat](cost)
         if self.stat in BASELINE_STATS:
             return _baseline_value(self.subject, self.stat, baseline)
         summary = verdict if self.subject == "verdict" else judges[self.subject]
@@ -134,10 +145,11 @@ class Gate(BaseModel):
         verdict: JudgeSummary | None,
         cases: CasesSummary,
         baseline: BaselineOutcome | None = None,
+        cost: CostSummary | None = None,
     ) -> GateOutcome:
         """Check the gate; a judge of the configuration that never ran has undefined values."""
-        known = self.subject in judges or self.subject in ("errors", "cases", "verdict")
-        value = self.value(judges, verdict, cases, baseline) if known else None
+        known = self.subject in judges or self.subject in (*_SUBJECTS, "verdict")
+        value = self.value(judges, verdict, cases, baseline, cost) if known else None
         passed = value is not None and _OPS[self.op](value, self.threshold)
         return GateOutcome(
             expr=self.expr, value=None if value is None else float(value), passed=passed
@@ -171,11 +183,14 @@ def parse_gate(expr: str) -> Gate:
         raise ValueError(f"gate {expr!r}: {number!r} is not a number") from None
     if not math.isfinite(threshold):
         raise ValueError(f"gate {expr!r}: the threshold must be a finite number")
-    valid = {"errors": ERRORS_STATS, "cases": CASES_STATS}.get(
-        subject, {**JUDGE_STATS, **BASELINE_STATS}
-    )
+    subject_stats: dict[str, Mapping[str, object]] = {
+        "errors": ERRORS_STATS,
+        "cases": CASES_STATS,
+        "cost": COST_STATS,
+    }
+    valid = subject_stats.get(subject, {**JUDGE_STATS, **BASELINE_STATS})
     if stat not in valid:
-        shown = subject if subject in ("errors", "cases") else "a judge"
+        shown = subject if subject in _SUBJECTS else "a judge"
         raise ValueError(
             f"gate {expr!r}: unknown stat {stat!r} for {shown}; valid: {', '.join(valid)}"
         )
@@ -203,9 +218,9 @@ def check_gate_subjects(
                 f"gate {gate.expr!r} compares with a baseline run: pass --baseline SUMMARY "
                 '(or set baseline = "..." in the suite file)'
             )
-        if gate.subject in ("errors", "cases", "verdict") or gate.subject in names:
+        if gate.subject in (*_SUBJECTS, "verdict") or gate.subject in names:
             continue
-        valid = ", ".join([*names, "verdict", "errors", "cases"])
+        valid = ", ".join([*names, "verdict", *_SUBJECTS])
         raise ValueError(f"gate {gate.expr!r}: unknown judge {gate.subject!r}; valid: {valid}")
 
 
@@ -302,7 +317,8 @@ def conclude(
         allow_errors: Whether the trust checks are only reported.
     """
     summary.gates = [
-        g.evaluate(summary.judges, summary.verdict, summary.cases, summary.baseline) for g in gates
+        g.evaluate(summary.judges, summary.verdict, summary.cases, summary.baseline, summary.cost)
+        for g in gates
     ]
     checks = trust_checks(summary.judges, summary.cases, judged, allow_errors=allow_errors)
     summary.checks = checks

@@ -129,6 +129,14 @@ def worker_main(conn: Connection) -> None:
 
 
 async def _serve(conn: Connection, spec: WorkerSpec) -> None:
+    from agentjudge.harness._cost import prices_applied, suite_price_table
+
+    with prices_applied(suite_price_table(spec.suite)):
+        await _serve_cases(conn, spec)
+
+
+async def _serve_cases(conn: Connection, spec: WorkerSpec) -> None:
+    from agentjudge.harness._cost import run_budget
     from agentjudge.harness._run import build_evaluator, resolve_judges, resolve_task
 
     suite = spec.suite
@@ -136,7 +144,7 @@ async def _serve(conn: Connection, spec: WorkerSpec) -> None:
     judges = pickle.loads(spec.judges) if spec.judges is not None else resolve_judges(suite)
     runner = CaseRunner(
         TaskRunner(task, timeout=suite.task_timeout, threads=suite.concurrency),
-        build_evaluator(suite, judges),
+        build_evaluator(suite, judges, budget=run_budget(suite)),
         None,
     )
     lock = anyio.Lock()

@@ -13,6 +13,7 @@ from agentjudge.harness._baseline import (
     load_summary,
     summary_path,
 )
+from agentjudge.harness._cost import CostLine, CostSummary
 from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import (
     BaselineOutcome,
@@ -158,6 +159,9 @@ def format_summary(summary: RunSummary) -> str:
     if summary.verdict is not None:
         rows.append(_judge_row("(verdict)", summary.verdict))
     lines.append(table(_JUDGE_HEADERS, rows))
+    lines += cost_lines(summary.cost)
+    if summary.budget is not None:
+        lines += ["", f"budget: {summary.budget.message}"]
     if summary.gates:
         lines.append("")
         lines.append("gates:")
@@ -174,6 +178,71 @@ def format_summary(summary: RunSummary) -> str:
     if summary.passed is not None:
         lines += ["", _result_line(summary)]
     return "\n".join(lines)
+
+
+def _usd(line: CostLine) -> str:
+    """``$0.0123``; ``>= $0.0100 (2 unpriced calls)`` when some call had no price."""
+    if line.usd is not None:
+        return f"${line.usd:.4f}"
+    return f">= ${line.priced_usd:.4f} ({line.unpriced_calls} unpriced calls)"
+
+
+def _cost_row(name: str, line: CostLine) -> list[str]:
+    return [
+        name,
+        str(line.calls),
+        str(line.cached_calls),
+        str(line.input_tokens),
+        str(line.output_tokens),
+        str(line.cached_tokens),
+        _usd(line),
+    ]
+
+
+_COST_HEADERS = ["", "calls", "cache hits", "input tok", "output tok", "cached tok", "usd"]
+
+
+def cost_lines(cost: CostSummary | None) -> list[str]:
+    """The cost section of a report: totals, then by judge, model and tier (none: no lines)."""
+    if cost is None or (not cost.calls and not cost.budget_refused):
+        return []
+    rows = [_cost_row("total", cost)]
+    for title, lines in (("judge", cost.by_judge), ("model", cost.by_model)):
+        rows += [_cost_row(f"{title} {k}", v) for k, v in lines.items()]
+    rows += [_cost_row(f"tier {k}", v) for k, v in cost.by_tier.items()]
+    out = ["", "cost (judge model calls):", table(_COST_HEADERS, rows)]
+    if cost.usd is None:
+        out.append(
+            f"note: {cost.unpriced_calls} calls used a model with no price, so the total is "
+            "unknown (add prices: suite key `prices` or agentjudge.models.prices.set)"
+        )
+    return out
+
+
+def _cost_compare_lines(first: RunSummary, second: RunSummary) -> list[str]:
+    """Cost of A and B and the change (nothing when neither run made a model call)."""
+    a, b = first.cost, second.cost
+    if (a is None or not a.calls) and (b is None or not b.calls):
+        return []
+
+    def cells(line: CostLine | None) -> list[str]:
+        if line is None:
+            return ["-", "-", "-"]
+        return [_usd(line), str(line.input_tokens), str(line.output_tokens)]
+
+    def change(key: str) -> str:
+        x = None if a is None else getattr(a, key)
+        y = None if b is None else getattr(b, key)
+        if x is None or y is None:
+            return "-"
+        return f"{y - x:+.4f}" if key == "usd" else f"{y - x:+d}"
+
+    rows = [
+        ["A", *cells(a)],
+        ["B", *cells(b)],
+        ["change", change("usd"), change("input_tokens"), change("output_tokens")],
+    ]
+    return ["", "cost:", table(["", "usd", "input tok", "output tok"], rows)]
 
 
 def row_tags(row: Mapping[str, Any]) -> list[str]:
@@ -309,6 +378,7 @@ def render_compare(a: str | Path, b: str | Path) -> str:
         "",
         table(["judge", "mean A", "mean B", "delta", "pass_rate A", "pass_rate B", "delta"], rows),
     ]
+    lines += _cost_compare_lines(first, second)
     if first.dataset.sha256 != second.dataset.sha256:
         lines += ["", "note: the two runs read different datasets (sha256 differs)"]
     results_a = summary_path(Path(a)).parent / "results.jsonl"

@@ -29,7 +29,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path, PurePath
 from types import MappingProxyType
 from typing import Any, BinaryIO
@@ -44,6 +44,7 @@ __all__ = [
     "ResultsScan",
     "ResultsWriter",
     "WriteFailed",
+    "drop_rows",
     "encode_case",
     "encode_row",
     "iter_rows",
@@ -665,6 +666,36 @@ def write_json_atomic(path: Path, text: str) -> None:
             raise write_failed(exc, path) from exc
         raise
     _sync_folder(path.parent)
+
+
+def drop_rows(path: Path, ids: Collection[str]) -> int:
+    """Rewrite the results file without the rows whose id is in ``ids`` (atomically).
+
+    The other lines are copied byte for byte through a synced temporary file renamed into
+    place, so a crash leaves the old file or the new one. Returns how many rows were dropped.
+
+    Raises:
+        WriteFailed: the OS refused (disk full, ...); ``path`` keeps its previous content.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    dropped = 0
+    try:
+        with tmp.open("wb") as handle:
+            for _, raw, row in _iter_parsed(path):
+                if row is not None and row["id"] in ids:
+                    dropped += 1
+                    continue
+                handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise write_failed(exc, path) from exc
+        raise
+    _sync_folder(path.parent)
+    return dropped
 
 
 def _sync_folder(folder: Path) -> None:

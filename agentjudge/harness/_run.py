@@ -24,11 +24,18 @@ from typing import Any, Literal, TextIO
 import anyio
 import anyio.to_thread
 
-from agentjudge.engine import Evaluator, RetryPolicy
+from agentjudge.engine import Budget, Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
+from agentjudge.harness._cost import (
+    budget_outcome,
+    prices_applied,
+    rerun_for_budget,
+    run_budget,
+    suite_price_table,
+)
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
 from agentjudge.harness._loading import load_object, takes_no_arguments
@@ -39,6 +46,7 @@ from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._results import (
     ResultsWriter,
     WriteFailed,
+    drop_rows,
     iter_rows,
     scan_results,
     write_json_atomic,
@@ -187,8 +195,14 @@ def resolve_task(suite: Suite) -> Any:
     return task
 
 
-def build_evaluator(suite: Suite, judges: Any, telemetry: Telemetry | None = None) -> Evaluator:
-    """The Evaluator for ``judges`` with the suite's knobs.
+def build_evaluator(
+    suite: Suite,
+    judges: Any,
+    telemetry: Telemetry | None = None,
+    *,
+    budget: Budget | None = None,
+) -> Evaluator:
+    """The Evaluator for ``judges`` with the suite's knobs (and ``budget``, if any).
 
     Raises:
         RunConfigError: the Evaluator refused the judges or a knob.
@@ -203,6 +217,7 @@ def build_evaluator(suite: Suite, judges: Any, telemetry: Telemetry | None = Non
             sampling=suite.sampling or None,
             rng=random.Random(suite.seed),
             on_result=None if telemetry is None else telemetry.on_result,
+            budget=budget,
         )
     except (TypeError, ValueError) as exc:
         where = "judges" if suite.judges is None else f"judges {suite.judges!r}"
@@ -290,7 +305,12 @@ class _Run:
         if judges is None:
             judges = resolve_judges(suite)
             self.clients = find_model_clients(judges)
-        self.evaluator = build_evaluator(suite, judges, self.telemetry)
+        try:
+            self.price_table = suite_price_table(suite)
+        except ValueError as exc:
+            raise RunConfigError(str(exc)) from exc
+        self.budget = run_budget(suite) if suite.workers == 1 else None
+        self.evaluator = build_evaluator(suite, judges, self.telemetry, budget=self.budget)
         self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
         try:
@@ -299,6 +319,10 @@ class _Run:
             raise RunConfigError(str(exc)) from exc
         self.aggregate = RunAggregate(self.judge_names, seed=suite.seed)
         self.done_ids: set[str] = set()
+        self.rerun_ids: set[str] = set()
+        """Cases of the results file whose judgments a budget refused: they run again."""
+        self.cost_before = 0.0
+        """Dollars of the rows kept from an earlier invocation (resume)."""
         self.resumed = False
         self.warnings: list[str] = []
 
@@ -325,8 +349,12 @@ class _Run:
     def _load_existing(self) -> None:
         done = self.done_ids
         aggregate = self.aggregate
+        rerun = self.rerun_ids
 
         def on_row(row: dict[str, Any]) -> None:
+            if rerun_for_budget(row):
+                rerun.add(row["id"])
+                return
             done.add(row["id"])
             aggregate.add_row(row)
 
@@ -335,6 +363,13 @@ class _Run:
         except ValueError as exc:
             raise RunConfigError(f"cannot resume: {exc}") from exc
         self.resumed = True
+        self.cost_before = aggregate.cost.total.usd
+        if rerun:
+            drop_rows(self.results_path, rerun)
+            self.warnings.append(
+                f"{len(rerun)} cases whose judgments the budget refused (BudgetExhausted) "
+                "were removed from the results file and run again"
+            )
         if scan.torn_line is not None:
             self.warnings.append(
                 f"{self.results_path} line {scan.torn_line} was cut short (a crash?); "
@@ -502,6 +537,11 @@ class _Run:
         return missing
 
     # ------------------------------------------------------------------ summary
+    def final_status(self) -> Literal["completed", "aborted"]:
+        """The final status: ``aborted`` when the budget refused some judgment."""
+        exhausted = self.suite.max_cost is not None and self.aggregate.cost.refused > 0
+        return "aborted" if exhausted else "completed"
+
     def summary(self, status: Literal["running", "completed", "aborted"]) -> RunSummary:
         """The summary of everything in the results file so far."""
         suite = self.suite
@@ -529,6 +569,12 @@ class _Run:
             cases=cases,
             resumed=self.resumed,
             warnings=self.warnings,
+            cost=self.aggregate.cost_summary(),
+            budget=None
+            if suite.max_cost is None
+            else budget_outcome(
+                suite.max_cost, suite.workers, self.aggregate.cost, self.cost_before, cases.total
+            ),
         )
         if status != "completed":
             return summary
@@ -598,6 +644,8 @@ async def run_suite(
 
     Returns:
         The summary; ``summary.passed`` is False when a gate or the baseline check failed.
+        When ``suite.max_cost`` ran out it says ``"status": "aborted"`` with
+        ``summary.budget.exhausted`` True (``passed`` None; the CLI exits 3).
 
     Raises:
         RunConfigError: a missing or invalid setting, or an output folder that is in the way.
@@ -621,15 +669,16 @@ async def run_suite(
         telemetry=telemetry,
     )
     run.prepare_config(task, judges)
-    if suite.workers == 1:
-        return await _execute_run(run, telemetry, None)
-    # Started before the dataset's validation pass, so their start-up overlaps it.
-    pool = await anyio.to_thread.run_sync(WorkerPool, suite.workers)
-    try:
-        return await _execute_run(run, telemetry, pool)
-    finally:
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(pool.close)
+    with prices_applied(run.price_table):
+        if suite.workers == 1:
+            return await _execute_run(run, telemetry, None)
+        # Started before the dataset's validation pass, so their start-up overlaps it.
+        pool = await anyio.to_thread.run_sync(WorkerPool, suite.workers)
+        try:
+            return await _execute_run(run, telemetry, pool)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(pool.close)
 
 
 async def _execute_run(
@@ -651,7 +700,7 @@ async def _execute_run(
         )
     try:
         await run.execute(pool)
-        summary = await anyio.to_thread.run_sync(run.summary, "completed")
+        summary = await anyio.to_thread.run_sync(run.summary, run.final_status())
         await run.write_summary(summary)
     except BaseException as exc:
         note = await _record_abort(run, telemetry)
@@ -666,7 +715,7 @@ async def _execute_run(
     if telemetry is not None:
         telemetry.end_run(
             {
-                "agentjudge.run.status": "completed",
+                "agentjudge.run.status": summary.status,
                 "agentjudge.cases.total": summary.cases.total,
                 "agentjudge.cases.errors": summary.cases.errors,
             }

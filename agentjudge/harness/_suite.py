@@ -83,6 +83,13 @@ class Suite(BaseModel):
     """Run only the first N cases of the dataset."""
     seed: int = 0
     """Seed for judge sampling and the bootstrap confidence intervals."""
+    max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """US dollars this invocation's judge model calls may spend (an `agentjudge.Budget`;
+    split evenly across ``workers``). When it runs out the run ends "aborted" (exit 3)."""
+    prices: Path | dict[str, dict[str, float]] | None = None
+    """Model prices for this run: a price file (``.json`` / ``.toml``, the shape of the
+    shipped ``prices.json``) or a table ``{"provider:model" = {input = ..., output = ...}}``
+    (USD per million tokens); they override the shipped prices while the run lasts."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder relative paths and ``file.py`` references resolve against."""
     source: Path | None = Field(default=None, exclude=True)

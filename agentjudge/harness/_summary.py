@@ -37,10 +37,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.agreement import wilson_interval
 from agentjudge.core import Judgment, Verdict
+from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
 
 __all__ = [
     "BaselineJudge",
     "BaselineOutcome",
+    "BudgetOutcome",
     "CasesSummary",
     "CheckOutcome",
     "DatasetInfo",
@@ -303,6 +305,10 @@ class RunSummary(BaseModel):
     """True when this invocation continued an earlier results file."""
     warnings: list[str] = Field(default_factory=list)
     """Things worth knowing that did not stop the run (e.g. a torn line cut off on resume)."""
+    cost: CostSummary | None = None
+    """Tokens and dollars of the judges' model calls (see `agentjudge.harness._cost`)."""
+    budget: BudgetOutcome | None = None
+    """The budget check, for runs with ``max_cost``."""
 
 
 # ----------------------------------------------------------------------------- aggregation
@@ -393,6 +399,7 @@ class RunAggregate:
         self.judged = 0
         self.judges: dict[str, _Stat] = {}
         self.verdict = _Stat()
+        self.cost = CostTally()
 
     def add_row(self, row: Mapping[str, Any]) -> None:
         """Fold one results row in."""
@@ -402,10 +409,12 @@ class RunAggregate:
             return
         judges = self.judges
         judged = False
+        cost = self.cost
         for result in row.get("results") or ():
             stat = judges.get(result["name"])
             if stat is None:
                 stat = judges[result["name"]] = _Stat()
+            cost.add_row_result(result)
             judgment = result.get("judgment")
             stat.add(judgment)
             judged = judged or (judgment is not None and judgment["status"] in _DECIDED)
@@ -424,11 +433,18 @@ class RunAggregate:
             return
         judges = self.judges
         judged = False
+        cost = self.cost
         for result in verdict.results:
             stat = judges.get(result.name)
             if stat is None:
                 stat = judges[result.name] = _Stat()
             judgment = result.judgment
+            cost.add(
+                result.name,
+                result.tier,
+                None if judgment is None else judgment.metadata,
+                result.error_type,
+            )
             stat.add_judgment(judgment)
             judged = judged or (judgment is not None and judgment.status in _DECIDED)
         self.judged += judged
@@ -449,6 +465,7 @@ class RunAggregate:
                 mine = self.judges[name] = _Stat()
             mine.merge(stat)
         self.verdict.merge(other.verdict)
+        self.cost.merge(other.cost)
 
     def names(self) -> list[str]:
         """Judge names: configured order first, then any others sorted."""
@@ -462,6 +479,10 @@ class RunAggregate:
     def verdict_summary(self) -> JudgeSummary:
         """Aggregates of the case verdicts."""
         return self.verdict.summary(self.seed)
+
+    def cost_summary(self) -> CostSummary:
+        """Tokens and dollars of the judges' model calls."""
+        return self.cost.summary()
 
     def cases_summary(self) -> CasesSummary:
         """Case counts."""

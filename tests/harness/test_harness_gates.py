@@ -107,6 +107,6 @@ def test_unknown_judge_is_refused_with_valid_names() -> None:
         check_gate_subjects(gates, ["correctness", "faithfulness"])
     assert str(info.value) == (
         "gate 'correctnes.mean>=0.9': unknown judge 'correctnes'; "
-        "valid: correctness, faithfulness, verdict, errors, cases"
+        "valid: correctness, faithfulness, verdict, errors, cases, cost"
     )
     check_gate_subjects([parse_gate("errors.rate<=0"), parse_gate("verdict.mean>=0")], [])
