@@ -50,6 +50,7 @@ __all__ = [
     "batch_mode",
     "batch_settings",
     "case_slots",
+    "online_resume_warnings",
     "remove_state_files",
 ]
 
@@ -119,6 +120,16 @@ def remove_state_files(folder: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+def online_resume_warnings(suite: Suite, folder: Path) -> list[str]:
+    """A warning when a run resumed without batch mode finds an earlier run's batches."""
+    if suite.batch or not any(folder.glob(f"{STATE_PREFIX}*.json")):
+        return []
+    return [
+        f"{folder} holds batches of an earlier --batch run ({STATE_PREFIX}*.json), but this "
+        "run sent its calls online; resume with --batch to collect those batches' answers"
+    ]
+
+
 def _route(
     client: Any, collector: BatchCollector, *, retry_online: bool
 ) -> Callable[[ModelRequest], Awaitable[Any]]:
@@ -183,6 +194,15 @@ class BatchMode:
             self.pairs.append((client, collector))
         self.retry_online = retry_online
         self._stack: AsyncExitStack | None = None
+
+    def check_state_files(self) -> None:
+        """Read the state files of an earlier run now, so a damaged one stops the run early.
+
+        Raises:
+            ValueError: A state file is not one of its client (the file and field named).
+        """
+        for _, collector in self.pairs:
+            collector._load_state()
 
     async def __aenter__(self) -> Self:
         async with AsyncExitStack() as stack:

@@ -32,6 +32,7 @@ from agentjudge.harness._batch_mode import (
     batch_mode,
     batch_settings,
     case_slots,
+    online_resume_warnings,
     remove_state_files,
 )
 from agentjudge.harness._case import Case
@@ -321,6 +322,7 @@ class _Run:
         if self.results_path.exists():
             if self.resume:
                 self._load_existing()
+                self.warnings += online_resume_warnings(self.suite, self.out)
             elif self.overwrite:
                 self.results_path.unlink()
                 self.summary_path.unlink(missing_ok=True)
@@ -331,6 +333,11 @@ class _Run:
                     "or --overwrite to start over (or choose another --out)"
                 )
         self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.batch is not None:
+                self.batch.check_state_files()
+        except ValueError as exc:
+            raise RunConfigError(f"cannot run in batch mode: {exc}") from exc
 
     def _load_existing(self) -> None:
         done = self.done_ids
