@@ -148,6 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="pass even when no case got a PASS/FAIL or a judge errored on every judgment",
     )
     _add_cost_flags(run)
+    run.add_argument(
+        "--batch",
+        action="store_true",
+        default=None,
+        help="send the LLM judges' calls through the providers' batch APIs (about half the "
+        "price, minutes to hours of latency; one process)",
+    )
+    run.add_argument(
+        "--batch-retry-online",
+        action="store_true",
+        default=None,
+        help="with --batch (implied): send a request that expired or errored in a batch once "
+        "more online instead of making its judgment ERROR",
+    )
     run.add_argument("--limit", type=_non_negative_int, metavar="N", help="first N cases only")
     run.add_argument("--seed", type=int, metavar="N", help="seed for sampling and bootstrap")
     run.add_argument(
@@ -234,6 +248,8 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         seed=args.seed,
         max_cost=args.max_cost,
         prices=_cwd_path(args.prices),
+        batch=True if args.batch or args.batch_retry_online else None,
+        batch_retry_online=args.batch_retry_online,
     )
 
 

@@ -13,6 +13,7 @@ run where they differ ends "aborted" naming the missing ids (`CasesLost`), never
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import secrets
@@ -27,6 +28,13 @@ import anyio.to_thread
 from agentjudge.engine import Budget, Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
+from agentjudge.harness._batch_mode import (
+    batch_mode,
+    batch_settings,
+    case_slots,
+    online_resume_warnings,
+    remove_state_files,
+)
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._cost import (
@@ -325,6 +333,8 @@ class _Run:
         """Dollars of the rows kept from an earlier invocation (resume)."""
         self.resumed = False
         self.warnings: list[str] = []
+        self.batch = batch_mode(suite, judges, self.out)  # None unless suite.batch
+        self.warnings += [] if self.batch is None else self.batch.warnings
 
     def prepare_files(self) -> None:
         """Validate the dataset and set up the output folder (blocking: run on a thread)."""
@@ -336,15 +346,22 @@ class _Run:
         if self.results_path.exists():
             if self.resume:
                 self._load_existing()
+                self.warnings += online_resume_warnings(self.suite, self.out)
             elif self.overwrite:
                 self.results_path.unlink()
                 self.summary_path.unlink(missing_ok=True)
+                remove_state_files(self.out)  # an earlier --batch run's batches
             else:
                 raise RunConfigError(
                     f"{self.results_path} already exists: pass --resume to continue that run "
                     "or --overwrite to start over (or choose another --out)"
                 )
         self.out.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.batch is not None:
+                self.batch.check_state_files()
+        except ValueError as exc:
+            raise RunConfigError(f"cannot run in batch mode: {exc}") from exc
 
     def _load_existing(self) -> None:
         done = self.done_ids
@@ -498,11 +515,12 @@ class _Run:
         await self.check_accounting()
 
     async def _run_here(self) -> None:
-        cases, rows = new_pipes(self.suite.concurrency)
-        async with anyio.create_task_group() as tg:
+        slots = case_slots(self.suite, self.pending_total())  # batch mode: every case at once
+        cases, rows = new_pipes(slots)
+        async with self.batch or contextlib.nullcontext(), anyio.create_task_group() as tg:
             tg.start_soon(self._feed, cases)
             tg.start_soon(self._write, rows, self._fold_rows)
-            await self.runner.run_workers(cases, rows, self.suite.concurrency)
+            await self.runner.run_workers(cases, rows, slots)
 
     async def _run_in(self, pool: WorkerPool) -> None:
         batches: Pipe[Batch] = Pipe(BATCH_BUFFER)
@@ -656,6 +674,7 @@ async def run_suite(
     """
     if resume and overwrite:
         raise RunConfigError("--resume and --overwrite exclude each other")
+    suite, batch_warnings = batch_settings(suite)  # batch mode: one process, long timeouts
     if telemetry is None:
         telemetry = Telemetry.create()
     run = _Run(
@@ -669,6 +688,7 @@ async def run_suite(
         telemetry=telemetry,
     )
     run.prepare_config(task, judges)
+    run.warnings += batch_warnings
     with prices_applied(run.price_table):
         if suite.workers == 1:
             return await _execute_run(run, telemetry, None)

@@ -14,6 +14,7 @@ task_timeout = 30.0                  # seconds per case
 judge_timeout = 60.0                 # seconds per judge attempt
 gates = ["citation_precision.mean>=0.9", "errors.rate<=0.02"]
 allow_errors = false                 # true: a run with no judged case still passes its gates
+batch = false                        # true: LLM judges' calls go through provider batch APIs
 ```
 """
 
@@ -24,7 +25,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 __all__ = ["Suite", "load_suite"]
 
@@ -90,6 +98,14 @@ class Suite(BaseModel):
     """Model prices for this run: a price file (``.json`` / ``.toml``, the shape of the
     shipped ``prices.json``) or a table ``{"provider:model" = {input = ..., output = ...}}``
     (USD per million tokens); they override the shipped prices while the run lasts."""
+    batch: bool = False
+    """Send the LLM judges' model calls through the providers' batch APIs (about half the
+    price, minutes to hours of latency; see ``agentjudge.harness._batch_mode``)."""
+    batch_retry_online: bool = False
+    """In batch mode, send a request that expired or errored inside a batch once more online
+    instead of making its judgment ERROR (needs ``batch = true``)."""
+    batch_poll_interval: float = Field(default=5.0, gt=0, allow_inf_nan=False)
+    """In batch mode, seconds before the second poll of a batch (doubling up to 300 s)."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder relative paths and ``file.py`` references resolve against."""
     source: Path | None = Field(default=None, exclude=True)
@@ -100,6 +116,13 @@ class Suite(BaseModel):
     def _not_blank(cls, v: str | None) -> str | None:
         if v is not None and not v.strip():
             raise ValueError("must not be blank")
+        return v
+
+    @field_validator("batch_retry_online")
+    @classmethod
+    def _needs_batch(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and not info.data.get("batch"):
+            raise ValueError("needs batch = true (or --batch)")
         return v
 
     @field_validator("gates")
