@@ -246,7 +246,7 @@ class _Population:
         "weights",
     )
 
-    def __init__(
+    def __init__(  # noqa: C901 - the inlined hot loop of every jury (see pyproject)
         self,
         items: tuple[Judgment | None, ...],
         weights: tuple[float, ...] | None,

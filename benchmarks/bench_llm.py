@@ -78,7 +78,7 @@ async def pool(total: int, concurrency: int, call: Callable[[int], Awaitable[Non
 Call = Callable[[int], Awaitable[None]]
 
 
-async def w4(total: int, concurrency: int, rounds: int, slow: bool, everything: bool) -> None:
+async def w4(total: int, concurrency: int, rounds: int, slow: bool, everything: bool) -> None:  # noqa: C901 - one long measurement sequence
     """Fast variants run interleaved for ``rounds`` rounds (best wall time kept, since other
     processes share the machine); httpx's default transport runs once, at the end."""
     async with FakeModelServer(FakeResponse(text=ANSWER, latency=LATENCY)) as server:

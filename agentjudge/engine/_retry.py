@@ -27,7 +27,7 @@ T = TypeVar("T")
 class RetryPolicy(BaseModel):
     """How many times to attempt a call and how long to wait in between.
 
-    Args:
+    Attributes:
         attempts: Total attempts (1 = no retries).
         initial_delay: Backoff bound before the second attempt, seconds.
         max_delay: Cap on the backoff bound (not on an explicit ``retry_after``).
@@ -110,7 +110,7 @@ async def call_with_retry(
         ``(value, attempts)`` where ``attempts`` counts every attempt including the caller's.
 
     Raises:
-        The last error when it is not retryable or attempts ran out.
+        Exception: The last error, when it is not retryable or the attempts ran out.
     """
     policy = policy or RetryPolicy.none()
     should_retry = retryable or policy.is_retryable

@@ -283,21 +283,8 @@ class WorkerPool:
                     raise WorkerFailed(
                         f"worker process {k + 1} exited unexpectedly (exit code {proc.exitcode})"
                     ) from None
-                kind = message[0]
-                if kind == "rows":
-                    await batches.put((message[1], message[2]))
-                elif kind == "more":
-                    await requests.put(message[1])
-                elif kind == "done":
-                    self.cases_in += message[1]
-                    self._done.add(k)
+                if await self._on_message(k, message, requests, batches):
                     return
-                else:
-                    name, text = message[1], message[2]
-                    error = _ERRORS.get(name)
-                    if error is not None:
-                        raise error(text.removeprefix(f"{name}: "))
-                    raise WorkerFailed(f"worker process {k + 1} failed: {text}")
 
         try:
             async with anyio.create_task_group() as tg:
@@ -305,6 +292,31 @@ class WorkerPool:
                     tg.start_soon(serve, k, conn)
         finally:
             batches.close()
+
+    async def _on_message(
+        self, k: int, message: tuple[Any, ...], requests: Pipe[int], batches: Pipe[Batch]
+    ) -> bool:
+        """Act on one message from worker ``k``; True when it said it is done.
+
+        Raises:
+            WorkerFailed: the worker reported a failure (or the error it names, re-raised).
+        """
+        kind = message[0]
+        if kind == "rows":
+            await batches.put((message[1], message[2]))
+        elif kind == "more":
+            await requests.put(message[1])
+        elif kind == "done":
+            self.cases_in += message[1]
+            self._done.add(k)
+            return True
+        else:
+            name, text = message[1], message[2]
+            error = _ERRORS.get(name)
+            if error is not None:
+                raise error(text.removeprefix(f"{name}: "))
+            raise WorkerFailed(f"worker process {k + 1} failed: {text}")
+        return False
 
     def close(self) -> None:
         """Let finished workers exit and terminate the others (blocking, about a second)."""

@@ -118,7 +118,9 @@ def _resolve(ref: str, root: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return node if isinstance(node, Mapping) else None
 
 
-def _check(value: Any, schema: Any, path: str, root: Mapping[str, Any], errors: list[str]) -> None:
+def _check(  # noqa: C901 - to be replaced by jsonschema (issue 14 item 6)
+    value: Any, schema: Any, path: str, root: Mapping[str, Any], errors: list[str]
+) -> None:
     if schema is True or not isinstance(schema, Mapping):
         return
     if len(errors) >= _MAX_ERRORS:
