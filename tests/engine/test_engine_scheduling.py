@@ -26,6 +26,7 @@ NO_WAIT = RetryPolicy(attempts=3, initial_delay=0.0, max_delay=0.0)
 # --------------------------------------------------------------------------- concurrency
 
 
+@pytest.mark.timing
 async def test_ten_slow_judges_run_concurrently() -> None:
     """Ten judges of 100 ms each finish together in well under 0.5 s."""
     judges = [ScriptedJudge(True, latency=0.1, name=f"j{i}") for i in range(10)]
@@ -237,6 +238,7 @@ async def test_retry_none_means_one_attempt() -> None:
     assert (result.status, result.attempts, flaky.calls) == (Status.ERROR, 1, 1)
 
 
+@pytest.mark.timing
 async def test_retry_after_is_honoured_beyond_max_delay() -> None:
     """RetryableError.retry_after is waited even when it exceeds RetryPolicy.max_delay."""
     error = RetryableError("rate limited", retry_after=0.2)

@@ -501,6 +501,7 @@ async def answer(case):
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
+@pytest.mark.timing
 def test_task_timeouts_become_error_rows_and_the_run_goes_on(
     tmp_path: Path, concurrency: int
 ) -> None:

@@ -4,12 +4,14 @@ import time
 from pathlib import Path
 
 import anyio
+import pytest
 
 from agentjudge.core import Context, Status
 from agentjudge.engine import Evaluator
 from agentjudge.judges._deterministic import FileContent, MatchMode
 
 
+@pytest.mark.timing
 async def test_thousand_file_judgments_do_not_block_the_loop(tmp_path: Path) -> None:
     """1,000 file judgments under an Evaluator run while a heartbeat keeps ticking."""
     count = 1000

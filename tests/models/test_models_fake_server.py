@@ -151,6 +151,7 @@ async def test_hang_never_answers() -> None:
     assert len(server.requests) == 1
 
 
+@pytest.mark.timing
 async def test_latency_delays_the_answer() -> None:
     """latency delays the answer by at least that long."""
     async with (

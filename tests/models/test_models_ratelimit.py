@@ -40,6 +40,7 @@ async def test_rpm_is_never_exceeded_at_the_server() -> None:
     assert max(times) - min(times) >= 2 * 0.4 - TOLERANCE  # three windows were needed
 
 
+@pytest.mark.timing
 async def test_one_limit_shared_by_two_clients() -> None:
     """Two clients given the same RateLimit share one budget."""
     limit = RateLimit(rpm=3, period=0.3)
