@@ -7,7 +7,7 @@ import anyio
 
 from agentjudge.core import Context, Status
 from agentjudge.engine import Evaluator
-from agentjudge.judges._deterministic import FileContent, MatchMode
+from agentjudge.judges import FileContent, MatchMode
 
 
 async def test_thousand_file_judgments_do_not_block_the_loop(tmp_path: Path) -> None:
