@@ -17,8 +17,8 @@ from agentjudge.models import (
     OpenAIChat,
     RateLimit,
     default_transport,
-    schema_errors,
 )
+from agentjudge.models._schema import schema_errors
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
 SCORE_SCHEMA: dict[str, Any] = {
