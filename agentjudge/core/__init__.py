@@ -11,7 +11,11 @@ from agentjudge.core._judgment import (
     Status,
     judgment_problem,
 )
-from agentjudge.core._portable import construct, freeze_metadata, freeze_portable, thaw
+
+# Internal plumbing for the other layers (a pydantic bypass being replaced by typed
+# constructors): importable, deliberately not public.
+from agentjudge.core._portable import construct as construct
+from agentjudge.core._portable import freeze_metadata, freeze_portable, thaw
 from agentjudge.core._results import CaseResult, JudgeResult, TierAttempt, TierPolicy, Verdict
 
 __all__ = [
@@ -28,7 +32,6 @@ __all__ = [
     "TierAttempt",
     "TierPolicy",
     "Verdict",
-    "construct",
     "freeze_metadata",
     "freeze_portable",
     "judgment_problem",

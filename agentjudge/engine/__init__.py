@@ -5,8 +5,10 @@ from __future__ import annotations
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._composite import Cascade, Jury, Tier
 from agentjudge.engine._evaluator import EvaluationHandle, Evaluator, ResultCallback
-from agentjudge.engine._inline import await_armed
-from agentjudge.engine._retry import RetryPolicy, call_with_retry, retry_delay
+
+# Internal plumbing for the harness (not public, not in __all__).
+from agentjudge.engine._inline import await_armed as await_armed
+from agentjudge.engine._retry import RetryPolicy
 
 __all__ = [
     "Budget",
@@ -18,7 +20,4 @@ __all__ = [
     "ResultCallback",
     "RetryPolicy",
     "Tier",
-    "await_armed",
-    "call_with_retry",
-    "retry_delay",
 ]

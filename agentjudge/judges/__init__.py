@@ -6,68 +6,65 @@ Deterministic judges never call a model; LLM judges call an `agentjudge.models.M
 
 from __future__ import annotations
 
-from agentjudge.judges._deterministic import (
-    DEFAULT_COVERAGE_REPORTS,
-    DEFAULT_OUTPUT_LIMIT,
+from agentjudge.judges._bytecode import (
     PYC_MAGIC_NUMBERS,
-    BuildSuccess,
-    CitationPrecision,
-    CitationRecall,
     ClassVersionJudge,
-    CommandJudge,
+    PycVersionJudge,
+    pyc_magic_for,
+)
+from agentjudge.judges._classifier import LabelClassifier
+from agentjudge.judges._commands import DEFAULT_OUTPUT_LIMIT, BuildSuccess, CommandJudge
+from agentjudge.judges._compare import (
+    FileComparison,
+    comparator_for,
+    compare_contents,
+    normalize_requirement,
+)
+from agentjudge.judges._coverage import (
+    DEFAULT_COVERAGE_REPORTS,
     CoverageImprovement,
     CoverageMetric,
     CoverageMetrics,
     CoveragePreservation,
     CoverageReportError,
-    DeterministicJudge,
-    FileComparison,
-    FileContent,
-    FileExists,
-    MatchMode,
-    PathEscapeError,
-    PycVersionJudge,
-    RefusalCorrectness,
-    RefusalPolicy,
-    RouteAccuracy,
-    SupersetDiff,
-    WorkspaceError,
-    citation_precision,
-    citation_recall,
-    comparator_for,
-    compare_contents,
-    normalize_requirement,
     parse_coverage,
     parse_coverage_bytes,
-    pyc_magic_for,
-    refusal_correctness,
-    route_accuracy,
 )
-from agentjudge.judges._llm_family import (
-    SCORE_SCHEMA,
-    VARIABLES,
+from agentjudge.judges._files import FileContent, FileExists, MatchMode, SupersetDiff
+from agentjudge.judges._llm import LLMJudge, ModelJudgeBase
+from agentjudge.judges._paths import DeterministicJudge, PathEscapeError, WorkspaceError
+from agentjudge.judges._rag import (
     VERDICT_SCHEMA,
     ContextualRelevanceJudge,
     CorrectnessJudge,
     FaithfulnessJudge,
     HallucinationJudge,
-    LabelClassifier,
-    LLMJudge,
-    MissingPolicy,
-    ModelJudgeBase,
+    rag_answer,
+    rag_context,
+    rag_question,
+)
+from agentjudge.judges._retrieval import (
+    CitationPrecision,
+    CitationRecall,
+    RefusalCorrectness,
+    RefusalPolicy,
+    RouteAccuracy,
+    citation_precision,
+    citation_recall,
+    refusal_correctness,
+    route_accuracy,
+)
+from agentjudge.judges._score import (
+    SCORE_SCHEMA,
     ModelRunner,
-    PromptTemplate,
     Runner,
     RunnerResult,
     ScoreJudge,
     evaluation_input,
     format_messages,
-    parse_verdict,
-    rag_answer,
-    rag_context,
-    rag_question,
-    render_value,
 )
+from agentjudge.judges._template import VARIABLES, MissingPolicy, PromptTemplate, render_value
+from agentjudge.judges._verdict import parse_verdict
 
 __all__ = [
     "DEFAULT_COVERAGE_REPORTS",

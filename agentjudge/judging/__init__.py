@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from agentjudge.judging._adapter import (
-    JudgeReturnError,
-    call_judge,
-    coerce_judgment,
-    direct_async,
-    is_async_judge,
-    to_async,
-)
+# Names imported "as" themselves are plumbing shared with the engine and the harness: importable,
+# deliberately not public (not in __all__).
+from agentjudge.judging._adapter import JudgeReturnError
+from agentjudge.judging._adapter import call_judge as call_judge
+from agentjudge.judging._adapter import coerce_judgment as coerce_judgment
+from agentjudge.judging._adapter import direct_async as direct_async
+from agentjudge.judging._adapter import is_async_judge as is_async_judge
+from agentjudge.judging._adapter import to_async as to_async
 from agentjudge.judging._compose import all_of, any_of
-from agentjudge.judging._faults import (
-    MAX_ABANDONED_THREADS,
-    StrayCancellation,
-    ThreadsExhausted,
-    abandoned_threads,
-    cancel_requested,
-    error_type_name,
-    is_stray_cancellation,
-    run_sync_bounded,
-)
+from agentjudge.judging._faults import MAX_ABANDONED_THREADS as MAX_ABANDONED_THREADS
+from agentjudge.judging._faults import StrayCancellation as StrayCancellation
+from agentjudge.judging._faults import ThreadsExhausted
+from agentjudge.judging._faults import abandoned_threads as abandoned_threads
+from agentjudge.judging._faults import cancel_requested as cancel_requested
+from agentjudge.judging._faults import error_type_name as error_type_name
+from agentjudge.judging._faults import is_stray_cancellation as is_stray_cancellation
+from agentjudge.judging._faults import run_sync_bounded as run_sync_bounded
 from agentjudge.judging._protocol import (
     FunctionJudge,
     Judge,
@@ -31,34 +29,21 @@ from agentjudge.judging._protocol import (
     judge_name,
     named,
 )
-from agentjudge.judging._queueing import QueueClock, add_queued, queue_clock
+from agentjudge.judging._queueing import QueueClock as QueueClock
+from agentjudge.judging._queueing import add_queued as add_queued
+from agentjudge.judging._queueing import queue_clock as queue_clock
 
 __all__ = [
-    "MAX_ABANDONED_THREADS",
     "FunctionJudge",
     "Judge",
     "JudgeKind",
     "JudgeLike",
     "JudgeReturn",
     "JudgeReturnError",
-    "QueueClock",
-    "StrayCancellation",
     "ThreadsExhausted",
-    "abandoned_threads",
-    "add_queued",
     "all_of",
     "any_of",
-    "call_judge",
-    "cancel_requested",
-    "coerce_judgment",
-    "direct_async",
-    "error_type_name",
-    "is_async_judge",
-    "is_stray_cancellation",
     "judge",
     "judge_name",
     "named",
-    "queue_clock",
-    "run_sync_bounded",
-    "to_async",
 ]

@@ -6,34 +6,64 @@ from agentjudge.models import OpenAIChat, ModelRequest, RateLimit, SqliteCache
 async with OpenAIChat("gpt-4o-mini", rate_limit=RateLimit(rpm=500)) as model:
     response = await model.complete(ModelRequest(messages=[...]))
 ```
+
+The value types (`ModelRequest`, `ModelResponse`, `Usage`, `ModelClient`), prices, rate limits
+and the cache load without the HTTP stack; the clients (and everything that needs httpx or
+aiohttp) load on first access (PEP 562), so judges can use the value types without httpx.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from agentjudge.engine._retry import RetryPolicy
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
-from agentjudge.models._anthropic import AnthropicMessages
-from agentjudge.models._batch import BatchCollector
 from agentjudge.models._cache import SqliteCache
-from agentjudge.models._http import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    HTTPModelClient,
-    ResponseTooLarge,
-    default_transport,
-    parse_retry_after,
-)
-from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._prices import ModelPrice, PriceTable, prices, response_cost
-from agentjudge.models._ratelimit import RateLease, RateLimit
-from agentjudge.models._registry import model_from_string
-from agentjudge.models._schema import schema_errors
+from agentjudge.models._ratelimit import RateLimit
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, Usage
+
+if TYPE_CHECKING:
+    from agentjudge.models._anthropic import AnthropicMessages
+    from agentjudge.models._batch import BatchCollector
+    from agentjudge.models._http import (
+        DEFAULT_MAX_RESPONSE_BYTES,
+        ResponseTooLarge,
+        default_transport,
+    )
+    from agentjudge.models._openai import OpenAIChat
+    from agentjudge.models._registry import model_from_string
+
+# Names whose modules import httpx / aiohttp: loaded on first access.
+_LAZY: dict[str, str] = {
+    "AnthropicMessages": "agentjudge.models._anthropic",
+    "BatchCollector": "agentjudge.models._batch",
+    "DEFAULT_MAX_RESPONSE_BYTES": "agentjudge.models._http",
+    "ResponseTooLarge": "agentjudge.models._http",
+    "default_transport": "agentjudge.models._http",
+    "OpenAIChat": "agentjudge.models._openai",
+    "model_from_string": "agentjudge.models._registry",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "AnthropicMessages",
     "BatchCollector",
-    "HTTPModelClient",
     "ModelClient",
     "ModelError",
     "ModelHTTPError",
@@ -43,7 +73,6 @@ __all__ = [
     "ModelResponseError",
     "OpenAIChat",
     "PriceTable",
-    "RateLease",
     "RateLimit",
     "ResponseTooLarge",
     "RetryPolicy",
@@ -51,8 +80,6 @@ __all__ = [
     "Usage",
     "default_transport",
     "model_from_string",
-    "parse_retry_after",
     "prices",
     "response_cost",
-    "schema_errors",
 ]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agentjudge.core import Context, Status
-from agentjudge.judges._deterministic import (
+from agentjudge.judges import (
     PYC_MAGIC_NUMBERS,
     ClassVersionJudge,
     PycVersionJudge,

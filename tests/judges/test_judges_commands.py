@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from agentjudge.core import Context, Status
-from agentjudge.judges._deterministic import BuildSuccess, CommandJudge
+from agentjudge.judges import BuildSuccess, CommandJudge
 
 
 def ctx_for(workspace: Path) -> Context:

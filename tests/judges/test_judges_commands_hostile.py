@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from agentjudge.core import Context, Status
-from agentjudge.judges._deterministic import BuildSuccess, CommandJudge
+from agentjudge.judges import BuildSuccess, CommandJudge
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from agentjudge.core import Context, Judgment, Status
-from agentjudge.judges import _compare
-from agentjudge.judges._deterministic import (
+from agentjudge.judges import (
     FileComparison,
+    _compare_java,
     comparator_for,
     compare_contents,
     normalize_requirement,
@@ -337,7 +337,7 @@ def test_java_differences_are_named() -> None:
 
 def test_java_without_extra_raises_import_error(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without tree-sitter-java the comparator raises ImportError naming the java extra."""
-    monkeypatch.setattr(_compare, "_JAVA_PARSER", None)
+    monkeypatch.setattr(_compare_java, "_JAVA_PARSER", None)
     monkeypatch.setitem(sys.modules, "tree_sitter_java", None)
     with pytest.raises(ImportError, match=r"agentjudge\[java\]"):
         diffs("A.java", "class A {}", "class A {}")
@@ -419,7 +419,7 @@ async def test_file_comparison_java_without_extra_is_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Comparing .java files without the java extra is ERROR naming the extra."""
-    monkeypatch.setattr(_compare, "_JAVA_PARSER", None)
+    monkeypatch.setattr(_compare_java, "_JAVA_PARSER", None)
     monkeypatch.setitem(sys.modules, "tree_sitter_java", None)
     result = await judge_dirs(tmp_path, {"A.java": "class A {}"}, {"A.java": "class A {}"})
     assert result.status is Status.ERROR

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agentjudge.core import Context, Status
-from agentjudge.judges._deterministic import (
+from agentjudge.judges import (
     CoverageImprovement,
     CoverageMetrics,
     CoveragePreservation,

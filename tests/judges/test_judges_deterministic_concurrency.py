@@ -8,7 +8,7 @@ import pytest
 
 from agentjudge.core import Context, Status
 from agentjudge.engine import Evaluator
-from agentjudge.judges._deterministic import FileContent, MatchMode
+from agentjudge.judges import FileContent, MatchMode
 
 
 @pytest.mark.timing

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from agentjudge.core import Context, Status
-from agentjudge.judges._deterministic import FileContent, FileExists, MatchMode, SupersetDiff
+from agentjudge.judges import FileContent, FileExists, MatchMode, SupersetDiff
 
 
 def ctx_for(workspace: Path, **metadata: object) -> Context:

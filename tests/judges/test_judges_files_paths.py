@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from agentjudge.judges._deterministic import FileContent, FileExists
+from agentjudge.judges import FileContent, FileExists
 
 
 @pytest.mark.parametrize("blank", ["", "   "])

@@ -14,8 +14,7 @@ import anyio.to_thread
 import pytest
 
 from agentjudge.core import Context, Judgment, Status
-from agentjudge.judges._compare import DEFAULT_COMPARE_MAX_BYTES, diff_values
-from agentjudge.judges._deterministic import (
+from agentjudge.judges import (
     CoveragePreservation,
     FileComparison,
     FileContent,
@@ -24,6 +23,8 @@ from agentjudge.judges._deterministic import (
     SupersetDiff,
     parse_coverage,
 )
+from agentjudge.judges._compare import DEFAULT_COMPARE_MAX_BYTES
+from agentjudge.judges._compare_json import diff_values
 from agentjudge.judges._safeio import (
     DEFAULT_MAX_BYTES,
     NotRegularFileError,

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from agentjudge.core import Context, Judgment, Status
-from agentjudge.judges._deterministic import FileComparison, SupersetDiff
+from agentjudge.judges import FileComparison, SupersetDiff
 from agentjudge.judges._paths import first_names
 
 JUDGES = [SupersetDiff, FileComparison]

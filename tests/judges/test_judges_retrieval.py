@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from agentjudge.core import Context, Status
-from agentjudge.judges._deterministic import (
+from agentjudge.judges import (
     CitationPrecision,
     CitationRecall,
     RefusalCorrectness,

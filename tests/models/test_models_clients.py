@@ -17,8 +17,8 @@ from agentjudge.models import (
     OpenAIChat,
     RateLimit,
     default_transport,
-    schema_errors,
 )
+from agentjudge.models._schema import schema_errors
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
 SCORE_SCHEMA: dict[str, Any] = {
@@ -124,7 +124,7 @@ async def test_schema_failing_twice_returns_parsed_none() -> None:
     assert response.parsed is None
     assert json.loads(response.text) == {"score": 7, "reasoning": "way off"}
     assert response.schema_error is not None
-    assert "above the maximum" in response.schema_error
+    assert "greater than the maximum" in response.schema_error
 
 
 async def test_schema_retries_zero_asks_once() -> None:
@@ -452,14 +452,14 @@ def test_schema_checker_subset() -> None:
     bad = {"label": "maybe", "score": True, "extra": 1, "tags": [1], "child": {"n": "x"}}
     errors = " | ".join(schema_errors(bad, schema))
     assert "'maybe' is not one of" in errors
-    assert "$.score: expected integer, got boolean" in errors
-    assert "unexpected property 'extra'" in errors
-    assert "$.tags[0]: expected string" in errors
-    assert "$.child.n: expected number" in errors
+    assert "$.score: True is not of type 'integer'" in errors
+    assert "'extra' was unexpected" in errors
+    assert "$.tags[0]: 1 is not of type 'string'" in errors
+    assert "$.child.n: 'x' is not of type 'number'" in errors
     assert schema_errors({"score": 11, "label": "fail"}, schema) == [
-        "$.score: 11 is above the maximum 10"
+        "$.score: 11 is greater than the maximum of 10"
     ]
-    assert schema_errors({"label": "pass"}, schema) == ["$: missing required property 'score'"]
+    assert schema_errors({"label": "pass"}, schema) == ["$: 'score' is a required property"]
 
 
 async def test_environment_proxy_is_resolved_once_per_host(monkeypatch: pytest.MonkeyPatch) -> None:

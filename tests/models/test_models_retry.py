@@ -12,7 +12,8 @@ import pytest
 
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelHTTPError, ModelResponseError
-from agentjudge.models import OpenAIChat, RetryPolicy, parse_retry_after
+from agentjudge.models import OpenAIChat, RetryPolicy
+from agentjudge.models._http import parse_retry_after
 from agentjudge.models._types import ModelRequest
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
