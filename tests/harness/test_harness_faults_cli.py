@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import resource
 import signal
 import subprocess
@@ -200,11 +201,22 @@ def _file_size_limit(limit: int) -> Any:
     return limit_writes
 
 
+def _without_coverage() -> dict[str, str]:
+    """The environment minus coverage's subprocess hook: under a file size limit coverage
+    itself could not save its data, and its traceback would be taken for ours (make cov)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE")}
+
+
 def test_a_full_results_file_exits_3_with_one_line_and_resumes(tmp_path: Path) -> None:
     """A write refused mid-run: exit 3, one line naming the file, summary aborted, resumable."""
     data = words(200)
     root = project(tmp_path, data)
-    proc = agentjudge(root, command("echo", "fine"), preexec_fn=_file_size_limit(30_000))
+    proc = agentjudge(
+        root,
+        command("echo", "fine"),
+        preexec_fn=_file_size_limit(30_000),
+        env=_without_coverage(),
+    )
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.splitlines()[0] == (
         "agentjudge: run aborted: file too large (the process's file size limit, ulimit -f, "
@@ -221,7 +233,9 @@ def test_a_full_results_file_exits_3_with_one_line_and_resumes(tmp_path: Path) -
 def test_an_unwritable_summary_exits_3_and_leaves_no_temp_file(tmp_path: Path) -> None:
     """Even summary.json cannot be written: exit 3 naming it, no temp file left behind."""
     root = project(tmp_path, words(5))
-    proc = agentjudge(root, command("echo", "fine"), preexec_fn=_file_size_limit(300))
+    proc = agentjudge(
+        root, command("echo", "fine"), preexec_fn=_file_size_limit(300), env=_without_coverage()
+    )
     assert proc.returncode == 3, proc.stderr
     assert "writing out/summary.json" in proc.stderr.splitlines()[0]
     assert "Traceback" not in proc.stderr
