@@ -1,0 +1,385 @@
+"""Thresholds for confidence cascades with a statistical guarantee (standard library only).
+
+`calibrate_thresholds` implements the fixed-sequence testing of Jung et al. (2024), "Trust or
+Escalate: LLM Judges with Provable Guarantees for Human Agreement": given, for every tier of a
+cascade, its (confidence, agrees with the human label) on each case of a labelled calibration
+set, it returns one confidence threshold per tier such that, with probability at least
+``1 - delta`` over calibration sets drawn from the same distribution as the cases you will
+judge, the cascade's non-abstaining verdicts agree with humans at a rate of at least
+``1 - alpha``. It is a guarantee about the procedure over calibration sets, not a promise about
+any single case.
+
+```python
+from agentjudge.calibration import calibrate_thresholds, evaluate_thresholds
+
+cheap = [(0.95, True)] * 40 + [(0.45, False)] * 40  # sure and right, or unsure and wrong
+strong = [(0.99, True)] * 80
+thresholds = calibrate_thresholds([cheap, strong], alpha=0.1, delta=0.1, grid=11)
+thresholds                                    # (0.5, 0.0)
+evaluate_thresholds([cheap, strong], thresholds).selective_agreement   # 1.0
+```
+
+The binomial tail is summed exactly in log space (no scipy); `risk_upper_bound` exposes the
+Clopper-Pearson bound it is built on.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentjudge.agreement import wilson_interval
+
+__all__ = [
+    "CalibrationReport",
+    "binomial_cdf",
+    "calibrate_thresholds",
+    "evaluate_thresholds",
+    "risk_upper_bound",
+]
+
+_MAX_RISK = 0.9999
+_TOLERANCE = 1e-10
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    """``P(X <= k)`` for ``X ~ Binomial(n, p)``, summed exactly in log space.
+
+    Each term ``C(n, i) p**i (1 - p)**(n - i)`` is formed as a logarithm (``math.lgamma``,
+    ``math.log1p``) and the terms are added with a log-sum-exp, so large ``n`` neither
+    overflows nor underflows.
+
+    Args:
+        k: The largest count included; below 0 the result is 0.0, at ``n`` or above 1.0.
+        n: Number of trials, >= 0.
+        p: Success probability within [0, 1].
+
+    Returns:
+        The probability, within [0, 1].
+
+    Raises:
+        ValueError: ``n`` < 0 or ``p`` outside [0, 1].
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be within [0, 1], got {p!r}")
+    if k < 0:
+        return 0.0
+    if k >= n or p == 0.0:
+        return 1.0
+    if p == 1.0:
+        return 0.0
+    log_p, log_q, log_n = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    terms = [
+        log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+        for i in range(k + 1)
+    ]
+    top = max(terms)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))
+
+
+def risk_upper_bound(errors: int, n: int, *, delta: float) -> float:
+    """Exact (Clopper-Pearson) upper confidence bound on an error rate.
+
+    The ``r`` within [0, 0.9999] with ``binomial_cdf(errors, n, r) == delta``, found by
+    bisection to 1e-10 and rounded up (the returned ``r`` has a CDF <= ``delta``); 0.9999 when
+    even ``binomial_cdf(errors, n, 0.9999)`` exceeds ``delta``. With probability at least
+    ``1 - delta`` the true error rate is at most this bound. It equals
+    ``scipy.stats.beta.ppf(1 - delta, errors + 1, n - errors)`` for ``errors < n``.
+
+    Args:
+        errors: Observed errors, within [0, n].
+        n: Observed cases, >= 1.
+        delta: Allowed probability that the bound is wrong, within (0, 1).
+
+    Returns:
+        The bound, within (0, 0.9999].
+
+    Raises:
+        ValueError: ``n`` < 1, ``errors`` outside [0, n], or ``delta`` outside (0, 1).
+    """
+    if n < 1 or not 0 <= errors <= n:
+        raise ValueError(f"need n >= 1 and 0 <= errors <= n, got errors={errors}, n={n}")
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"delta must be within (0, 1), got {delta!r}")
+    if binomial_cdf(errors, n, _MAX_RISK) > delta:
+        return _MAX_RISK
+    low, high = 0.0, _MAX_RISK  # cdf(low) > delta >= cdf(high)
+    while high - low > _TOLERANCE:
+        middle = (low + high) / 2.0
+        if binomial_cdf(errors, n, middle) > delta:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def _check_fraction(value: object, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number within (0, 1), got {value!r}")
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be within (0, 1), got {value!r}")
+    return float(value)
+
+
+def _check_int(value: object, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _check_tiers(tiers: Sequence[Sequence[tuple[float, bool]]]) -> list[list[tuple[float, bool]]]:
+    """Validate the tier-by-case table; every tier judged every case."""
+    if isinstance(tiers, str | bytes) or not isinstance(tiers, Sequence) or not tiers:
+        raise ValueError("tiers must be a non-empty sequence: one sequence of cases per tier")
+    cases = len(tiers[0])
+    checked: list[list[tuple[float, bool]]] = []
+    for k, tier in enumerate(tiers):
+        if len(tier) != cases:
+            raise ValueError(
+                f"every tier must judge every case: tiers[0] has {cases}, "
+                f"tiers[{k}] has {len(tier)}"
+            )
+        checked.append([_check_case(case, f"tiers[{k}][{i}]") for i, case in enumerate(tier)])
+    if cases < 1:
+        raise ValueError("calibration needs at least 1 case, got 0")
+    return checked
+
+
+def _check_case(case: object, where: str) -> tuple[float, bool]:
+    if not isinstance(case, tuple | list) or len(case) != 2:
+        raise ValueError(
+            f"{where} must be a pair (confidence, agrees_with_human), got {case!r:.80}"
+        )
+    confidence, agrees = case
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise ValueError(f"{where}: confidence must be a number within [0, 1], got {confidence!r}")
+    if not 0.0 <= confidence <= 1.0:
+        raise ValueError(f"{where}: confidence must be within [0, 1], got {confidence!r}")
+    if not isinstance(agrees, bool):
+        raise ValueError(f"{where}: agrees_with_human must be a bool, got {agrees!r}")
+    return float(confidence), agrees
+
+
+def _linspace(grid: int) -> list[float]:
+    """``numpy.linspace(0, 1, grid)``: ``i * step`` with the last point exactly 1.0."""
+    step = 1.0 / (grid - 1)
+    points = [i * step for i in range(grid)]
+    points[-1] = 1.0
+    return points
+
+
+class _Support:
+    """How many of a tier's remaining cases sit at or above a threshold, and how many err."""
+
+    def __init__(self, cases: Sequence[tuple[float, bool]], delta: float) -> None:
+        ordered = sorted(cases)
+        self._confidences = [confidence for confidence, _ in ordered]
+        self._errors_from = [0] * (len(ordered) + 1)  # errors among ordered[j:]
+        for j in range(len(ordered) - 1, -1, -1):
+            self._errors_from[j] = self._errors_from[j + 1] + (not ordered[j][1])
+        self._delta = delta
+        self._bounds: dict[tuple[int, int], float] = {}
+
+    def count(self, threshold: float) -> tuple[int, int]:
+        """``(n, errors)`` among the cases whose confidence >= ``threshold``."""
+        j = bisect.bisect_left(self._confidences, threshold)
+        return len(self._confidences) - j, self._errors_from[j]
+
+    def exceeds(self, threshold: float, alpha: float) -> bool:
+        """Whether the risk bound of the cases at or above ``threshold`` is above ``alpha``.
+
+        Same answer as ``risk_upper_bound(...) > alpha``, usually without the bisection: the
+        CDF falls as the rate grows, so ``cdf(alpha) > delta`` puts the root (and the bound)
+        above ``alpha``, and ``cdf(alpha - 1e-10) <= delta`` puts the bound, at most 1e-10
+        above the root, at or below ``alpha``. Only the band between is bisected.
+        """
+        n, errors = key = self.count(threshold)
+        if key in self._bounds:
+            return self._bounds[key] > alpha
+        if alpha < _MAX_RISK and binomial_cdf(errors, n, alpha) > self._delta:
+            return True
+        if binomial_cdf(errors, n, max(0.0, alpha - _TOLERANCE)) <= self._delta:
+            return False
+        self._bounds[key] = risk_upper_bound(errors, n, delta=self._delta)
+        return self._bounds[key] > alpha
+
+
+def _calibrate_tier(
+    cases: Sequence[tuple[float, bool]],
+    previous: float,
+    *,
+    alpha: float,
+    delta: float,
+    min_support: int,
+    grid: int,
+) -> float:
+    """One tier's threshold by fixed-sequence testing from the highest candidate down."""
+    support = _Support(cases, delta)
+    candidates = [lam for lam in _linspace(grid) if support.count(lam)[0] >= min_support]
+    if not candidates:
+        return previous
+    if support.exceeds(candidates[-1], alpha):
+        return candidates[-1]
+    spacing = 1.0 / len(candidates)
+    for lam in reversed(candidates):
+        if support.exceeds(lam - spacing, alpha):
+            return lam
+    return candidates[0]
+
+
+def calibrate_thresholds(
+    tiers: Sequence[Sequence[tuple[float, bool]]],
+    *,
+    alpha: float,
+    delta: float,
+    min_support: int = 30,
+    grid: int = 5000,
+) -> tuple[float, ...]:
+    """One confidence threshold per cascade tier, by fixed-sequence testing (Jung et al., 2024).
+
+    Tiers are calibrated in order, each on the calibration cases no earlier tier accepted (a
+    case is accepted by tier k when its confidence there >= tier k's threshold). For one tier:
+
+    1. candidates are the points of ``numpy.linspace(0, 1, grid)`` that keep at least
+       ``min_support`` remaining cases at or above them (none: the tier reuses the previous
+       tier's threshold, 1.0 for the first);
+    2. the risk bound of a threshold ``lambda`` is `risk_upper_bound` of the ``e`` cases that
+       disagree with the human among the ``n`` remaining cases with confidence >= ``lambda``;
+    3. if the highest candidate's bound exceeds ``alpha``, it is the threshold; otherwise,
+       scanning from the highest down, the threshold is the first ``lambda`` whose lower
+       neighbour ``lambda - 1 / len(candidates)`` has a bound above ``alpha``, and the lowest
+       candidate if none has.
+
+    Note the two ways a tier can end without a tested threshold: the highest-candidate rule of
+    step 3 and the reuse of step 1; a threshold of 1.0 still accepts judgments whose confidence
+    is exactly 1.0. `evaluate_thresholds` shows what the thresholds do on any labelled set.
+
+    Args:
+        tiers: ``tiers[k][i]`` is tier k's ``(confidence, agrees_with_human)`` on calibration
+            case i; every tier judged every case (confidence within [0, 1], agreement a bool).
+        alpha: Tolerated disagreement rate, within (0, 1): the target is agreement >= 1 - alpha.
+        delta: Tolerated probability that the guarantee fails, within (0, 1).
+        min_support: Fewest cases a candidate threshold must keep, >= 1.
+        grid: Number of evenly spaced candidate thresholds in [0, 1], >= 2.
+
+    Returns:
+        One threshold per tier, in tier order.
+
+    Raises:
+        ValueError: no tier or no case, tiers of different lengths, a malformed case, or
+            ``alpha``/``delta``/``min_support``/``grid`` out of range.
+    """
+    alpha = _check_fraction(alpha, "alpha")
+    delta = _check_fraction(delta, "delta")
+    min_support = _check_int(min_support, "min_support", 1)
+    grid = _check_int(grid, "grid", 2)
+    table = _check_tiers(tiers)
+    remaining = list(range(len(table[0])))
+    thresholds: list[float] = []
+    previous = 1.0
+    for tier in table:
+        previous = _calibrate_tier(
+            [tier[i] for i in remaining],
+            previous,
+            alpha=alpha,
+            delta=delta,
+            min_support=min_support,
+            grid=grid,
+        )
+        thresholds.append(previous)
+        remaining = [i for i in remaining if tier[i][0] < previous]
+    return tuple(thresholds)
+
+
+@dataclass(frozen=True, slots=True)
+class CalibrationReport:
+    """What a thresholded cascade does on a labelled set (see `evaluate_thresholds`).
+
+    Attributes:
+        n: Cases in the set.
+        thresholds: The thresholds evaluated, one per tier.
+        accepted: Cases some tier accepted (the rest are abstentions).
+        agreed: Accepted cases whose accepting tier agreed with the human label.
+        abstained: Cases no tier accepted (``n - accepted``).
+        coverage: ``accepted / n``.
+        coverage_ci95: Wilson 95% interval of the coverage.
+        selective_agreement: ``agreed / accepted``; None when nothing was accepted.
+        selective_agreement_ci95: Wilson 95% interval of it; None when nothing was accepted.
+        per_tier: How many cases each tier accepted, in tier order.
+        tier_shares: ``per_tier[k] / n`` for each tier.
+    """
+
+    n: int
+    thresholds: tuple[float, ...]
+    accepted: int
+    agreed: int
+    abstained: int
+    coverage: float
+    coverage_ci95: tuple[float, float]
+    selective_agreement: float | None
+    selective_agreement_ci95: tuple[float, float] | None
+    per_tier: tuple[int, ...]
+    tier_shares: tuple[float, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as plain JSON-ready values (tuples become lists)."""
+        return {
+            name: list(value) if isinstance(value, tuple) else value
+            for name, value in ((field, getattr(self, field)) for field in self.__slots__)
+        }
+
+
+def evaluate_thresholds(
+    tiers: Sequence[Sequence[tuple[float, bool]]], thresholds: Sequence[float]
+) -> CalibrationReport:
+    """Run a thresholded cascade over labelled cases and measure it.
+
+    Each case goes to the first tier whose confidence >= its threshold; that tier's agreement
+    with the human counts. A case no tier accepts is an abstention.
+
+    Args:
+        tiers: As for `calibrate_thresholds` (usually a held-out test set).
+        thresholds: One threshold per tier, each within [0, 1].
+
+    Returns:
+        Coverage, selective agreement (both with Wilson 95% intervals and their counts) and
+        the share of cases each tier decided.
+
+    Raises:
+        ValueError: malformed ``tiers`` (as for `calibrate_thresholds`), or not one threshold
+            within [0, 1] per tier.
+    """
+    table = _check_tiers(tiers)
+    if len(thresholds) != len(table) or not all(0.0 <= t <= 1.0 for t in thresholds):
+        raise ValueError(
+            f"need one threshold within [0, 1] per tier ({len(table)}), got {list(thresholds)!r}"
+        )
+    n = len(table[0])
+    per_tier = [0] * len(table)
+    agreed = 0
+    for i in range(n):
+        for k, tier in enumerate(table):
+            confidence, agrees = tier[i]
+            if confidence >= thresholds[k]:
+                per_tier[k] += 1
+                agreed += agrees
+                break
+    accepted = sum(per_tier)
+    return CalibrationReport(
+        n=n,
+        thresholds=tuple(float(t) for t in thresholds),
+        accepted=accepted,
+        agreed=agreed,
+        abstained=n - accepted,
+        coverage=accepted / n,
+        coverage_ci95=wilson_interval(accepted, n),
+        selective_agreement=agreed / accepted if accepted else None,
+        selective_agreement_ci95=wilson_interval(agreed, accepted) if accepted else None,
+        per_tier=tuple(per_tier),
+        tier_shares=tuple(count / n for count in per_tier),
+    )

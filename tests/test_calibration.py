@@ -1,0 +1,188 @@
+"""`agentjudge.calibration`: the exact binomial bound and fixed-sequence threshold calibration."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import comb
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentjudge.calibration import (
+    _Support,
+    binomial_cdf,
+    calibrate_thresholds,
+    evaluate_thresholds,
+    risk_upper_bound,
+)
+
+
+def _exact_cdf(k: int, n: int, p: Fraction) -> Fraction:
+    """Brute force: the binomial CDF in exact rational arithmetic."""
+    return sum((comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1)), Fraction(0))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 60).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+    st.sampled_from([Fraction(1, 1000), Fraction(1, 7), Fraction(1, 2), Fraction(9, 10)]),
+)
+def test_cdf_matches_exact_rational_sum(pair: tuple[int, int], p: Fraction) -> None:
+    """The log-space CDF equals the exact rational sum to 1e-12."""
+    k, n = pair
+    assert binomial_cdf(k, n, float(p)) == pytest.approx(float(_exact_cdf(k, n, p)), abs=1e-12)
+
+
+def test_cdf_survives_large_n() -> None:
+    """Large n neither overflows nor underflows (the median of Binomial(10^6, 1/2))."""
+    assert binomial_cdf(500_000, 1_000_000, 0.5) == pytest.approx(0.5004, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("errors", "n", "delta", "expected"),
+    [
+        # R binom.test(x, n)$conf.int upper ends (= scipy beta.ppf(0.975, x + 1, n - x)).
+        (5, 10, 0.025, 0.8129140),
+        (1, 10, 0.025, 0.4450161),
+        (0, 10, 0.025, 0.3084971),
+    ],
+)
+def test_bound_matches_published_clopper_pearson(
+    errors: int, n: int, delta: float, expected: float
+) -> None:
+    """The bound equals the published Clopper-Pearson upper limits to 7 decimals."""
+    assert round(risk_upper_bound(errors, n, delta=delta), 7) == expected
+
+
+@pytest.mark.parametrize("n", [1, 30, 500])
+def test_bound_without_errors_has_closed_form(n: int) -> None:
+    """With 0 errors the bound is 1 - delta ** (1 / n)."""
+    assert risk_upper_bound(0, n, delta=0.1) == pytest.approx(1 - 0.1 ** (1 / n), abs=2e-10)
+
+
+def test_bound_is_capped_when_every_case_errs() -> None:
+    """When even r = 0.9999 leaves the CDF above delta the bound is 0.9999."""
+    assert risk_upper_bound(40, 40, delta=0.1) == 0.9999
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda n: st.tuples(st.integers(0, n - 1), st.just(n))))
+def test_bound_agrees_with_a_brute_force_scan(pair: tuple[int, int]) -> None:
+    """The exact CDF crosses delta within 2e-10 below the bound, and a 1e-3 scan agrees."""
+    errors, n = pair
+    delta = Fraction(1, 10)
+    bound = risk_upper_bound(errors, n, delta=0.1)
+    assert _exact_cdf(errors, n, Fraction(bound)) <= delta
+    assert _exact_cdf(errors, n, Fraction(bound) - Fraction(2, 10**10)) > delta
+    scanned = next(
+        Fraction(r, 1000) for r in range(1001) if _exact_cdf(errors, n, Fraction(r, 1000)) <= delta
+    )
+    assert scanned - Fraction(1, 1000) < bound <= scanned + Fraction(1, 10**9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.booleans()), min_size=1, max_size=80),
+    st.floats(0, 1),
+    st.floats(0.01, 0.5),
+)
+def test_shortcut_decides_like_the_bisected_bound(
+    cases: list[tuple[float, bool]], threshold: float, alpha: float
+) -> None:
+    """Comparing with alpha via the CDF gives the same answer as the bisected bound."""
+    support = _Support(cases, 0.1)
+    n, errors = support.count(threshold)
+    if n == 0:
+        return
+    assert support.exceeds(threshold, alpha) == (risk_upper_bound(errors, n, delta=0.1) > alpha)
+
+
+OPTIONS: dict[str, Any] = {"alpha": 0.1, "delta": 0.1, "min_support": 30, "grid": 11}
+
+
+def test_all_correct_goes_down_to_the_lowest_candidate() -> None:
+    """A tier that never errs passes every test: the lowest candidate, 0.0, is its threshold."""
+    assert calibrate_thresholds([[(0.95, True)] * 50], **OPTIONS) == (0.0,)
+
+
+def test_scan_stops_above_the_first_failing_neighbour() -> None:
+    """Sure-and-right above 0.5, unsure-and-wrong at 0.45: the threshold is 0.5."""
+    tier = [(0.95, True)] * 40 + [(0.45, False)] * 40
+    assert calibrate_thresholds([tier], **OPTIONS) == (0.5,)
+
+
+def test_highest_candidate_when_even_it_fails() -> None:
+    """When the highest candidate's bound exceeds alpha it is still the threshold."""
+    (threshold,) = calibrate_thresholds([[(0.95, False)] * 40], **OPTIONS)
+    assert threshold == pytest.approx(0.9)
+
+
+def test_no_candidate_reuses_the_previous_threshold() -> None:
+    """Too few cases: the first tier gets 1.0, a later tier the previous tier's threshold."""
+    assert calibrate_thresholds([[(0.9, True)] * 10], **OPTIONS) == (1.0,)
+    first = [(0.95, True)] * 40 + [(0.45, False)] * 20
+    second = [(0.2, True)] * 60
+    assert calibrate_thresholds([first, second], **OPTIONS) == (0.5, 0.5)
+
+
+def test_later_tiers_see_only_the_cases_no_earlier_tier_accepted() -> None:
+    """Tier 2 is calibrated on the 40 cases tier 1 passed on, not on its own errors elsewhere."""
+    first = [(0.95, True)] * 40 + [(0.45, False)] * 40
+    # On the cases tier 1 accepts, tier 2 is sure and wrong; counting them would give 0.9.
+    second = [(0.95, False)] * 40 + [(0.85, True)] * 40
+    assert calibrate_thresholds([first, second], **OPTIONS) == (0.5, 0.0)
+
+
+def test_default_grid_follows_linspace() -> None:
+    """With grid=5000 the candidates are i / 4999; the scan stops at the first above 0.5."""
+    tier = [(0.95, True)] * 40 + [(0.5, False)] * 40
+    (threshold,) = calibrate_thresholds([tier], alpha=0.1, delta=0.1)
+    assert threshold == 2500 * (1 / 4999)
+
+
+@pytest.mark.parametrize(
+    ("tiers", "kwargs", "fragment"),
+    [
+        ([], {}, "non-empty"),
+        ([[]], {}, "at least 1 case"),
+        ([[(0.5, True)], []], {}, "tiers\\[1\\] has 0"),
+        ([[(1.5, True)]], {}, "tiers\\[0\\]\\[0\\]: confidence must be within"),
+        ([[(0.5, 1)]], {}, "must be a bool"),
+        ([[0.5]], {}, "must be a pair"),
+        ([[(0.5, True)]], {"alpha": 0.0}, "alpha must be within"),
+        ([[(0.5, True)]], {"delta": 1.0}, "delta must be within"),
+        ([[(0.5, True)]], {"grid": 1}, "grid must be a whole number >= 2"),
+        ([[(0.5, True)]], {"min_support": 0}, "min_support must be"),
+    ],
+)
+def test_bad_input_is_a_value_error(tiers: list, kwargs: dict, fragment: str) -> None:  # type: ignore[type-arg]
+    """Malformed tables and out-of-range settings raise ValueError naming the problem."""
+    options = {"alpha": 0.1, "delta": 0.1} | kwargs
+    with pytest.raises(ValueError, match=fragment):
+        calibrate_thresholds(tiers, **options)
+
+
+def test_report_counts_coverage_agreement_and_tiers() -> None:
+    """The report routes each case to its first confident tier and counts abstentions."""
+    first = [(0.9, True), (0.9, False), (0.1, True), (0.1, True)]
+    second = [(0.0, False), (0.0, False), (0.8, False), (0.3, True)]
+    report = evaluate_thresholds([first, second], (0.5, 0.5))
+    assert (report.n, report.accepted, report.agreed, report.abstained) == (4, 3, 1, 1)
+    assert report.per_tier == (2, 1)
+    assert report.tier_shares == (0.5, 0.25)
+    assert report.coverage == 0.75
+    assert report.selective_agreement == pytest.approx(1 / 3)
+    assert report.selective_agreement_ci95 is not None
+    low, high = report.selective_agreement_ci95
+    assert low < 1 / 3 < high
+    assert report.as_dict()["per_tier"] == [2, 1]
+
+
+def test_report_without_acceptance_has_no_agreement() -> None:
+    """Nothing accepted: selective agreement and its interval are None, not NaN."""
+    report = evaluate_thresholds([[(0.1, True)]], (0.5,))
+    assert report.selective_agreement is None and report.selective_agreement_ci95 is None
+    with pytest.raises(ValueError, match="one threshold"):
+        evaluate_thresholds([[(0.1, True)]], (0.5, 0.5))
