@@ -11,7 +11,7 @@ from agentjudge.core._judgment import (
     Status,
     judgment_problem,
 )
-from agentjudge.core._portable import construct, freeze_metadata, freeze_portable, thaw
+from agentjudge.core._portable import freeze_metadata, freeze_portable, thaw
 from agentjudge.core._results import CaseResult, JudgeResult, TierAttempt, TierPolicy, Verdict
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "TierAttempt",
     "TierPolicy",
     "Verdict",
-    "construct",
     "freeze_metadata",
     "freeze_portable",
     "judgment_problem",
