@@ -31,7 +31,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from agentjudge.core import AGGREGATION_KEY, Judgment, Status, construct
+from agentjudge.core import AGGREGATION_KEY, Judgment, Status
 
 __all__ = [
     "Average",
@@ -379,16 +379,8 @@ def _build(
     [0, 1] and only given for PASS/FAIL, and ``metadata`` is a read-only mapping of str, int and
     finite float evidence, exactly what validation would have produced.
     """
-    return construct(
-        Judgment,
-        {
-            "status": status,
-            "score": score,
-            "label": None,
-            "reasoning": reasoning,
-            "checks": (),
-            "metadata": metadata,
-        },
+    return Judgment.fast(
+        status=status, score=score, label=None, reasoning=reasoning, checks=(), metadata=metadata
     )
 
 

@@ -11,10 +11,6 @@ from agentjudge.core._judgment import (
     Status,
     judgment_problem,
 )
-
-# Internal plumbing for the other layers (a pydantic bypass being replaced by typed
-# constructors): importable, deliberately not public.
-from agentjudge.core._portable import construct as construct
 from agentjudge.core._portable import freeze_metadata, freeze_portable, thaw
 from agentjudge.core._results import CaseResult, JudgeResult, TierAttempt, TierPolicy, Verdict
 

@@ -19,6 +19,9 @@ from pydantic import (
     field_validator,
 )
 
+from agentjudge._compat import build_model
+from agentjudge.core._fast import check_fast
+
 __all__ = ["Context", "ExecutionStatus", "Message"]
 
 
@@ -93,3 +96,44 @@ class Context(BaseModel):
     """The error the system under test reported, if any."""
     metadata: ReadOnlyMapping = Field(default_factory=lambda: MappingProxyType({}))
     """Anything else judges need (read-only copy of what was given)."""
+
+    @classmethod
+    def fast(
+        cls,
+        *,
+        input: Any,
+        output: Any,
+        expected: Any,
+        messages: tuple[Message, ...],
+        workspace: Path | None,
+        status: ExecutionStatus,
+        started_at: datetime | None,
+        duration: timedelta | None,
+        error: str | None,
+        metadata: Mapping[str, Any],
+    ) -> Context:
+        """Build from already-valid values without validation (the engine's hot path).
+
+        Every field is a required keyword; the values must be what validation would accept
+        unchanged (``metadata`` a read-only mapping; see `agentjudge.core._fast`).
+        """
+        return build_model(
+            cls,
+            {
+                "input": input,
+                "output": output,
+                "expected": expected,
+                "messages": messages,
+                "workspace": workspace,
+                "status": status,
+                "started_at": started_at,
+                "duration": duration,
+                "error": error,
+                "metadata": metadata,
+            },
+            _CONTEXT_FIELDS,
+        )
+
+
+_CONTEXT_FIELDS = set(Context.model_fields)
+check_fast(Context)

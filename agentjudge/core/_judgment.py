@@ -19,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from agentjudge._compat import build_model
+from agentjudge.core._fast import check_fast
 from agentjudge.core._portable import freeze_metadata, thaw
 
 __all__ = [
@@ -104,6 +106,36 @@ class Judgment(BaseModel):
     """Granular sub-assertions."""
     metadata: PortableMetadata = Field(default_factory=lambda: MappingProxyType({}))
     """JSON-portable, read-only extra facts. Key ``aggregation`` holds voting evidence."""
+
+    @classmethod
+    def fast(
+        cls,
+        *,
+        status: Status,
+        score: float | None,
+        label: str | None,
+        reasoning: str,
+        checks: tuple[Check, ...],
+        metadata: Mapping[str, Any],
+    ) -> Judgment:
+        """Build from already-valid values without validation (the engine's hot path).
+
+        Every field is a required keyword; the values must be what validation would accept
+        unchanged and keep the invariants (``metadata`` a frozen portable mapping; see
+        `agentjudge.core._fast`).
+        """
+        return build_model(
+            cls,
+            {
+                "status": status,
+                "score": score,
+                "label": label,
+                "reasoning": reasoning,
+                "checks": checks,
+                "metadata": metadata,
+            },
+            _JUDGMENT_FIELDS,
+        )
 
     @field_validator("status", mode="before")
     @classmethod
@@ -276,3 +308,7 @@ def _parts_problem(values: dict[str, Any]) -> str | None:
         except (TypeError, ValueError) as exc:
             return f"metadata: {exc}"
     return None
+
+
+_JUDGMENT_FIELDS = set(Judgment.model_fields)
+check_fast(Judgment)

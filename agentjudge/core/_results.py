@@ -9,7 +9,9 @@ from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from agentjudge._compat import build_model
 from agentjudge.core._context import Context
+from agentjudge.core._fast import check_fast
 from agentjudge.core._judgment import Judgment, Status
 
 __all__ = ["CaseResult", "JudgeResult", "TierAttempt", "TierPolicy", "Verdict"]
@@ -38,6 +40,41 @@ class JudgeResult(BaseModel):
     """Time spent waiting for concurrency slots and rate limits."""
     error_type: str | None = None
     """Exception class name when the judge raised or timed out."""
+
+    @classmethod
+    def fast(
+        cls,
+        *,
+        name: str,
+        judgment: Judgment | None,
+        sampled: bool,
+        metric_key: str | None,
+        tier: str | None,
+        attempts: int,
+        duration_s: float,
+        queued_s: float,
+        error_type: str | None,
+    ) -> JudgeResult:
+        """Build from already-valid values without validation (the engine's hot path).
+
+        Every field is a required keyword; the values must be what validation would accept
+        unchanged (see `agentjudge.core._fast`).
+        """
+        return build_model(
+            cls,
+            {
+                "name": name,
+                "judgment": judgment,
+                "sampled": sampled,
+                "metric_key": metric_key,
+                "tier": tier,
+                "attempts": attempts,
+                "duration_s": duration_s,
+                "queued_s": queued_s,
+                "error_type": error_type,
+            },
+            _JUDGE_RESULT_FIELDS,
+        )
 
     @model_validator(mode="after")
     def _sampled_iff_judgment(self) -> JudgeResult:
@@ -156,6 +193,37 @@ class TierAttempt(BaseModel):
     stopped: bool = False
     """True if this tier stopped the cascade."""
 
+    @classmethod
+    def fast(
+        cls,
+        *,
+        name: str,
+        policy: TierPolicy,
+        judgment: Judgment | None,
+        results: tuple[JudgeResult, ...],
+        skipped: tuple[str, ...],
+        failure: str | None,
+        stopped: bool,
+    ) -> TierAttempt:
+        """Build from already-valid values without validation (the engine's hot path).
+
+        Every field is a required keyword; the values must be what validation would accept
+        unchanged (see `agentjudge.core._fast`).
+        """
+        return build_model(
+            cls,
+            {
+                "name": name,
+                "policy": policy,
+                "judgment": judgment,
+                "results": results,
+                "skipped": skipped,
+                "failure": failure,
+                "stopped": stopped,
+            },
+            _TIER_ATTEMPT_FIELDS,
+        )
+
 
 class Verdict(BaseModel):
     """The outcome of one evaluation: the aggregate and the individual results."""
@@ -168,6 +236,29 @@ class Verdict(BaseModel):
     """Individual results, configured order."""
     tiers: tuple[TierAttempt, ...] = ()
     """Cascades: one per tier entered."""
+
+    @classmethod
+    def fast(
+        cls,
+        *,
+        judgment: Judgment,
+        results: tuple[JudgeResult, ...],
+        tiers: tuple[TierAttempt, ...],
+    ) -> Verdict:
+        """Build from already-valid values without validation (the engine's hot path).
+
+        Every field is a required keyword; the values must be what validation would accept
+        unchanged (see `agentjudge.core._fast`).
+        """
+        return build_model(
+            cls,
+            {
+                "judgment": judgment,
+                "results": results,
+                "tiers": tiers,
+            },
+            _VERDICT_FIELDS,
+        )
 
     @property
     def by_name(self) -> Mapping[str, JudgeResult]:
@@ -186,3 +277,36 @@ class CaseResult(BaseModel):
     """Individual results, configured order."""
     verdict: Verdict
     """The aggregate verdict."""
+
+    @classmethod
+    def fast(
+        cls,
+        *,
+        context: Context,
+        results: tuple[JudgeResult, ...],
+        verdict: Verdict,
+    ) -> CaseResult:
+        """Build from already-valid values without validation (the engine's hot path).
+
+        Every field is a required keyword; the values must be what validation would accept
+        unchanged (see `agentjudge.core._fast`).
+        """
+        return build_model(
+            cls,
+            {
+                "context": context,
+                "results": results,
+                "verdict": verdict,
+            },
+            _CASE_RESULT_FIELDS,
+        )
+
+
+_JUDGE_RESULT_FIELDS = set(JudgeResult.model_fields)
+_TIER_ATTEMPT_FIELDS = set(TierAttempt.model_fields)
+_VERDICT_FIELDS = set(Verdict.model_fields)
+_CASE_RESULT_FIELDS = set(CaseResult.model_fields)
+check_fast(JudgeResult)
+check_fast(TierAttempt)
+check_fast(Verdict)
+check_fast(CaseResult)

@@ -33,7 +33,7 @@ from typing import Any
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
 
-from agentjudge.core import CaseResult, Context, JudgeResult, Verdict, construct
+from agentjudge.core import CaseResult, Context, JudgeResult, Verdict
 from agentjudge.engine._admission import Admission, AdmissionStatistics
 from agentjudge.engine._budget import Budget
 from agentjudge.engine._detached import Feed, single_exception
@@ -367,8 +367,8 @@ class Evaluator:
                 if not isinstance(ctx, Context):
                     ctx = Context.model_validate(ctx)
                 verdict = await self._execute(self._new_run(ctx))
-                case = {"context": ctx, "results": verdict.results, "verdict": verdict}
-                await publish(construct(CaseResult, case))
+                case = CaseResult.fast(context=ctx, results=verdict.results, verdict=verdict)
+                await publish(case)
 
         try:
             async with anyio.create_task_group() as tg:

@@ -10,7 +10,6 @@ context variables and ``current_task()`` all stay consistent).
 from __future__ import annotations
 
 import inspect
-from asyncio import AbstractEventLoop, _get_running_loop, current_task
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from time import perf_counter
 from typing import Any, TypeVar, cast
@@ -18,32 +17,9 @@ from typing import Any, TypeVar, cast
 import anyio
 from anyio.abc import TaskGroup
 
-__all__ = ["Resume", "arm", "await_armed", "new_scope", "start_all"]
+__all__ = ["Resume", "arm", "await_armed", "start_all"]
 
 T = TypeVar("T")
-
-_scope_class: tuple[AbstractEventLoop, type[anyio.CancelScope]] | None = None
-"""The asyncio loop `new_scope` last ran on and the class of the scopes anyio made there."""
-
-
-def new_scope() -> anyio.CancelScope:
-    """``anyio.CancelScope()`` without a deadline, made more cheaply on asyncio.
-
-    ``anyio.CancelScope()`` looks the backend up on every call and initialises the backend's
-    scope twice. On an asyncio loop where it was called before, from a task of that loop (so
-    anyio's own lookup would pick the asyncio backend again), the backend's scope class is
-    instantiated directly instead: the same object for a third less. Anywhere else (no asyncio
-    task, e.g. another backend) it is ``anyio.CancelScope()``.
-    """
-    global _scope_class
-    cached = _scope_class
-    loop = _get_running_loop()
-    if cached is not None and cached[0] is loop and current_task(loop) is not None:
-        return cached[1]()
-    scope = anyio.CancelScope()
-    if loop is not None and current_task(loop) is not None:
-        _scope_class = (loop, type(scope))
-    return scope
 
 
 class Resume:

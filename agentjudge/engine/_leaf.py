@@ -18,7 +18,7 @@ from typing import Any, cast
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
 
-from agentjudge.core import Context, JudgeResult, Judgment, construct
+from agentjudge.core import Context, JudgeResult, Judgment
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._inline import Resume, arm
@@ -107,19 +107,16 @@ class LeafRunner:
         error_type: str | None = None
         if isinstance(outcome, BaseException):
             outcome, error_type = _failure(outcome, leaf)
-        result = construct(
-            JudgeResult,
-            {
-                "name": leaf.name,
-                "judgment": outcome,
-                "sampled": run.sampled[leaf.index],
-                "metric_key": leaf.metric_key,
-                "tier": leaf.tier,
-                "attempts": attempts,
-                "duration_s": working,
-                "queued_s": queued,
-                "error_type": error_type,
-            },
+        result = JudgeResult.fast(
+            name=leaf.name,
+            judgment=outcome,
+            sampled=run.sampled[leaf.index],
+            metric_key=leaf.metric_key,
+            tier=leaf.tier,
+            attempts=attempts,
+            duration_s=working,
+            queued_s=queued,
+            error_type=error_type,
         )
         run.add(leaf.index, result)
         return result

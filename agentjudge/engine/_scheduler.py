@@ -24,7 +24,7 @@ from typing import Any, cast
 import anyio
 from anyio.lowlevel import cancel_shielded_checkpoint
 
-from agentjudge.core import Judgment, TierAttempt, TierPolicy, Verdict, construct
+from agentjudge.core import JudgeResult, Judgment, TierAttempt, TierPolicy, Verdict
 from agentjudge.engine._admission import Admission
 from agentjudge.engine._detached import single_exception
 from agentjudge.engine._fastpath import FastPath, OnDone
@@ -84,16 +84,13 @@ class Scheduler:
         except CompositeFailure as exc:
             judgment = Judgment.errored(str(exc))
         results = run.results
-        return construct(
-            Verdict,
-            {
-                "judgment": judgment,
-                # Every leaf stored a result (the common case) when as many completed.
-                "results": tuple(results)
-                if len(run.completed) == len(results)
-                else tuple(r for r in results if r is not None),
-                "tiers": tuple(run.tiers) if run.tiers else (),
-            },
+        return Verdict.fast(
+            judgment=judgment,
+            # Every leaf stored a result (the common case) when as many completed.
+            results=tuple(cast("list[JudgeResult]", results))
+            if len(run.completed) == len(results)
+            else tuple(r for r in results if r is not None),
+            tiers=tuple(run.tiers) if run.tiers else (),
         )
 
     async def run_node(
@@ -287,17 +284,14 @@ def _tier_attempt(
     tier: TierNode, run: RunState, judgment: Judgment | None, stopped: bool, failure: str | None
 ) -> TierAttempt:
     leaves = tier.group.leaves
-    return construct(
-        TierAttempt,
-        {
-            "name": tier.name,
-            "policy": tier.policy,
-            "judgment": judgment,
-            "results": tuple(r for r in (run.results[x.index] for x in leaves) if r is not None),
-            "skipped": tuple(x.name for x in leaves if run.results[x.index] is None),
-            "failure": failure,
-            "stopped": stopped,
-        },
+    return TierAttempt.fast(
+        name=tier.name,
+        policy=tier.policy,
+        judgment=judgment,
+        results=tuple(r for r in (run.results[x.index] for x in leaves) if r is not None),
+        skipped=tuple(x.name for x in leaves if run.results[x.index] is None),
+        failure=failure,
+        stopped=stopped,
     )
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentjudge._compat import build_model, check_buildable
 
 if TYPE_CHECKING:
     from agentjudge.models import Usage
 
-__all__ = ["Case", "TaskOutput"]
+__all__ = ["Case", "TaskOutput", "case_from_row"]
 
 _MISSING: Any = object()
 
@@ -53,68 +55,72 @@ class Case(BaseModel):
         """The row's fields beyond id, input, expected and metadata."""
         return self.model_extra or {}
 
-    @classmethod
-    def _trusted(cls, row: dict[str, Any]) -> Case:
-        """Build a case from a row the dataset checks accepted, without pydantic validation.
 
-        The dataset's hot path: the result equals ``Case.model_validate(row)`` in everything
-        observable (field values and their order, extras, ``model_fields_set``, equality, dumps,
-        repr, pickling, copying; frozen) at a fraction of the cost. The caller guarantees what
-        validation would check: ``id`` is a non-blank string, ``input`` is present, ``metadata``
-        is absent or a dict with str keys.
+def case_from_row(row: dict[str, Any]) -> Case:
+    """Build a case from a row the dataset checks accepted, without pydantic validation.
 
-        Rows of the usual shapes share one ``model_fields_set`` per shape, as
-        `agentjudge.core.construct` does for the engine's models: pydantic never changes a
-        frozen model's set in place (``model_copy`` copies it first).
+    The dataset's hot path: the result equals ``Case.model_validate(row)`` in everything
+    observable (field values and their order, extras, ``model_fields_set``, equality, dumps,
+    repr, pickling, copying; frozen) at a fraction of the cost. The caller guarantees what
+    validation would check (the dataset's ``_row`` does): ``id`` is a non-blank string,
+    ``input`` is present, ``metadata`` is absent or a dict with str keys. Which fields exist,
+    which are required and what the others default to all come from ``Case.model_fields``, so
+    a field added to `Case` cannot be missed here (a new *required* field fails at import:
+    the dataset check would have to learn it first).
 
-        Args:
-            row: A freshly decoded row, taken over by the case (it becomes the case's
-                ``__dict__`` or its extras).
+    Rows of the usual shapes share one ``model_fields_set`` per shape: pydantic never changes
+    a frozen model's set in place (``model_copy`` copies it first).
 
-        Returns:
-            The case.
-        """
-        shape = _SHAPES.get(tuple(row))
-        if shape is not None:
-            # The keys are the fields in declaration order: the row is the __dict__ once the
-            # missing trailing fields get their defaults.
-            fields_set, present = shape
-            if present < 3:
-                row["expected"] = None
-            if present < 4:
-                row["metadata"] = {}
-            values, extra = row, {}
-        else:
-            fields_set = set(row)
-            values = {
-                "id": row.pop("id"),
-                "input": row.pop("input"),
-                "expected": row.pop("expected", None),
-                "metadata": row.pop("metadata") if "metadata" in row else {},
-            }
-            extra = row
-        case = _new(cls)
-        _set_dict(case, values)
-        _set_fields_set(case, fields_set)
-        _set_extra(case, extra)
-        _set_private(case, None)
-        return case
+    Args:
+        row: A freshly decoded row, taken over by the case (it becomes the case's
+            ``__dict__`` or its extras).
+
+    Returns:
+        The case.
+    """
+    shape = _SHAPES.get(tuple(row))
+    if shape is not None:
+        # The keys are the first fields in declaration order: the row is the __dict__ once
+        # the missing trailing fields get their defaults.
+        fields_set, missing = shape
+        for name, default, factory in missing:
+            row[name] = default if factory is None else factory()
+        return build_model(Case, row, fields_set, {})
+    fields_set = set(row)
+    values = {
+        name: row.pop(name) if name in row else (default if factory is None else factory())
+        for name, default, factory in _DEFAULTS
+    }
+    return build_model(Case, values, fields_set, row)
 
 
-# Row shapes whose keys are a prefix of the fields in declaration order (the usual ones), with
-# their fields set and how many fields they give; `Case._trusted` uses such a row as the case's
-# __dict__ directly.
-_FIELD_ORDER = ("id", "input", "expected", "metadata")
-_SHAPES: dict[tuple[str, ...], tuple[set[str], int]] = {
-    _FIELD_ORDER[:present]: (set(_FIELD_ORDER[:present]), present) for present in (2, 3, 4)
+def _defaults() -> tuple[tuple[str, Any, Callable[[], Any] | None], ...]:
+    """``(name, default, default_factory)`` of every field of `Case`, in declaration order."""
+    required = [name for name, info in Case.model_fields.items() if info.is_required()]
+    if required != list(_CHECKED_REQUIRED):
+        raise TypeError(
+            f"Case requires {required} but the dataset row check covers {_CHECKED_REQUIRED}: "
+            "teach agentjudge.harness._dataset._row the new field before case_from_row uses it"
+        )
+    return tuple(
+        (name, info.default, cast("Callable[[], Any] | None", info.default_factory))
+        for name, info in Case.model_fields.items()
+    )
+
+
+_CHECKED_REQUIRED = ("id", "input")
+"""The fields the dataset's row check requires (and checks) before `case_from_row`."""
+check_buildable(Case)
+_DEFAULTS = _defaults()
+# Row shapes whose keys are the first fields in declaration order (the usual ones), with their
+# fields set and the defaults of the fields they leave out.
+_SHAPES: dict[tuple[str, ...], tuple[set[str], tuple[tuple[str, Any, Any], ...]]] = {
+    tuple(name for name, _, _ in _DEFAULTS[:given]): (
+        {name for name, _, _ in _DEFAULTS[:given]},
+        _DEFAULTS[given:],
+    )
+    for given in range(len(_CHECKED_REQUIRED), len(_DEFAULTS) + 1)
 }
-# The four attributes validation fills in, set through BaseModel's slot descriptors (calling
-# them directly is cheaper than ``object.__setattr__``, which `core.construct` uses).
-_new = object.__new__
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 class TaskOutput(BaseModel):

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from agentjudge.core import Context, ExecutionStatus, Verdict, construct
+from agentjudge.core import Context, ExecutionStatus, Verdict
 from agentjudge.engine import Evaluator
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._case import Case, TaskOutput
@@ -98,20 +98,17 @@ def case_context(
     """
     metadata = dict(case.metadata)
     metadata["case_id"] = case.id
-    return construct(
-        Context,
-        {
-            "input": case.input,
-            "output": output,
-            "expected": case.expected,
-            "messages": (),
-            "workspace": None,
-            "status": status,
-            "started_at": started,
-            "duration": timedelta(seconds=duration),
-            "error": None,
-            "metadata": MappingProxyType(metadata),
-        },
+    return Context.fast(
+        input=case.input,
+        output=output,
+        expected=case.expected,
+        messages=(),
+        workspace=None,
+        status=status,
+        started_at=started,
+        duration=timedelta(seconds=duration),
+        error=None,
+        metadata=MappingProxyType(metadata),
     )
 
 

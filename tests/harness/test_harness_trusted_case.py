@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from agentjudge.exceptions import DatasetError
 from agentjudge.harness import Case, Dataset, parse_case
-from agentjudge.harness._case import _FIELD_ORDER, _SHAPES
+from agentjudge.harness._case import _DEFAULTS, _SHAPES
 
 
 @pytest.fixture(autouse=True)
@@ -173,9 +173,9 @@ def test_any_row_parses_as_validation_would(row: dict[str, Any]) -> None:
 def test_field_prefixes_follow_declaration_order() -> None:
     """The rows used as a case's __dict__ as they are have the fields in declaration order."""
     order = tuple(Case.model_fields)
-    assert order == _FIELD_ORDER
-    for keys, (fields_set, present) in _SHAPES.items():
-        assert keys == order[:present]
+    assert tuple(name for name, _, _ in _DEFAULTS) == order
+    for keys, (fields_set, missing) in _SHAPES.items():
+        assert keys + tuple(name for name, _, _ in missing) == order
         assert fields_set == set(keys)
 
 

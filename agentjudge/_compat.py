@@ -1,0 +1,107 @@
+"""The one place agentjudge relies on a dependency's private internals.
+
+Everything here depends on how a dependency works inside, not on its documented API, so it is
+pinned by ``tests/test_compat.py`` (which fails loudly, naming the dependency, when an upgrade
+changes what is relied on) and by the version bounds in ``pyproject.toml``. Nothing else in
+agentjudge may use a dependency's private names: add them here, with a test.
+
+What is relied on today:
+
+* **pydantic's instance layout** (`build_model`): a `pydantic.BaseModel` instance is exactly
+  its four slots ``__dict__`` (field values), ``__pydantic_fields_set__``,
+  ``__pydantic_extra__`` and ``__pydantic_private__``; validation does nothing else to the
+  instance for the models built here (frozen, no private attributes, no ``model_post_init``).
+  Setting the slots directly is about ten times cheaper than ``model_construct``. Should a
+  pydantic release change the layout, `FAST_MODELS` is False and `build_model` falls back to
+  the public ``model_construct`` (slower, same result), so users never see a broken build.
+
+This module is the lowest layer: it imports only the standard library and the dependencies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+__all__ = ["FAST_MODELS", "PYDANTIC_SLOTS", "build_model", "check_buildable"]
+
+_M = TypeVar("_M", bound=BaseModel)
+
+PYDANTIC_SLOTS = (
+    "__dict__",
+    "__pydantic_fields_set__",
+    "__pydantic_extra__",
+    "__pydantic_private__",
+)
+"""The instance slots of `pydantic.BaseModel` that `build_model` fills (pydantic 2.x)."""
+
+_Setter = Callable[[object, Any], None]
+
+
+def _slot_setters() -> tuple[_Setter, _Setter, _Setter, _Setter] | None:
+    """The ``__set__`` of BaseModel's four slot descriptors, or None when the layout changed."""
+    if getattr(BaseModel, "__slots__", None) != PYDANTIC_SLOTS:
+        return None
+    try:
+        setters = [BaseModel.__dict__[name].__set__ for name in PYDANTIC_SLOTS]
+    except (KeyError, AttributeError):
+        return None
+    return setters[0], setters[1], setters[2], setters[3]
+
+
+_SETTERS = _slot_setters()
+
+FAST_MODELS: bool = _SETTERS is not None
+"""True when `build_model` sets pydantic's slots directly (the pydantic layout tested here)."""
+
+_new = object.__new__
+
+
+def build_model(
+    cls: type[_M],
+    values: dict[str, Any],
+    fields_set: set[str],
+    extra: dict[str, Any] | None = None,
+) -> _M:
+    """An instance of ``cls`` holding ``values``, built without validation.
+
+    Only for values that validation would accept unchanged, and for classes that
+    `check_buildable` accepts. The result equals ``cls.model_validate(...)`` of the same
+    values in everything observable (fields, extras, ``model_fields_set``, equality, dumps,
+    repr, copying, pickling).
+
+    Args:
+        cls: The model class.
+        values: Every field, in declaration order, each already valid; taken over by the
+            instance (it becomes its ``__dict__``).
+        fields_set: What ``model_fields_set`` reports; may be shared between instances
+            (pydantic copies it before changing it, and these models are frozen).
+        extra: The extras of an ``extra="allow"`` model (None for the others).
+
+    Returns:
+        The instance.
+    """
+    setters = _SETTERS
+    if setters is None:
+        return cls.model_construct(fields_set, **values, **(extra or {}))
+    obj = _new(cls)
+    setters[0](obj, values)
+    setters[1](obj, fields_set)
+    setters[2](obj, extra)
+    setters[3](obj, None)
+    return obj
+
+
+def check_buildable(cls: type[BaseModel]) -> None:
+    """Fail loudly unless `build_model` can build ``cls`` exactly as validation would.
+
+    Raises:
+        TypeError: ``cls`` has private attributes or a ``model_post_init`` hook (both need
+            state `build_model` does not set up).
+    """
+    if cls.__private_attributes__:
+        raise TypeError(f"{cls.__name__}: build_model cannot set up private attributes")
+    if cls.__pydantic_post_init__ is not None:
+        raise TypeError(f"{cls.__name__}: build_model does not run model_post_init")

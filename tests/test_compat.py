@@ -1,0 +1,120 @@
+"""The dependency internals agentjudge relies on (agentjudge._compat) still hold.
+
+These tests fail loudly, naming the dependency, when an upgrade changes what `_compat` relies
+on: fix `_compat` (and the version bounds in pyproject.toml) before anything else.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import pydantic
+import pytest
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from agentjudge import _compat
+from agentjudge._compat import PYDANTIC_SLOTS, build_model, check_buildable
+
+
+class Row(BaseModel):
+    """A frozen model with extras, like `Case`."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    id: str
+    n: int = 0
+    tags: tuple[str, ...] = ()
+
+
+def _observable(m: BaseModel) -> tuple[Any, ...]:
+    return (
+        m.model_dump(),
+        m.model_dump_json(),
+        m.model_dump(exclude_unset=True),
+        repr(m),
+        m.model_fields_set,
+        m.model_extra,
+        hash(m),
+    )
+
+
+def test_pydantic_instance_layout_is_the_one_build_model_sets() -> None:
+    """pydantic's BaseModel still has exactly the four slots build_model fills."""
+    assert BaseModel.__slots__ == PYDANTIC_SLOTS, f"pydantic {pydantic.VERSION} changed its slots"
+    assert _compat.FAST_MODELS, f"pydantic {pydantic.VERSION}: build_model fell back to slow path"
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["slots", "model_construct-fallback"])
+def test_built_model_is_indistinguishable_from_validated(
+    fast: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_model (either way) equals model_validate in values, dumps, repr, hash and copies."""
+    if not fast:
+        monkeypatch.setattr(_compat, "_SETTERS", None)
+    given = {"id": "a", "n": 3, "tags": ("x",), "colour": "red"}
+    validated = Row.model_validate(given)
+    built = build_model(Row, {"id": "a", "n": 3, "tags": ("x",)}, set(given), {"colour": "red"})
+    assert type(built) is Row
+    assert built == validated
+    assert _observable(built) == _observable(validated)
+    assert _observable(copy.deepcopy(built)) == _observable(validated)
+    assert _observable(pickle.loads(pickle.dumps(built))) == _observable(validated)
+    assert built.model_copy(update={"n": 4}) == validated.model_copy(update={"n": 4})
+    with pytest.raises(pydantic.ValidationError):
+        built.n = 5  # type: ignore[misc]
+
+
+def test_built_model_without_extras_dumps_only_fields() -> None:
+    """A model built with extra=None has no extras, like a validated extra="forbid" model."""
+    built = build_model(Row, {"id": "a", "n": 0, "tags": ()}, {"id"}, None)
+    assert built == Row(id="a")
+    assert built.model_dump(exclude_unset=True) == {"id": "a"}
+
+
+def test_check_buildable_rejects_state_build_model_cannot_set_up() -> None:
+    """Models with private attributes or model_post_init are refused, naming the class."""
+
+    class Private(BaseModel):
+        x: int
+        _cache: int = PrivateAttr(default=0)
+
+    class PostInit(BaseModel):
+        x: int
+
+        def model_post_init(self, context: Any, /) -> None:
+            pass
+
+    check_buildable(Row)
+    with pytest.raises(TypeError, match="Private: build_model cannot set up private"):
+        check_buildable(Private)
+    with pytest.raises(TypeError, match="PostInit: build_model does not run model_post_init"):
+        check_buildable(PostInit)
+
+
+def test_agentjudge_uses_no_private_dependency_names_outside_compat() -> None:
+    """No module but _compat names a dependency's private internals."""
+    from pathlib import Path
+
+    import agentjudge
+
+    banned = (
+        "_get_running_loop",
+        "scan_once",
+        "anyio._backends",
+        "pydantic._internal",
+        "__pydantic_fields_set__",
+        "__pydantic_extra__",
+        "__pydantic_private__",
+        "BaseModel.__dict__",
+    )
+    root = Path(agentjudge.__file__).parent
+    found = [
+        f"{path.relative_to(root)}: {name}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "_compat.py"
+        for name in banned
+        if name in path.read_text(encoding="utf-8")
+    ]
+    assert found == []
