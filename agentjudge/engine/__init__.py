@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from agentjudge._retry import RetryPolicy, call_with_retry, retry_delay
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._composite import Cascade, Jury, Tier
 from agentjudge.engine._evaluator import EvaluationHandle, Evaluator, ResultCallback
 from agentjudge.engine._inline import await_armed
-from agentjudge.engine._retry import RetryPolicy, call_with_retry, retry_delay
 
 __all__ = [
     "Budget",

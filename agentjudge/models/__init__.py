@@ -10,7 +10,7 @@ async with OpenAIChat("gpt-4o-mini", rate_limit=RateLimit(rpm=500)) as model:
 
 from __future__ import annotations
 
-from agentjudge.engine._retry import RetryPolicy
+from agentjudge._retry import RetryPolicy
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.models._anthropic import AnthropicMessages
 from agentjudge.models._batch import BatchCollector

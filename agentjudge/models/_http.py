@@ -31,8 +31,8 @@ from typing import Any, ClassVar, Self
 import anyio
 import httpx
 
+from agentjudge._retry import RetryPolicy, call_with_retry
 from agentjudge.core import Message
-from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import ModelHTTPError, ModelResponseError, RetryableError
 from agentjudge.judging import add_queued
 from agentjudge.models._adaptive import (
@@ -454,15 +454,7 @@ class HTTPModelClient:
             return is_retryable_error(exc) or (policy is not None and policy.is_retryable(exc))
 
         try:
-            try:
-                # the first attempt runs without the retry machinery (the common, fast path)
-                reply, attempts = await attempt(), 1
-            except Exception as first:
-                if policy is None or policy.attempts <= 1 or not retryable(first):
-                    raise
-                reply, attempts = await call_with_retry(
-                    policy, attempt, attempts_made=1, last_error=first, retryable=retryable
-                )
+            reply, attempts = await call_with_retry(policy, attempt, retryable=retryable)
         except _RetryableStatus as exc:
             attempts_allowed = policy.attempts if policy is not None else 1
             raise ModelHTTPError(

@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 import httpx
 
+from agentjudge._retry import RetryPolicy
 from agentjudge.core import Message
-from agentjudge.engine._retry import RetryPolicy
 from agentjudge.models._cache import SqliteCache
 from agentjudge.models._http import (
     DEFAULT_MAX_RESPONSE_BYTES,

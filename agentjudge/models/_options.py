@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from agentjudge.engine._retry import RetryPolicy
+from agentjudge._retry import RetryPolicy
 from agentjudge.models._cache import SqliteCache
 from agentjudge.models._ratelimit import RateLimit
 
