@@ -16,16 +16,16 @@ from agentjudge.models._anthropic import AnthropicMessages
 from agentjudge.models._batch import BatchCollector
 from agentjudge.models._cache import SqliteCache
 from agentjudge.models._http import (
-    DEFAULT_MAX_RESPONSE_BYTES,
     HTTPModelClient,
     ResponseTooLarge,
     default_transport,
     parse_retry_after,
 )
 from agentjudge.models._openai import OpenAIChat
+from agentjudge.models._options import DEFAULT_MAX_RESPONSE_BYTES, ClientOptions
 from agentjudge.models._prices import ModelPrice, PriceTable, prices, response_cost
 from agentjudge.models._ratelimit import RateLease, RateLimit
-from agentjudge.models._registry import model_from_string
+from agentjudge.models._registry import known_providers, model_from_string
 from agentjudge.models._schema import schema_errors
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, Usage
 
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "AnthropicMessages",
     "BatchCollector",
+    "ClientOptions",
     "HTTPModelClient",
     "ModelClient",
     "ModelError",
@@ -50,6 +51,7 @@ __all__ = [
     "SqliteCache",
     "Usage",
     "default_transport",
+    "known_providers",
     "model_from_string",
     "parse_retry_after",
     "prices",
