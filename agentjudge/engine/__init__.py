@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from agentjudge._retry import RetryPolicy
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._composite import Cascade, Jury, Tier
 from agentjudge.engine._evaluator import EvaluationHandle, Evaluator, ResultCallback
 
 # Internal plumbing for the harness (not public, not in __all__).
 from agentjudge.engine._inline import await_armed as await_armed
-from agentjudge.engine._retry import RetryPolicy
 
 __all__ = [
     "Budget",

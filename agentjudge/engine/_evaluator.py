@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
 
+from agentjudge._retry import RetryPolicy
 from agentjudge.core import CaseResult, Context, JudgeResult, Verdict
 from agentjudge.engine._admission import Admission, AdmissionStatistics
 from agentjudge.engine._budget import Budget
@@ -41,7 +42,6 @@ from agentjudge.engine._fastpath import FastPath, fast_path_default
 from agentjudge.engine._leaf import LeafRunner, ResultCallback
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Plan, compile_plan
-from agentjudge.engine._retry import RetryPolicy
 from agentjudge.engine._scheduler import Scheduler
 from agentjudge.engine._state import PENDING, RunState
 from agentjudge.exceptions import EvaluationCancelled

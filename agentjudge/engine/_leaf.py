@@ -18,13 +18,13 @@ from typing import Any, cast
 import anyio
 from anyio.lowlevel import checkpoint_if_cancelled
 
+from agentjudge._retry import RetryPolicy, call_with_retry
 from agentjudge.core import Context, JudgeResult, Judgment
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._inline import Resume, arm
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Leaf
-from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.engine._state import Carried, LeafStats, RunState
 from agentjudge.judging import (
     QueueClock,

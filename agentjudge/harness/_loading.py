@@ -1,4 +1,9 @@
-"""Resolve ``module:attr`` references from suite files and command-line flags."""
+"""Resolve ``module:attr`` references from suite files and command-line flags.
+
+A task may also name a chat model, ``"<provider>:<model>"``; `names_model` tells the two apart
+by the model provider registry (`agentjudge.models`), so a provider added there is a task here
+too, and an unknown provider is a config error naming the known ones, not a module import.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_sys_path", "load_object", "takes_no_arguments"]
+from agentjudge.models import known_providers
+
+__all__ = ["add_sys_path", "load_object", "names_model", "takes_no_arguments"]
 
 
 def add_sys_path(*folders: Path) -> None:
@@ -21,6 +28,38 @@ def add_sys_path(*folders: Path) -> None:
         entry = str(folder.resolve())
         if entry not in sys.path:
             sys.path.insert(0, entry)
+
+
+def _is_attribute_path(text: str) -> bool:
+    return all(part.isidentifier() for part in text.split("."))
+
+
+def names_model(ref: str) -> bool:
+    """True when ``ref`` names a chat model (``"<provider>:<model>"``), not ``module:attr``.
+
+    It does when its prefix is a registered provider (any case), or when the part after the
+    colon cannot be a Python attribute (``"mistral:mistral-large-latest"``,
+    ``"ollama:llama3.1:8b"``): such a reference is handed to `model_from_string`, which
+    refuses an unknown provider naming the known ones. Nothing is imported to decide.
+    """
+    prefix, colon, rest = ref.partition(":")
+    prefix, rest = prefix.strip(), rest.strip()
+    if not colon or not prefix or not rest:
+        return False
+    if prefix.lower() in known_providers():
+        return True
+    looks_like_module = any(c in prefix for c in "./\\")  # a dotted module or a path
+    return not looks_like_module and not _is_attribute_path(rest)
+
+
+def _providers_hint(ref: str, module_name: str) -> str:
+    """A hint for a bare module name that does not import: maybe a model was meant."""
+    if "." in module_name:
+        return ""
+    return (
+        f"; if {ref!r} names a model, its provider must be one of "
+        f"{', '.join(known_providers())} ('<provider>:<model>')"
+    )
 
 
 def _import_file(file: Path, ref: str, what: str) -> Any:
@@ -86,8 +125,9 @@ def load_object(ref: str, *, what: str, base_dir: Path | None = None) -> Any:
             module = importlib.import_module(module_name)
         except ImportError as exc:
             where = f" (searched {base_dir} and the working directory)" if base_dir else ""
+            hint = _providers_hint(ref, module_name) if what == "task" else ""
             raise ValueError(
-                f"{what} {ref!r}: cannot import module {module_name!r}{where}: {exc}"
+                f"{what} {ref!r}: cannot import module {module_name!r}{where}: {exc}{hint}"
             ) from exc
         except Exception as exc:
             raise ValueError(

@@ -46,7 +46,7 @@ from agentjudge.harness._cost import (
 )
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
-from agentjudge.harness._loading import load_object, takes_no_arguments
+from agentjudge.harness._loading import load_object, names_model, takes_no_arguments
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
 from agentjudge.harness._processes import Batch, WorkerPool, WorkerSpec, pickled
@@ -75,8 +75,6 @@ __all__ = [
     "run_suite",
 ]
 
-MODEL_PREFIXES = ("openai:", "anthropic:")
-"""Task references with these prefixes name a chat model, not a Python module."""
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 BATCH_BUFFER = 8
@@ -181,7 +179,7 @@ def resolve_task(suite: Suite) -> Any:
         raise RunConfigError(
             'no task given: set task = "module:function" in the suite file or pass --task'
         )
-    if ref.startswith(MODEL_PREFIXES):
+    if names_model(ref):  # the model provider registry decides (agentjudge.models)
         from agentjudge.harness._http_task import model_task
 
         try:

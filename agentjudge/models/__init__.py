@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from agentjudge.engine._retry import RetryPolicy
+from agentjudge._retry import RetryPolicy
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.models._cache import SqliteCache
 from agentjudge.models._prices import ModelPrice, PriceTable, prices, response_cost
@@ -27,22 +27,21 @@ from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, U
 if TYPE_CHECKING:
     from agentjudge.models._anthropic import AnthropicMessages
     from agentjudge.models._batch import BatchCollector
-    from agentjudge.models._http import (
-        DEFAULT_MAX_RESPONSE_BYTES,
-        ResponseTooLarge,
-        default_transport,
-    )
+    from agentjudge.models._http import ResponseTooLarge, default_transport
     from agentjudge.models._openai import OpenAIChat
-    from agentjudge.models._registry import model_from_string
+    from agentjudge.models._options import DEFAULT_MAX_RESPONSE_BYTES, ClientOptions
+    from agentjudge.models._registry import known_providers, model_from_string
 
 # Names whose modules import httpx / aiohttp: loaded on first access.
 _LAZY: dict[str, str] = {
     "AnthropicMessages": "agentjudge.models._anthropic",
     "BatchCollector": "agentjudge.models._batch",
-    "DEFAULT_MAX_RESPONSE_BYTES": "agentjudge.models._http",
+    "ClientOptions": "agentjudge.models._options",
+    "DEFAULT_MAX_RESPONSE_BYTES": "agentjudge.models._options",
     "ResponseTooLarge": "agentjudge.models._http",
     "default_transport": "agentjudge.models._http",
     "OpenAIChat": "agentjudge.models._openai",
+    "known_providers": "agentjudge.models._registry",
     "model_from_string": "agentjudge.models._registry",
 }
 
@@ -64,6 +63,7 @@ __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "AnthropicMessages",
     "BatchCollector",
+    "ClientOptions",
     "ModelClient",
     "ModelError",
     "ModelHTTPError",
@@ -79,6 +79,7 @@ __all__ = [
     "SqliteCache",
     "Usage",
     "default_transport",
+    "known_providers",
     "model_from_string",
     "prices",
     "response_cost",

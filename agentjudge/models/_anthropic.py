@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any, ClassVar
-
-import httpx
+from typing import Any, ClassVar, Unpack
 
 from agentjudge.core import Message
-from agentjudge.engine._retry import RetryPolicy
-from agentjudge.models._cache import SqliteCache
-from agentjudge.models._http import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    HTTPModelClient,
-    _Reply,
-    check_against_schema,
-)
-from agentjudge.models._ratelimit import RateLimit
+from agentjudge.models._http import HTTPModelClient, _Reply, check_against_schema
+from agentjudge.models._options import ClientKeywords
 from agentjudge.models._schema import SchemaViolation, tool_name
 from agentjudge.models._types import ModelRequest, Usage
 from agentjudge.models._usage import UsageReader
@@ -42,25 +32,11 @@ class AnthropicMessages(HTTPModelClient):
         api_key: Sent as ``x-api-key``; default ``ANTHROPIC_API_KEY``. Redacted from every
             error text; ``user:password@`` in ``base_url`` is sent as HTTP Basic auth.
         max_tokens: Output allowance when the request sets none (the API requires one).
-        client: An `httpx.AsyncClient` to send requests with (never closed by this client).
-        max_concurrency: HTTP requests this client keeps in flight at most.
-        rate_limit: Request/token budgets shared by every call of this client.
-        retry: Retries for 408/409/429/5xx (529 included), transport errors and unusable
-            bodies; None = one attempt.
-        timeout: Seconds allowed for connecting, each read and each write of one attempt.
-        cache: A `SqliteCache` answering repeated requests; default off.
-        schema_retries: Re-asks when the tool input does not follow the schema.
-        name: The client name (default ``"anthropic:<model>"``), also the Evaluator resource.
-        headers: Extra HTTP headers (e.g. ``anthropic-beta``).
-        extra_body: Extra top-level JSON fields sent with every request.
-        max_retry_after: Longest ``Retry-After`` honoured, seconds; a wait longer than the
-            time left before the caller's deadline fails at once.
-        max_response_bytes: Largest response body read (default 16 MiB); a larger answer is
-            a `ModelResponseError` (not retried).
-        adaptive: Adapt concurrency and request rate to the provider's rate limits (429s,
-            rate-limit headers, latency) beneath ``max_concurrency`` and ``rate_limit``;
-            under a deadline, rate-limited answers are retried until it (see
-            docs/how-to/cost-and-rate-limits.md). False: fixed concurrency, policy retries.
+        **options: The options every client shares (``client``, ``max_concurrency``,
+            ``rate_limit``, ``retry``, ``timeout``, ``cache``, ``schema_retries``, ``name``,
+            ``headers``, ``extra_body``, ``max_retry_after``, ``max_response_bytes``,
+            ``adaptive``): see `ClientOptions` for each and its default. ``retry`` also
+            retries Anthropic's 529 (overloaded).
     """
 
     provider: ClassVar[str] = "anthropic"
@@ -71,46 +47,11 @@ class AnthropicMessages(HTTPModelClient):
     default_base_url: ClassVar[str] = "https://api.anthropic.com/v1"
 
     def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        max_tokens: int = 1024,
-        client: httpx.AsyncClient | None = None,
-        max_concurrency: int = 16,
-        rate_limit: RateLimit | None = None,
-        retry: RetryPolicy | None = RetryPolicy(),  # noqa: B008 - frozen value
-        timeout: float | None = 60.0,
-        cache: SqliteCache | None = None,
-        schema_retries: int = 1,
-        name: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        max_retry_after: float = 60.0,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        adaptive: bool = True,
+        self, model: str, *, max_tokens: int = 1024, **options: Unpack[ClientKeywords]
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be an integer >= 1, got {max_tokens!r}")
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            client=client,
-            max_concurrency=max_concurrency,
-            rate_limit=rate_limit,
-            retry=retry,
-            timeout=timeout,
-            cache=cache,
-            schema_retries=schema_retries,
-            name=name,
-            headers=headers,
-            extra_body=extra_body,
-            max_retry_after=max_retry_after,
-            max_response_bytes=max_response_bytes,
-            adaptive=adaptive,
-        )
+        super().__init__(model, **options)
         self.max_tokens = max_tokens
 
     def _auth_headers(self) -> dict[str, str]:

@@ -26,13 +26,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, Unpack
 
 import anyio
 import httpx
 
+from agentjudge._retry import call_with_retry
 from agentjudge.core import Message
-from agentjudge.engine._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import ModelHTTPError, ModelResponseError, RetryableError
 from agentjudge.judging import add_queued
 from agentjudge.models._adaptive import (
@@ -42,9 +42,8 @@ from agentjudge.models._adaptive import (
     feedback,
     parse_retry_after,
 )
-from agentjudge.models._cache import SqliteCache
 from agentjudge.models._loop import LoopLocal
-from agentjudge.models._options import check_client_options
+from agentjudge.models._options import ClientKeywords, ClientOptions
 from agentjudge.models._ratelimit import RateLease, RateLimit
 from agentjudge.models._schema import SchemaViolation, schema_errors
 from agentjudge.models._secrets import Secrets, basic_authorization, mask_url, split_credentials
@@ -62,7 +61,6 @@ from agentjudge.models._types import ModelRequest, ModelResponse, Usage
 from agentjudge.models._usage import add_usage
 
 __all__ = [
-    "DEFAULT_MAX_RESPONSE_BYTES",
     "RETRYABLE_STATUSES",
     "TRANSPORTS",
     "HTTPModelClient",
@@ -77,8 +75,6 @@ logger = logging.getLogger("agentjudge.models")
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 """Statuses retried besides every 5xx."""
-DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
-"""The largest response body a client reads by default (16 MiB)."""
 _EXCERPT_CHARS = 500
 _DEFAULT_OUTPUT_ESTIMATE = 256
 
@@ -157,7 +153,9 @@ def _time_left() -> float:
 class HTTPModelClient:
     """What `OpenAIChat` and `AnthropicMessages` share: transport, limits, retries, cache.
 
-    Subclasses define the wire format (`_body`, `_parse`, `_structured`, `_auth_headers`).
+    Subclasses define the wire format (`_body`, `_parse`, `_structured`, `_auth_headers`) and
+    take the shared options as ``**options`` (one definition: `ClientOptions`, which checks
+    them; an unknown keyword is a TypeError listing the known ones).
 
     A client is picklable (configuration only: the API key included, so a pickle is a
     secret): its connections and concurrency limiter live in a per-loop `Session` that is
@@ -173,59 +171,32 @@ class HTTPModelClient:
     """The header (lower case) the API key is sent in."""
     default_base_url: ClassVar[str]
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        max_concurrency: int = 16,
-        rate_limit: RateLimit | None = None,
-        retry: RetryPolicy | None = RetryPolicy(),  # noqa: B008 - frozen value
-        timeout: float | None = 60.0,
-        cache: SqliteCache | None = None,
-        schema_retries: int = 1,
-        name: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        max_retry_after: float = 60.0,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        adaptive: bool = True,
-    ) -> None:
-        check_client_options(
-            model=model,
-            max_concurrency=max_concurrency,
-            timeout=timeout,
-            schema_retries=schema_retries,
-            max_retry_after=max_retry_after,
-            max_response_bytes=max_response_bytes,
-            retry=retry,
-            rate_limit=rate_limit,
-            cache=cache,
-            client=client,
-            adaptive=adaptive,
-        )
+    def __init__(self, model: str, **options: Unpack[ClientKeywords]) -> None:
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError(f"model must be a non-blank string, got {model!r}")
+        given = ClientOptions.of(type(self).__name__, options)
         self.model = model
-        self.adaptive = adaptive
-        self.name = name or f"{self.provider}:{model}"
-        self.api_key = api_key if api_key is not None else os.environ.get(self.api_key_env)
-        self.extra_headers = dict(headers or {})
-        self.max_concurrency = max_concurrency
-        self.rate_limit = rate_limit if rate_limit is not None else RateLimit()
-        self.retry = retry
-        self.timeout = None if timeout is None else float(timeout)
-        self.cache = cache
-        self.schema_retries = schema_retries
-        self.max_retry_after = float(max_retry_after)
-        self.max_response_bytes = max_response_bytes
-        self.extra_body = _plain(extra_body or {})
-        self._injected = client
+        self.adaptive = given.adaptive
+        self.name = given.name or f"{self.provider}:{model}"
+        self.api_key = (
+            given.api_key if given.api_key is not None else os.environ.get(self.api_key_env)
+        )
+        self.extra_headers = dict(given.headers or {})
+        self.max_concurrency = given.max_concurrency
+        self.rate_limit = given.rate_limit if given.rate_limit is not None else RateLimit()
+        self.retry = given.retry
+        self.timeout = None if given.timeout is None else float(given.timeout)
+        self.cache = given.cache
+        self.schema_retries = given.schema_retries
+        self.max_retry_after = float(given.max_retry_after)
+        self.max_response_bytes = given.max_response_bytes
+        self.extra_body = _plain(given.extra_body or {})
+        self._injected = given.client
         self._session: LoopLocal[Session] = LoopLocal(self._new_session)
         self._credentials: tuple[str, str] | None = None
         self._header_cache: dict[str, str] | None = None
-        if base_url:
-            self.base_url = base_url
+        if given.base_url:
+            self.base_url = given.base_url
         else:
             from_env = os.environ.get(self.base_url_env)
             self._set_base_url(from_env or self.default_base_url, self.base_url_env)
@@ -454,15 +425,7 @@ class HTTPModelClient:
             return is_retryable_error(exc) or (policy is not None and policy.is_retryable(exc))
 
         try:
-            try:
-                # the first attempt runs without the retry machinery (the common, fast path)
-                reply, attempts = await attempt(), 1
-            except Exception as first:
-                if policy is None or policy.attempts <= 1 or not retryable(first):
-                    raise
-                reply, attempts = await call_with_retry(
-                    policy, attempt, attempts_made=1, last_error=first, retryable=retryable
-                )
+            reply, attempts = await call_with_retry(policy, attempt, retryable=retryable)
         except _RetryableStatus as exc:
             attempts_allowed = policy.attempts if policy is not None else 1
             raise ModelHTTPError(

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
-
-import httpx
+from typing import Any, ClassVar, Unpack
 
 from agentjudge.core import Message
-from agentjudge.engine._retry import RetryPolicy
-from agentjudge.models._cache import SqliteCache
-from agentjudge.models._http import (
-    DEFAULT_MAX_RESPONSE_BYTES,
-    HTTPModelClient,
-    _Reply,
-    check_against_schema,
-)
-from agentjudge.models._ratelimit import RateLimit
+from agentjudge.models._http import HTTPModelClient, _Reply, check_against_schema
+from agentjudge.models._options import ClientKeywords
 from agentjudge.models._schema import decode_json_object, tool_name
 from agentjudge.models._types import ModelRequest, Usage
 from agentjudge.models._usage import UsageReader
@@ -42,30 +32,10 @@ class OpenAIChat(HTTPModelClient):
             key may be set: pass ``api_key=""`` to ignore ``OPENAI_API_KEY``).
         api_key: Sent as a bearer token; default ``OPENAI_API_KEY`` (none sent when unset).
             Never shown: reprs show no key and error texts show ``[REDACTED]`` in its place.
-        client: An `httpx.AsyncClient` to send requests with (its transport, proxies and
-            hooks apply); by default the client builds one on the fastest available
-            transport and owns it.
-        max_concurrency: HTTP requests this client keeps in flight at most.
-        rate_limit: Request/token budgets shared by every call of this client (and of any
-            other client given the same object); default unlimited.
-        retry: Retries for 408/409/429/5xx, transport errors and unusable bodies; None = one
-            attempt.
-        timeout: Seconds allowed for connecting, each read and each write of one attempt;
-            None = no limit.
-        cache: A `SqliteCache` answering repeated requests; default off.
-        schema_retries: Re-asks when a structured answer is not valid JSON for the schema.
-        name: The client name (default ``"openai:<model>"``), also the Evaluator resource.
-        headers: Extra HTTP headers sent with every request.
-        extra_body: Extra top-level JSON fields sent with every request (e.g. ``seed``).
-        max_retry_after: Longest ``Retry-After`` honoured, seconds; longer waits fall back to
-            the policy's backoff. A wait longer than the time left before the caller's
-            deadline fails at once (`ModelHTTPError` saying so).
-        max_response_bytes: Largest response body read (default 16 MiB); a larger answer is
-            a `ModelResponseError` (not retried), and no more than this is held in memory.
-        adaptive: Adapt concurrency and request rate to the provider's rate limits (429s,
-            rate-limit headers, latency) beneath ``max_concurrency`` and ``rate_limit``;
-            under a deadline, rate-limited answers are retried until it (see
-            docs/how-to/cost-and-rate-limits.md). False: fixed concurrency, policy retries.
+        **options: The options every client shares (``client``, ``max_concurrency``,
+            ``rate_limit``, ``retry``, ``timeout``, ``cache``, ``schema_retries``, ``name``,
+            ``headers``, ``extra_body``, ``max_retry_after``, ``max_response_bytes``,
+            ``adaptive``): see `ClientOptions` for each and its default.
         strict_schema: Send ``"strict": true`` with the JSON schema (OpenAI requires every
             property to be required and ``additionalProperties: false`` then).
     """
@@ -78,44 +48,9 @@ class OpenAIChat(HTTPModelClient):
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
 
     def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        client: httpx.AsyncClient | None = None,
-        max_concurrency: int = 16,
-        rate_limit: RateLimit | None = None,
-        retry: RetryPolicy | None = RetryPolicy(),  # noqa: B008 - frozen value
-        timeout: float | None = 60.0,
-        cache: SqliteCache | None = None,
-        schema_retries: int = 1,
-        name: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        extra_body: Mapping[str, Any] | None = None,
-        max_retry_after: float = 60.0,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        adaptive: bool = True,
-        strict_schema: bool = True,
+        self, model: str, *, strict_schema: bool = True, **options: Unpack[ClientKeywords]
     ) -> None:
-        super().__init__(
-            model,
-            base_url=base_url,
-            api_key=api_key,
-            client=client,
-            max_concurrency=max_concurrency,
-            rate_limit=rate_limit,
-            retry=retry,
-            timeout=timeout,
-            cache=cache,
-            schema_retries=schema_retries,
-            name=name,
-            headers=headers,
-            extra_body=extra_body,
-            max_retry_after=max_retry_after,
-            max_response_bytes=max_response_bytes,
-            adaptive=adaptive,
-        )
+        super().__init__(model, **options)
         self.strict_schema = strict_schema
 
     def _auth_headers(self) -> dict[str, str]:

@@ -1,37 +1,46 @@
-"""`model_from_string`: build a client from ``"<provider>:<model>"``."""
+"""The provider registry: which ``"<provider>:<model>"`` prefixes name which client class.
+
+`model_from_string` and the harness (``task = "openai:<model>"``) both read `PROVIDERS`, so a
+provider added here is known everywhere at once, and an unknown one is refused with the same
+message everywhere (naming the known providers), never tried as a Python module.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from agentjudge.models._anthropic import AnthropicMessages
+from agentjudge.models._http import HTTPModelClient
 from agentjudge.models._openai import OpenAIChat
 
-__all__ = ["PROVIDERS", "model_from_string"]
+__all__ = ["PROVIDERS", "known_providers", "model_from_string", "split_model_spec"]
 
-PROVIDERS: dict[str, type[OpenAIChat] | type[AnthropicMessages]] = {
+PROVIDERS: dict[str, type[HTTPModelClient]] = {
     "openai": OpenAIChat,
     "anthropic": AnthropicMessages,
 }
-"""Provider prefixes and the client class each builds."""
+"""Provider prefixes (lower case) and the client class each builds."""
 
 
-def model_from_string(spec: str, **kwargs: Any) -> OpenAIChat | AnthropicMessages:
-    """Build a model client from ``"openai:<model>"`` or ``"anthropic:<model>"``.
+def known_providers() -> tuple[str, ...]:
+    """The registered provider prefixes, sorted."""
+    return tuple(sorted(PROVIDERS))
 
-    Keyword arguments are forwarded to the client (``base_url``, ``rate_limit``, ``cache``...).
 
-    Examples:
-        >>> model_from_string("openai:gpt-4o-mini", api_key="sk-test").name
-        'openai:gpt-4o-mini'
+def split_model_spec(spec: object) -> tuple[type[HTTPModelClient], str]:
+    """The client class and the model name of ``"<provider>:<model>"``.
+
+    Only the first colon separates the provider (model ids may hold colons); the provider is
+    matched case-insensitively and both parts are stripped of surrounding blanks.
 
     Raises:
-        ValueError: No ``provider:`` prefix, a blank model or an unknown provider.
+        ValueError: Not a string, no ``provider:`` prefix, a blank model or an unknown
+            provider (the message lists the known ones).
     """
+    known = ", ".join(known_providers())
     if not isinstance(spec, str):
         raise ValueError(f"a model spec must be a string like 'openai:gpt-4o-mini', got {spec!r}")
     provider, sep, model = spec.partition(":")
-    known = ", ".join(sorted(PROVIDERS))
     if not sep or not model.strip():
         raise ValueError(
             f"model spec {spec!r} must look like '<provider>:<model>', "
@@ -42,4 +51,20 @@ def model_from_string(spec: str, **kwargs: Any) -> OpenAIChat | AnthropicMessage
         raise ValueError(
             f"unknown model provider {provider!r} in {spec!r}; known providers: {known}"
         )
-    return cls(model.strip(), **kwargs)
+    return cls, model.strip()
+
+
+def model_from_string(spec: str, **kwargs: Any) -> HTTPModelClient:
+    """Build a model client from ``"<provider>:<model>"`` (see `PROVIDERS`).
+
+    Keyword arguments are forwarded to the client (``base_url``, ``rate_limit``, ``cache``...).
+
+    Examples:
+        >>> model_from_string("openai:gpt-4o-mini", api_key="sk-test").name
+        'openai:gpt-4o-mini'
+
+    Raises:
+        ValueError: No ``provider:`` prefix, a blank model or an unknown provider.
+    """
+    cls, model = split_model_spec(spec)
+    return cls(model, **kwargs)

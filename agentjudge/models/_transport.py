@@ -3,6 +3,11 @@
 - A client that builds its own connections picks the transport measured fastest in
   ``benchmarks/bench_llm.py`` (`default_transport`); an injected ``httpx.AsyncClient`` always
   wins. Transport failures surface as httpx exceptions whichever transport is in use.
+- Transport failures are translated by one table, `aiohttp_error_map` (as httpx maps
+  httpcore's errors and httpx-aiohttp maps aiohttp's): the first row whose aiohttp (or
+  builtin) exception class matches decides the httpx exception raised, so a new mapping is one
+  row. Both the aiohttp transport and an injected httpx client whose transport lets an aiohttp
+  error escape go through it.
 - Response bodies are streamed and read only up to ``max_bytes``: a longer body is never held
   in memory (`Response.truncated` tells the caller, who refuses the answer).
 - `Session` holds everything of a client that belongs to one event loop and one process (the
@@ -12,8 +17,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,13 +33,16 @@ __all__ = [
     "TRANSPORTS",
     "TRANSPORT_ENV",
     "AiohttpPoster",
+    "ErrorRow",
     "HttpxPoster",
     "Poster",
     "Response",
     "Session",
+    "aiohttp_error_map",
     "default_transport",
     "make_http_client",
     "make_poster",
+    "map_transport_errors",
 ]
 
 TRANSPORT_ENV = "AGENTJUDGE_HTTP_TRANSPORT"
@@ -136,6 +146,86 @@ async def _read_capped(
     return Response(status, headers, bytes(body), False, declared)
 
 
+@dataclass(frozen=True, slots=True)
+class ErrorRow:
+    """One row of `aiohttp_error_map`: what a matching exception becomes.
+
+    Attributes:
+        source: The exception class matched (``isinstance``).
+        target: The httpx exception raised instead (chained from the original).
+        message: Its text; ``{url}``, ``{name}`` (the original's class name), ``{exc}`` (its
+            text) and ``{timeout}`` (the attempt's I/O timeout) are filled in.
+    """
+
+    source: type[BaseException]
+    target: type[httpx.TransportError]
+    message: str = "{url}: {name}: {exc}"
+
+
+@functools.cache  # one table per process (aiohttp is imported on first use only)
+def aiohttp_error_map() -> tuple[ErrorRow, ...]:
+    """The aiohttp exceptions and the httpx ones they become; the first matching row wins.
+
+    More specific classes come first: a connect timeout is a ``TimeoutError`` and a
+    ``ClientError``, and is a `httpx.ConnectTimeout`; a proxy connection error is a connector
+    error, and is a `httpx.ProxyError`. An invalid URL is `httpx.UnsupportedProtocol`, which
+    the clients never retry; every other row is retried.
+    """
+    import aiohttp
+
+    return (
+        ErrorRow(
+            aiohttp.ConnectionTimeoutError, httpx.ConnectTimeout, "{url}: connect timed out ({exc})"
+        ),
+        ErrorRow(TimeoutError, httpx.ReadTimeout, "{url}: no answer within {timeout} s"),
+        ErrorRow(aiohttp.ClientProxyConnectionError, httpx.ProxyError),
+        ErrorRow(aiohttp.ClientHttpProxyError, httpx.ProxyError),
+        ErrorRow(aiohttp.ClientConnectorError, httpx.ConnectError, "{url}: {exc}"),
+        ErrorRow(aiohttp.ServerDisconnectedError, httpx.RemoteProtocolError),
+        ErrorRow(aiohttp.ClientPayloadError, httpx.RemoteProtocolError),
+        ErrorRow(aiohttp.InvalidURL, httpx.UnsupportedProtocol),
+        ErrorRow(aiohttp.ClientError, httpx.TransportError),
+        ErrorRow(OSError, httpx.TransportError),
+    )
+
+
+def _mapped(exc: Exception, url: str, io_timeout: float | None) -> httpx.TransportError | None:
+    for row in aiohttp_error_map():
+        if isinstance(exc, row.source):
+            text = row.message.format(url=url, name=type(exc).__name__, exc=exc, timeout=io_timeout)
+            return row.target(text)
+    return None
+
+
+def _from_aiohttp(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".", 1)[0] == "aiohttp"
+
+
+@contextmanager
+def map_transport_errors(
+    url: str, io_timeout: float | None, *, only_aiohttp: bool = False
+) -> Iterator[None]:
+    """Raise an exception that `aiohttp_error_map` maps as its httpx counterpart.
+
+    httpx's own exceptions and unmapped ones pass through unchanged.
+
+    Args:
+        url: The request URL (without credentials), named in the message.
+        io_timeout: The attempt's I/O timeout, named in a read timeout's message.
+        only_aiohttp: Map only exceptions raised by aiohttp itself (an injected httpx client
+            maps its own; only aiohttp errors its transport let escape are translated).
+    """
+    try:
+        yield
+    except httpx.HTTPError:
+        raise
+    except Exception as exc:
+        mapped = None if only_aiohttp and not _from_aiohttp(exc) else _mapped(exc, url, io_timeout)
+        if mapped is None:
+            raise
+        raise mapped from exc
+
+
 class Poster:
     """Sends one POST and returns a `Response`; raises httpx exceptions on transport failures."""
 
@@ -174,7 +264,7 @@ class HttpxPoster(Poster):
         """POST through httpx, streaming the answer (see `Poster.post`)."""
         client = self.http_client
         assert client is not None
-        try:
+        with map_transport_errors(url, io_timeout, only_aiohttp=True):
             async with client.stream(
                 "POST", url, content=content, headers=headers, timeout=httpx.Timeout(io_timeout)
             ) as response:
@@ -184,12 +274,6 @@ class HttpxPoster(Poster):
                     response.aiter_bytes(_CHUNK),
                     max_bytes,
                 )
-        except httpx.HTTPError:
-            raise
-        except Exception as exc:
-            if type(exc).__module__.split(".", 1)[0] == "aiohttp":  # unmapped by a transport
-                raise httpx.TransportError(f"{type(exc).__name__}: {exc}") from exc
-            raise
 
     async def aclose(self) -> None:
         """Close the httpx client when this poster built it (an injected one stays open)."""
@@ -246,8 +330,7 @@ class AiohttpPoster(Poster):
         max_bytes: int,
     ) -> Response:
         """POST through aiohttp, streaming the answer (see `Poster.post`)."""
-        aiohttp = self._aiohttp
-        try:
+        with map_transport_errors(url, io_timeout):
             async with self._session.post(
                 url,
                 data=content,
@@ -262,16 +345,6 @@ class AiohttpPoster(Poster):
                     response.content.iter_chunked(_CHUNK),
                     max_bytes,
                 )
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise httpx.ConnectTimeout(f"{url}: connect timed out ({exc})") from exc
-        except TimeoutError as exc:
-            raise httpx.ReadTimeout(f"{url}: no answer within {io_timeout} s") from exc
-        except aiohttp.ClientConnectorError as exc:
-            raise httpx.ConnectError(f"{url}: {exc}") from exc
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
-            raise httpx.RemoteProtocolError(f"{url}: {type(exc).__name__}: {exc}") from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise httpx.TransportError(f"{url}: {type(exc).__name__}: {exc}") from exc
 
     async def aclose(self) -> None:
         """Close the aiohttp session and its connections."""

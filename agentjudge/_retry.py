@@ -1,5 +1,13 @@
 """Retries: `RetryPolicy` and the only tenacity user in the package.
 
+This module sits below both `agentjudge.engine` (judge attempts) and `agentjudge.models` (HTTP
+attempts), which both use it; import-linter keeps tenacity out of every other module.
+
+The first attempt never enters tenacity: `call_with_retry` makes it directly (the common case,
+and the fast one) and hands over to tenacity only once it failed with a retryable error. A
+caller that made its first attempt itself (the engine's fast path does) passes
+``attempts_made=1`` and that attempt's error instead.
+
 Backoff is exponential with full jitter: before attempt ``n + 1`` the engine waits a random time
 in ``[0, min(max_delay, initial_delay * 2 ** (n - 1))]`` (or exactly that bound with
 ``jitter=False``). An exception carrying ``retry_after`` (`RetryableError`, model HTTP errors
@@ -72,6 +80,9 @@ class RetryPolicy(BaseModel):
         return isinstance(exc, self.retry_on)
 
 
+_NO_RETRY = RetryPolicy.none()
+
+
 def retry_delay(
     policy: RetryPolicy, attempt: int, exc: BaseException | None, rng: random.Random | None = None
 ) -> float:
@@ -97,6 +108,9 @@ async def call_with_retry(
 ) -> tuple[T, int]:
     """Call ``fn`` until it succeeds, a non-retryable error escapes or attempts run out.
 
+    The first attempt (``attempts_made == 0``) is a plain ``await fn()``; tenacity takes over
+    only after it failed with an error ``retryable`` (default ``policy.retry_on``) accepts.
+
     Args:
         policy: The policy; None means a single attempt.
         fn: The call, re-invoked for every attempt.
@@ -112,8 +126,15 @@ async def call_with_retry(
     Raises:
         Exception: The last error, when it is not retryable or the attempts ran out.
     """
-    policy = policy or RetryPolicy.none()
+    policy = policy if policy is not None else _NO_RETRY
     should_retry = retryable or policy.is_retryable
+    if attempts_made == 0:
+        try:  # the first attempt runs outside tenacity (the common, fast path)
+            return await fn(), 1
+        except Exception as first:
+            if policy.attempts <= 1 or not should_retry(first):
+                raise
+            attempts_made, last_error = 1, first
     remaining = policy.attempts - attempts_made
     if remaining <= 0:
         assert last_error is not None
