@@ -25,12 +25,13 @@ class AnthropicMessages(HTTPModelClient):
     ``input_schema`` is the requested schema; ``parsed`` is the tool call's input, checked
     against the schema and re-asked up to ``schema_retries`` times.
 
+    ``base_url`` is the API root (default ``ANTHROPIC_BASE_URL`` or
+    ``https://api.anthropic.com/v1``; ``user:password@`` in it is sent as HTTP Basic auth);
+    ``api_key`` is sent as ``x-api-key`` (default ``ANTHROPIC_API_KEY``) and redacted from every
+    error text. Both are among the shared options.
+
     Args:
         model: The model name, e.g. ``"claude-3-5-haiku-latest"``.
-        base_url: The API root; default ``ANTHROPIC_BASE_URL`` or
-            ``https://api.anthropic.com/v1``.
-        api_key: Sent as ``x-api-key``; default ``ANTHROPIC_API_KEY``. Redacted from every
-            error text; ``user:password@`` in ``base_url`` is sent as HTTP Basic auth.
         max_tokens: Output allowance when the request sets none (the API requires one).
         **options: The options every client shares (``client``, ``max_concurrency``,
             ``rate_limit``, ``retry``, ``timeout``, ``cache``, ``schema_retries``, ``name``,

@@ -25,17 +25,19 @@ class OpenAIChat(HTTPModelClient):
     Use it as an async context manager (or call `aclose`) to close the HTTP connections it
     opened; an injected ``client`` is never closed.
 
+    Two of the shared options matter most here: ``base_url``, the API root (default
+    ``OPENAI_BASE_URL`` or ``https://api.openai.com/v1``; ``user:password@`` in it is sent as
+    HTTP Basic authentication, and then no API key may be set: pass ``api_key=""`` to ignore
+    ``OPENAI_API_KEY``), and ``api_key``, sent as a bearer token (default ``OPENAI_API_KEY``,
+    none sent when unset), never shown: reprs show no key and error texts show ``[REDACTED]``.
+
     Args:
         model: The model name the server knows, e.g. ``"gpt-4o-mini"``.
-        base_url: The API root; default ``OPENAI_BASE_URL`` or ``https://api.openai.com/v1``.
-            ``user:password@`` in it is sent as HTTP Basic authentication (and then no API
-            key may be set: pass ``api_key=""`` to ignore ``OPENAI_API_KEY``).
-        api_key: Sent as a bearer token; default ``OPENAI_API_KEY`` (none sent when unset).
-            Never shown: reprs show no key and error texts show ``[REDACTED]`` in its place.
         **options: The options every client shares (``client``, ``max_concurrency``,
             ``rate_limit``, ``retry``, ``timeout``, ``cache``, ``schema_retries``, ``name``,
             ``headers``, ``extra_body``, ``max_retry_after``, ``max_response_bytes``,
-            ``adaptive``): see `ClientOptions` for each and its default.
+            ``adaptive``, ``base_url``, ``api_key``): see `ClientOptions` for each and its
+            default.
         strict_schema: Send ``"strict": true`` with the JSON schema (OpenAI requires every
             property to be required and ``additionalProperties: false`` then).
     """
