@@ -70,10 +70,14 @@ _MIN_SPAN = 0.25
 """Seconds after the first throttle before the accepted rate is measured (the burst is over)."""
 _OUTCOMES = 50
 """Answers whose throttle share tells a real limit from random refusals (no headers)."""
-_NOISE_CUTS = 3
-"""The noise floor is the smallest throttle share seen at the last this many cuts."""
+_JUDGED = 20
+"""Answers (of requests started after a paced cut) needed to judge whether it helped."""
+_HELPED = 0.1
+"""A cut helped when fewer than this share of the requests started after it were throttled."""
+_NOISE_CUTS = 2
+"""Paced cuts in a row that did not help: the throttles are noise, the cuts are undone."""
 _NOISE_FACTOR = 2.0
-"""Without headers, a throttle cuts when the share exceeds this many times the noise floor."""
+"""Once noise is known, a throttle cuts only when the share exceeds this many times it."""
 _TOKEN_PAIRS = 32
 """Successive answers whose token headers give the tokens a request costs (a mean)."""
 _TOKEN_MIN_PAIRS = 4
@@ -307,8 +311,10 @@ class AdaptiveController:
         self._first_throttle: float | None = None
         self._provisional = False
         self._hints: deque[float] = deque(maxlen=32)
-        self._outcomes: deque[bool] = deque(maxlen=_OUTCOMES)
-        self._cut_shares: deque[float] = deque(maxlen=_NOISE_CUTS)
+        self._outcomes: deque[tuple[float, bool]] = deque(maxlen=_OUTCOMES)
+        self._unhelpful: list[float] = []
+        self._undo: tuple[float, float | None, float] | None = None
+        self.noise = 0.0
         self._token_rates: deque[float] = deque(maxlen=32)
         self._token_costs: deque[float] = deque(maxlen=_TOKEN_PAIRS)
         self._token_last: tuple[float, float] | None = None
@@ -383,7 +389,7 @@ class AdaptiveController:
         self._accepted.append(now)
         while self._accepted[0] <= now - 1.0:
             self._accepted.popleft()
-        self._outcomes.append(False)
+        self._outcomes.append((started, False))
         self._observe_latency(now - started)
         hints = parse_rate_hints(headers)
         hold = self._latency > _LATENCY_FACTOR * self._min_latency
@@ -404,7 +410,7 @@ class AdaptiveController:
         now = anyio.current_time()
         self.throttles += 1
         self._streak += 1
-        self._outcomes.append(True)
+        self._outcomes.append((started, True))
         if self._first_throttle is None:
             self._first_throttle = now
         if retry_after is None:
@@ -415,33 +421,56 @@ class AdaptiveController:
         spaced = self.rate is None or self._provisional or now - self._cut_at >= _CUT_SPACING
         hints = parse_rate_hints(headers) if headers is not None else None
         if started >= self._cut_at and spaced and self._congested(hints):
-            self._note_cut_share()
             self._cut(now)
         self._release()
 
-    def _share(self) -> float:
-        return sum(self._outcomes) / len(self._outcomes) if self._outcomes else 0.0
+    def _share(self, since: float = -math.inf) -> tuple[float, int]:
+        """(throttled share, answers) of the recent requests started at or after ``since``."""
+        outcomes = [throttled for started, throttled in self._outcomes if started >= since]
+        return (sum(outcomes) / len(outcomes) if outcomes else 0.0), len(outcomes)
 
-    def _note_cut_share(self) -> None:
-        if len(self._outcomes) == _OUTCOMES:  # enough answers to tell noise from load
-            self._cut_shares.append(self._share())
+    def _judge_last_cut(self) -> bool:
+        """Judge the last paced cut by its effect before cutting again; False: do not cut now.
+
+        Against a real limit a cut removes the throttles (fewer than 10% of the requests
+        started after it are refused; 20 answers are needed to judge). When 2 paced cuts in a
+        row did not (a flaky proxy answering 429 to one call in five, whatever the rate), the
+        throttles are noise (their mean share): the window and rate go back to where they were
+        before that streak of cuts (the window in slow start again), and from then on (without
+        headers) a throttle cuts only when the share of refusals is above twice that noise.
+        """
+        if self._undo is None:
+            self._undo = (self.window, self.rate, self._base)
+        if self.rate is None or self._provisional:
+            return True  # still finding the limit: cut at once
+        share, answers = self._share(since=self._cut_at)
+        if answers < _JUDGED:
+            return False  # too early to tell whether the last cut helped
+        if share < _HELPED:
+            self._unhelpful.clear()
+            self._undo = (self.window, self.rate, self._base)
+            return True
+        self._unhelpful.append(share)
+        if len(self._unhelpful) < _NOISE_CUTS:
+            return True
+        self.noise = sum(self._unhelpful) / len(self._unhelpful)
+        self.window, self.rate, self._base = self._undo
+        self._slow_start = True  # the refusals are noise: grow back quickly
+        self._unhelpful.clear()
+        self._undo = None
+        return False
 
     def _congested(self, hints: RateHints | None) -> bool:
         """Does this throttle mean "you exceed my limit" (cut) rather than a random refusal?
 
         With rate-limit headers, they say it: a request budget at 0 or tokens below 10%.
-        Without them, the throttle share of the last 50 answers decides. Against a real limit
-        a cut removes the throttles, so the share when the next cut is due is small; random
-        refusals (a flaky proxy answering 429 to one call in five) stay whatever the rate. So
-        the smallest share seen at the last 3 cuts is a noise floor (0 until 3 cuts were
-        measured), and a throttle cuts only when the share is above twice that floor. Every
-        throttle still pauses every request (see `throttled`).
+        Without them, a throttle cuts when the share of refusals among the last 50 answers is
+        above twice the learned noise (0 until learned) and the last cut was judged (see
+        `_judge_last_cut`). Every throttle still pauses every request (see `throttled`).
         """
         if hints is not None and (hints.limit is not None or hints.token_limit is not None):
             return hints.exhausted
-        if len(self._cut_shares) < _NOISE_CUTS:
-            return True
-        return self._share() > _NOISE_FACTOR * min(self._cut_shares)
+        return self._share()[0] > _NOISE_FACTOR * self.noise and self._judge_last_cut()
 
     def _cut(self, now: float) -> None:
         """One multiplicative decrease per congestion event."""
