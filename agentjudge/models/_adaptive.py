@@ -20,6 +20,13 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
   fewer than half the requests remain the rate is capped there (and, a second after a cut and
   while tokens are not low, drawn back up to it), and when fewer than 10% of the requests or
   tokens remain, growth stops.
+- **Token headers** (``x-ratelimit-*-tokens``, ``anthropic-ratelimit-tokens-*``): the token
+  refill rate, and the tokens one request costs (measured from how the remaining tokens change
+  between answers), give a second cap, ``token rate / tokens per request``; the tighter of the
+  two caps applies.
+- **Noise**: a throttle cuts only when it shows a real limit (headers: request budget at 0 or
+  tokens under 10%; no headers: see `AdaptiveController._judge_last_cut`, which learns random
+  429s as noise when cuts do not reduce them, and undoes those cuts).
 - **Latency**: when the recent latency exceeds three times its minimum, growth stops (the
   provider is queueing). It does not shrink the window: LLM latency also varies with answer
   length, and a shrinking window would then starve a healthy provider.
