@@ -21,7 +21,7 @@ W6: 1,000 LLM-judge calls through an `Evaluator` (max_concurrency=100) against a
 
 Run: ``uv run python benchmarks/bench_llm.py`` (about 30-50 s; ``--quick`` for a smoke run,
 ``--all`` adds `OpenAIChat` on httpx's default transport, ~12 s more; ``--w6`` runs only W6,
-about 2 minutes).
+about 2 minutes; ``--jury`` only the 429 jury).
 """
 
 from __future__ import annotations
@@ -441,6 +441,9 @@ async def main(args: argparse.Namespace) -> None:
         default_transport=default_transport(),
     )
     total = args.requests or (200 if args.quick else 1_000)
+    if args.jury:
+        await jury_429(60 if args.quick else 300, rpm=200, period=1.0, seed=5)
+        return
     if args.w6 or args.w6_only:
         await w6(total, args.w6_only)
         return
@@ -465,6 +468,7 @@ if __name__ == "__main__":
         "--skip-httpx", action="store_true", help="skip the slow httpx default-transport runs"
     )
     parser.add_argument("--w6", action="store_true", help="only W6 (adaptive rate control)")
+    parser.add_argument("--jury", action="store_true", help="only the 429 jury benchmark")
     parser.add_argument(
         "--w6-only",
         choices=["requests", "no-headers", "tokens", "halving", "naive"],

@@ -20,6 +20,13 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
   fewer than half the requests remain the rate is capped there (and, a second after a cut and
   while tokens are not low, drawn back up to it), and when fewer than 10% of the requests or
   tokens remain, growth stops.
+- **Token headers** (``x-ratelimit-*-tokens``, ``anthropic-ratelimit-tokens-*``): the token
+  refill rate, and the tokens one request costs (measured from how the remaining tokens change
+  between answers), give a second cap, ``token rate / tokens per request``; the tighter of the
+  two caps applies.
+- **Noise**: a throttle cuts only when it shows a real limit (headers: request budget at 0 or
+  tokens under 10%; no headers: see `AdaptiveController._judge_last_cut`, which learns random
+  429s as noise when cuts do not reduce them, and undoes those cuts).
 - **Latency**: when the recent latency exceeds three times its minimum, growth stops (the
   provider is queueing). It does not shrink the window: LLM latency also varies with answer
   length, and a shrinking window would then starve a healthy provider.
@@ -66,6 +73,21 @@ _MIN_STEP = 1.0
 """The smallest additive increase of the rate, requests per second per second."""
 _MIN_SAMPLE = 5
 """Answers needed in the last second to measure the accepted rate."""
+_MIN_SPAN = 0.25
+"""Seconds after the first throttle before the accepted rate is measured (the burst is over)."""
+_OUTCOMES = 50
+"""Answers whose throttle share tells a real limit from random refusals (no headers)."""
+_JUDGED = 20
+"""Answers (of requests started after a paced cut) needed to judge whether it helped."""
+_HELPED = 0.1
+"""A cut helped when fewer than this share of the requests started after it were throttled."""
+_NOISE_CUTS = 2
+"""Paced cuts in a row that did not help: the throttles are noise, the cuts are undone."""
+_NOISE_FACTOR = 2.0
+"""Once noise is known, a throttle cuts only when the share exceeds this many times it."""
+_TOKEN_PAIRS = 32
+"""Successive answers whose token headers give the tokens a request costs (a mean)."""
+_TOKEN_MIN_PAIRS = 4
 _LOW_REMAINING = 0.1
 _HINT_APPROACH = 0.05
 """Below the headers' refill rate (after a cut), each answer closes this share of the gap."""
@@ -128,6 +150,7 @@ class RateHints:
         reset: Seconds until the request budget is full again.
         token_limit: Tokens allowed.
         token_remaining: Tokens left.
+        token_reset: Seconds until the token budget is full again.
     """
 
     limit: float | None = None
@@ -135,6 +158,7 @@ class RateHints:
     reset: float | None = None
     token_limit: float | None = None
     token_remaining: float | None = None
+    token_reset: float | None = None
 
     @property
     def request_rate(self) -> float | None:
@@ -143,6 +167,19 @@ class RateHints:
             return None
         used = self.limit - self.remaining
         return used / self.reset if used > 0 else None
+
+    @property
+    def token_rate(self) -> float | None:
+        """The refill rate of the token budget the headers imply, tokens per second."""
+        if self.token_limit is None or self.token_remaining is None or not self.token_reset:
+            return None
+        used = self.token_limit - self.token_remaining
+        return used / self.token_reset if used > 0 else None
+
+    @property
+    def exhausted(self) -> bool:
+        """No request left, or fewer than 10% of the tokens: a refusal means a real limit."""
+        return (self.remaining is not None and self.remaining < 1) or self.low
 
     @property
     def low(self) -> bool:
@@ -209,12 +246,14 @@ def parse_rate_hints(headers: Mapping[str, str]) -> RateHints | None:
         if limit is None and token_limit is None:
             continue
         reset_text = lowered.get(requests.format("reset"))
+        token_reset = lowered.get(tokens.format("reset")) if tokens else None
         return RateHints(
             limit=limit,
             remaining=_number(lowered.get(requests.format("remaining"))),
             reset=parse_reset(reset_text) if reset_text is not None else None,
             token_limit=token_limit,
             token_remaining=_number(lowered.get(tokens.format("remaining"))) if tokens else None,
+            token_reset=parse_reset(token_reset) if token_reset is not None else None,
         )
     return None
 
@@ -276,7 +315,16 @@ class AdaptiveController:
         self._streak = 0
         self._accepted: deque[float] = deque()
         self._first_admit: float | None = None
+        self._first_throttle: float | None = None
+        self._provisional = False
         self._hints: deque[float] = deque(maxlen=32)
+        self._outcomes: deque[tuple[float, bool]] = deque(maxlen=_OUTCOMES)
+        self._unhelpful: list[float] = []
+        self._undo: tuple[float, float | None, float] | None = None
+        self.noise = 0.0
+        self._token_rates: deque[float] = deque(maxlen=32)
+        self._token_costs: deque[float] = deque(maxlen=_TOKEN_PAIRS)
+        self._token_last: tuple[float, float] | None = None
         self._latency = 0.0
         self._min_latency = math.inf
         self._lock = anyio.Lock()
@@ -346,29 +394,90 @@ class AdaptiveController:
         now = anyio.current_time()
         self._streak = 0
         self._accepted.append(now)
+        while self._accepted[0] <= now - 1.0:
+            self._accepted.popleft()
+        self._outcomes.append((started, False))
         self._observe_latency(now - started)
         hints = parse_rate_hints(headers)
         hold = self._latency > _LATENCY_FACTOR * self._min_latency
         if hints is not None:
+            self._observe_tokens(started, hints)
             hold = self._apply_hints(hints) or hold
         if not hold:
             self._grow()
         self._release()
 
-    def throttled(self, started: float, retry_after: float | None) -> None:
-        """The request was refused with a throttling status; everyone pauses, and maybe a cut."""
+    def throttled(
+        self, started: float, retry_after: float | None, headers: Mapping[str, str] | None = None
+    ) -> None:
+        """The request was refused with a throttling status; everyone pauses, and maybe a cut.
+
+        The cut happens only for a throttle that looks like a real limit (see `_congested`).
+        """
         now = anyio.current_time()
         self.throttles += 1
         self._streak += 1
+        self._outcomes.append((started, True))
+        if self._first_throttle is None:
+            self._first_throttle = now
         if retry_after is None:
             bound = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2.0 ** (self._streak - 1))
             retry_after = bound
         pause = retry_after * random.uniform(1.0, 1.2)
         self.paused_until = max(self.paused_until, now + pause)
-        spaced = self.rate is None or now - self._cut_at >= _CUT_SPACING
-        if started >= self._cut_at and spaced:
+        spaced = self.rate is None or self._provisional or now - self._cut_at >= _CUT_SPACING
+        hints = parse_rate_hints(headers) if headers is not None else None
+        if started >= self._cut_at and spaced and self._congested(hints):
             self._cut(now)
         self._release()
+
+    def _share(self, since: float = -math.inf) -> tuple[float, int]:
+        """(throttled share, answers) of the recent requests started at or after ``since``."""
+        outcomes = [throttled for started, throttled in self._outcomes if started >= since]
+        return (sum(outcomes) / len(outcomes) if outcomes else 0.0), len(outcomes)
+
+    def _judge_last_cut(self) -> bool:
+        """Judge the last paced cut by its effect before cutting again; False: do not cut now.
+
+        Against a real limit a cut removes the throttles (fewer than 10% of the requests
+        started after it are refused; 20 answers are needed to judge). When 2 paced cuts in a
+        row did not (a flaky proxy answering 429 to one call in five, whatever the rate), the
+        throttles are noise (their mean share): the window and rate go back to where they were
+        before that streak of cuts (the window in slow start again), and from then on (without
+        headers) a throttle cuts only when the share of refusals is above twice that noise.
+        """
+        if self._undo is None:
+            self._undo = (self.window, self.rate, self._base)
+        if self.rate is None or self._provisional:
+            return True  # still finding the limit: cut at once
+        share, answers = self._share(since=self._cut_at)
+        if answers < _JUDGED:
+            return False  # too early to tell whether the last cut helped
+        if share < _HELPED:
+            self._unhelpful.clear()
+            self._undo = (self.window, self.rate, self._base)
+            return True
+        self._unhelpful.append(share)
+        if len(self._unhelpful) < _NOISE_CUTS:
+            return True
+        self.noise = sum(self._unhelpful) / len(self._unhelpful)
+        self.window, self.rate, self._base = self._undo
+        self._slow_start = True  # the refusals are noise: grow back quickly
+        self._unhelpful.clear()
+        self._undo = None
+        return False
+
+    def _congested(self, hints: RateHints | None) -> bool:
+        """Does this throttle mean "you exceed my limit" (cut) rather than a random refusal?
+
+        With rate-limit headers, they say it: a request budget at 0 or tokens below 10%.
+        Without them, a throttle cuts when the share of refusals among the last 50 answers is
+        above twice the learned noise (0 until learned) and the last cut was judged (see
+        `_judge_last_cut`). Every throttle still pauses every request (see `throttled`).
+        """
+        if hints is not None and (hints.limit is not None or hints.token_limit is not None):
+            return hints.exhausted
+        return self._share()[0] > _NOISE_FACTOR * self.noise and self._judge_last_cut()
 
     def _cut(self, now: float) -> None:
         """One multiplicative decrease per congestion event."""
@@ -392,15 +501,24 @@ class AdaptiveController:
         """Requests the provider answered per second over the last second (None: too few).
 
         Time spent in the shared pause counts: against a token bucket the pauses are the
-        limit itself, so leaving them out would overestimate what the provider accepts.
+        limit itself, so leaving them out would overestimate what the provider accepts. Answers
+        before the first throttle include the provider's burst allowance, which inflates the
+        rate it seems to accept: once `_MIN_SPAN` has passed since the first throttle only
+        answers after it count; before, the measurement is provisional (the next throttle may
+        cut again at once, without waiting `_CUT_SPACING`).
         """
+        first = self._first_throttle if self._first_throttle is not None else now
+        self._provisional = now - first < _MIN_SPAN
+        if self._provisional:
+            first = self._first_admit if self._first_admit is not None else now
+        start = max(now - 1.0, first)
         accepted = self._accepted
         while accepted and accepted[0] <= now - 1.0:
             accepted.popleft()
-        if len(accepted) < _MIN_SAMPLE:
+        count = sum(1 for t in accepted if t > start)
+        if count < _MIN_SAMPLE:
             return None
-        first = self._first_admit if self._first_admit is not None else now
-        return len(accepted) / min(1.0, max(now - first, 0.05))
+        return count / max(now - start, 0.05)
 
     def _grow(self) -> None:
         if self.window < self.ceiling:
@@ -410,18 +528,54 @@ class AdaptiveController:
             per_second = max(_GROWTH * max(self._base, self.rate), _MIN_STEP)
             self.rate += per_second / self.rate  # one success each 1 / rate seconds
 
+    def _observe_tokens(self, started: float, hints: RateHints) -> None:
+        """Learn the token refill rate and what one request costs from the token headers.
+
+        The headers are computed when the provider admits a request (about ``started``), after
+        charging it, so between two answers the budget refilled at its rate (up to its limit)
+        and lost one request's charge: ``min(before + rate * dt, limit) - after``. The mean
+        over the last pairs telescopes, so answers arriving out of order do not bias it.
+        """
+        rate = hints.token_rate
+        if rate is not None:
+            self._token_rates.append(rate)
+        level, limit = hints.token_remaining, hints.token_limit
+        if level is None or limit is None or not self._token_rates:
+            return
+        if self._token_last is not None:
+            then, before = self._token_last
+            refill = min(self._token_rates) * max(0.0, started - then)
+            self._token_costs.append(min(before + refill, limit) - level)
+        self._token_last = (started, level)
+
+    def _token_cap(self) -> float | None:
+        """Requests per second the token budget allows (None: not known yet)."""
+        if len(self._token_costs) < _TOKEN_MIN_PAIRS:
+            return None
+        cost = sum(self._token_costs) / len(self._token_costs)
+        return min(self._token_rates) / cost if cost > 0 else None
+
+    def _binding_cap(self, hints: RateHints) -> tuple[float, float] | None:
+        """(requests per second, fraction left) of the tighter budget: requests or tokens."""
+        caps: list[tuple[float, float]] = []
+        if self._hints:
+            caps.append((min(self._hints), _fraction(hints.remaining, hints.limit)))
+        tokens = self._token_cap()
+        if tokens is not None:
+            caps.append((tokens, _fraction(hints.token_remaining, hints.token_limit)))
+        return min(caps) if caps else None
+
     def _apply_hints(self, hints: RateHints) -> bool:
         """Cap the rate at the provider's refill rate; True when growth must stop."""
         estimate = hints.request_rate
         if estimate is not None:
             self._hints.append(estimate)
-        if not self._hints:
+        binding = self._binding_cap(hints)
+        if binding is None:
             return hints.low
-        cap = min(self._hints)
+        cap, left = binding
         self._base = max(self._base, cap)
-        if _fraction(hints.remaining, hints.limit) < _HINT_ENGAGES and (
-            self.rate is None or self.rate > cap
-        ):
+        if left < _HINT_ENGAGES and (self.rate is None or self.rate > cap):
             self.rate = cap
         elif (
             self.rate is not None
@@ -452,7 +606,7 @@ def feedback(
     """
     if status in THROTTLE_STATUSES:
         wait = parse_retry_after(headers)
-        control.throttled(begun, wait if wait is not None and wait <= max_wait else None)
+        control.throttled(begun, wait if wait is not None and wait <= max_wait else None, headers)
     elif 200 <= status < 300:
         control.succeeded(begun, headers)
     else:

@@ -1,0 +1,55 @@
+"""The adaptive controller against token-bound limits and random 429s, over loopback HTTP."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from agentjudge import Evaluator, Status
+from agentjudge.core import Context
+from agentjudge.judges import LLMJudge
+from agentjudge.models import OpenAIChat
+from agentjudge.models._adaptive import AdaptiveController
+from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
+from agentjudge.testing._fake_server import _charge
+
+TEMPLATE = "Q: {{input}}\nA: {{output}}\nCorrect?"
+
+
+async def judge_calls(
+    server: FakeModelServer, calls: int, concurrency: int = 50
+) -> tuple[list[Any], AdaptiveController]:
+    """``calls`` LLM-judge calls through an Evaluator; the results and the client's controller."""
+    async with OpenAIChat("m", base_url=server.base_url, api_key="k") as model:
+        evaluator = Evaluator(LLMJudge("j", model, TEMPLATE), max_concurrency=concurrency)
+        contexts = [Context(input=f"q{i}", output=f"a{i}") for i in range(calls)]
+        results = [r async for case in evaluator.run(contexts) for r in case.results]
+        return results, model._session.get().controller
+
+
+async def test_a_token_bound_limit_is_paced_from_the_token_headers() -> None:
+    """Tokens per minute binding (~100 calls/s, 1,000 req/s allowed): under 5% 429s."""
+    async with FakeModelServer(FakeResponse(text="Answer: YES")) as probe:
+        await judge_calls(probe, 1)
+        per_call = _charge(probe.requests[0])
+    limit = FakeRateLimit(rps=1000, burst=100, tpm=100 * 60 * per_call)
+    async with FakeModelServer(FakeResponse(text="Answer: YES"), rate_limit=limit) as server:
+        results, _ = await judge_calls(server, 300)
+    assert [r.status for r in results] == [Status.PASS] * 300
+    assert server.throttled <= 15  # 5% of the calls
+
+
+async def test_random_429s_do_not_spiral_the_rate_down() -> None:
+    """A proxy refusing one call in five at random is learned as noise: the cuts are undone."""
+    rng = random.Random(7)
+
+    def flaky(_: Any) -> FakeResponse:
+        if rng.random() < 0.2:
+            return FakeResponse(status=429, headers={"retry-after-ms": "2"})
+        return FakeResponse(text="Answer: YES", latency=0.005)
+
+    async with FakeModelServer(flaky) as server:
+        results, controller = await judge_calls(server, 600, concurrency=32)
+    assert all(r.status is Status.PASS for r in results)
+    # once the refusals are known as noise, the window is back near the concurrency used
+    assert controller.window >= 8
