@@ -17,7 +17,7 @@ W6: 1,000 LLM-judge calls through an `Evaluator` (max_concurrency=100) against a
     tokens-per-minute limit as the binding constraint, with the limit halving mid-run, and a
     naive client (fixed concurrency 100, retries honouring Retry-After) for comparison; the
     controller's trace (window, rate, served and 429 per second) is printed as a table.
-    promptfoo (npm) is not run: it was left out of this environment's scope.
+    promptfoo runs against the same server in ``benchmarks/bench_w6_promptfoo.py``.
 
 Run: ``uv run python benchmarks/bench_llm.py`` (about 30-50 s; ``--quick`` for a smoke run,
 ``--all`` adds `OpenAIChat` on httpx's default transport, ~12 s more; ``--w6`` runs only W6,
