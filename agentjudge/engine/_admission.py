@@ -111,6 +111,8 @@ class Admission:
         limiter = self._global or self.limiter
         if self.waiting:
             return False
+        if not self.limits and all(sampled):  # the common case: count the leaves
+            return limiter.available_tokens >= len(leaves)
         need = 0
         per_resource: dict[str, int] | None = None
         for leaf in leaves:

@@ -57,13 +57,15 @@ class Scheduler:
         fast: The fast path.
     """
 
-    __slots__ = ("admission", "fast", "leaves", "plan")
+    __slots__ = ("_nested", "admission", "fast", "leaves", "plan")
 
     def __init__(self, plan: Plan, leaves: LeafRunner, fast: FastPath) -> None:
         self.plan = plan
         self.leaves = leaves
         self.fast = fast
         self.admission: Admission = leaves.admission
+        self._nested = frozenset(_groups_with_siblings(plan.root, under=False))
+        """Ids of groups that run alongside siblings (inside a jury of two or more)."""
 
     async def execute(self, run: RunState) -> Verdict:
         """Evaluate one run from the plan's root and build its verdict."""
@@ -130,9 +132,12 @@ class Scheduler:
             )
             if stop or start == len(members):
                 # The general way's task group checkpoints once when it closes, even with no
-                # task to wait for: so do we, so that a group that finished inline lets
-                # others run at the same moment either way (nested juries, early stop).
-                await cancel_shielded_checkpoint()
+                # task to wait for. Where siblings run alongside (a group nested in a jury),
+                # so do we, so that both ways let them run at the same moments; elsewhere
+                # nothing in this evaluation can observe it, and a checkpoint per evaluation
+                # would cost more than the whole inline loop.
+                if id(group) in self._nested:
+                    await cancel_shielded_checkpoint()
                 return
         members_run = _Members(self, group, run, out, on_done or _never, stats)
         await members_run.run(start, failure, carried)
@@ -145,6 +150,8 @@ class Scheduler:
         They are never called, need no slot and cannot be cancelled, so both ways of running
         the group record all of them before anything runs (a short-circuit never skips one).
         """
+        if all(run.sampled):
+            return False
         leaves = self.leaves
         for i, m in enumerate(group.members):
             if type(m) is Leaf and not run.sampled[m.index]:
@@ -278,6 +285,23 @@ class Scheduler:
         if isinstance(outcome, Judgment):
             return outcome, True, None
         return aggregate, False, None
+
+
+def _groups_with_siblings(node: Node | None, *, under: bool) -> list[int]:
+    """Ids of the groups below ``node`` that some concurrent group contains (``under``)."""
+    if node is None or type(node) is Leaf:
+        return []
+    if type(node) is Group:
+        found = [id(node)] if under else []
+        inner = under or len(node.members) > 1
+        for member in node.members:
+            found += _groups_with_siblings(member, under=inner)
+        return found
+    assert isinstance(node, CascadeNode)
+    found = []
+    for tier in node.tiers:
+        found += _groups_with_siblings(tier.group, under=under)
+    return found
 
 
 def _tier_attempt(
