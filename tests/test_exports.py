@@ -84,7 +84,16 @@ SUBPACKAGES = [
     "agentjudge.bridges",
 ]
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "public-api.md"
-PLUMBING = {"construct", "await_armed", "call_with_retry", "retry_delay", "call_judge"}
+PLUMBING = {
+    "construct", "await_armed", "call_with_retry", "retry_delay", "call_judge",
+    # judges: base classes, prompt helpers, tables and dispatchers (in the private modules)
+    "DeterministicJudge", "ModelJudgeBase", "ModelRunner", "evaluation_input", "format_messages",
+    "render_value", "VARIABLES", "SCORE_SCHEMA", "rag_answer", "rag_context", "rag_question",
+    "comparator_for", "pyc_magic_for", "parse_coverage_bytes", "DEFAULT_COVERAGE_REPORTS",
+    "DEFAULT_OUTPUT_LIMIT", "PathEscapeError", "WorkspaceError",
+    # harness: parsing, the task runner, results scanning, statistics, the CLI
+    "Gate", "parse_gate", "parse_case", "TaskRunner", "scan_results", "bootstrap_ci", "main",
+}  # fmt: skip
 
 
 def _documented() -> dict[str, list[str]]:

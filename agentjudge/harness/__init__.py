@@ -11,6 +11,11 @@ print(summary.passed, summary.judges["citation_precision"].mean)
 ```
 
 The same from a shell: ``agentjudge run agentjudge.toml --out .agentjudge/run``.
+
+`__all__` holds what a user programs against: cases, suites, the run, its summary types, the
+results reader and the reports. The plumbing (gate parsing, the task runner, dataset row
+parsing, results scanning and repair, bootstrap statistics, the CLI) lives in the private
+modules.
 """
 
 from __future__ import annotations
@@ -19,11 +24,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentjudge.harness._baseline import load_summary
 from agentjudge.harness._case import Case, TaskOutput
-from agentjudge.harness._cli import main
-from agentjudge.harness._dataset import Dataset, parse_case
-from agentjudge.harness._gates import Gate, parse_gate
+from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._report import render_compare, render_report
-from agentjudge.harness._results import ResultsError, iter_rows, scan_results
+from agentjudge.harness._results import ResultsError, iter_rows
 from agentjudge.harness._run import RunAborted, RunConfigError, run_suite
 from agentjudge.harness._suite import Suite, load_suite
 from agentjudge.harness._summary import (
@@ -35,9 +38,7 @@ from agentjudge.harness._summary import (
     GateOutcome,
     JudgeSummary,
     RunSummary,
-    bootstrap_ci,
 )
-from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -51,7 +52,6 @@ __all__ = [
     "Dataset",
     "DatasetInfo",
     "FlippedCase",
-    "Gate",
     "GateOutcome",
     "JudgeSummary",
     "ModelTask",
@@ -61,19 +61,13 @@ __all__ = [
     "RunSummary",
     "Suite",
     "TaskOutput",
-    "TaskRunner",
     "Telemetry",
-    "bootstrap_ci",
     "iter_rows",
     "load_suite",
     "load_summary",
-    "main",
-    "parse_case",
-    "parse_gate",
     "render_compare",
     "render_report",
     "run_suite",
-    "scan_results",
 ]
 
 

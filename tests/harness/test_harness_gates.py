@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agentjudge.harness import CasesSummary, JudgeSummary, parse_gate
-from agentjudge.harness._gates import check_gate_subjects
+from agentjudge.harness import CasesSummary, JudgeSummary
+from agentjudge.harness._gates import check_gate_subjects, parse_gate
 
 
 def judge_summary(mean: float | None = 0.8, pass_rate: float | None = 0.75) -> JudgeSummary:

@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 from agentjudge.core import Check, JudgeResult, Judgment
-from agentjudge.harness import ResultsError, TaskOutput, iter_rows, scan_results
-from agentjudge.harness._results import ResultsWriter, encode_row, judge_result_dict, judgment_dict
+from agentjudge.harness import ResultsError, TaskOutput, iter_rows
+from agentjudge.harness._results import (
+    ResultsWriter,
+    encode_row,
+    judge_result_dict,
+    judgment_dict,
+    scan_results,
+)
 
 JUDGMENTS = [
     Judgment.passed("fine"),

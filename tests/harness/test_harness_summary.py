@@ -9,8 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from agentjudge.harness import bootstrap_ci
-from agentjudge.harness._summary import RunAggregate, normal_ci
+from agentjudge.harness._summary import RunAggregate, bootstrap_ci, normal_ci
 
 
 def row(

@@ -7,7 +7,8 @@ import threading
 import anyio
 import pytest
 
-from agentjudge.harness import Case, TaskRunner
+from agentjudge.harness import Case
+from agentjudge.harness._task import TaskRunner
 
 CASE = Case("c1", "question")
 

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agentjudge.exceptions import DatasetError
-from agentjudge.harness import Case, Dataset, parse_case
+from agentjudge.harness import Case, Dataset
 from agentjudge.harness._case import _DEFAULTS, _SHAPES
+from agentjudge.harness._dataset import parse_case
 
 
 @pytest.fixture(autouse=True)

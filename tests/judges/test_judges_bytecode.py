@@ -10,12 +10,8 @@ from pathlib import Path
 import pytest
 
 from agentjudge.core import Context, Status
-from agentjudge.judges import (
-    PYC_MAGIC_NUMBERS,
-    ClassVersionJudge,
-    PycVersionJudge,
-    pyc_magic_for,
-)
+from agentjudge.judges import PYC_MAGIC_NUMBERS, ClassVersionJudge, PycVersionJudge
+from agentjudge.judges._bytecode import pyc_magic_for
 
 RUNNING = f"{sys.version_info.major}.{sys.version_info.minor}"
 

@@ -9,10 +9,10 @@ from agentjudge.core import Context, Judgment, Status
 from agentjudge.judges import (
     FileComparison,
     _compare_java,
-    comparator_for,
     compare_contents,
     normalize_requirement,
 )
+from agentjudge.judges._compare import comparator_for
 
 
 def tree(root: Path, files: dict[str, str | bytes]) -> Path:

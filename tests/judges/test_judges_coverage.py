@@ -15,8 +15,8 @@ from agentjudge.judges import (
     CoveragePreservation,
     CoverageReportError,
     parse_coverage,
-    parse_coverage_bytes,
 )
+from agentjudge.judges._coverage import parse_coverage_bytes
 
 MODULE = """def f(x):
     if x > 0:
