@@ -233,7 +233,7 @@ async def test_abandoned_sync_threads_are_bounded() -> None:
         assert seen[0] == "TimeoutError"
     finally:
         release.set()
-    await wait_until(lambda: abandoned_threads() == base, limit=10)
+    await wait_until(lambda: abandoned_threads() <= base, limit=30)
     [result] = await Evaluator(lambda ctx: True).evaluate(output="x")
     assert result.status is Status.PASS
 

@@ -158,6 +158,6 @@ async def test_stuck_sync_tasks_are_bounded() -> None:
         release.set()
     assert errors[0] is not None and errors[0].startswith("TimeoutError")
     assert errors[-1] is not None and errors[-1].startswith("ThreadsExhausted")
-    with anyio.fail_after(10):  # the released threads finish and leave the count
-        while abandoned_threads() != base:
+    with anyio.fail_after(30):  # the released threads finish and leave the count
+        while abandoned_threads() > base:
             await anyio.sleep(0.01)
