@@ -1,4 +1,13 @@
-"""One dataset row (`Case`) and what a task may return (`TaskOutput`)."""
+"""One dataset row (`Case`) and what a task may return (`TaskOutput`).
+
+Process-global cache: ``_SHAPES`` maps the usual row shapes (the keys ``id``, ``input``, then
+optionally ``expected`` and ``metadata``, in that order) to their shared ``model_fields_set``
+and missing defaults. It is built once at import with one entry per such prefix of `Case`'s
+fields (3 today) and never written afterwards: rows of any other shape take the general path
+and add nothing, so it cannot grow however many distinct shapes a dataset has. Sharing the set
+is safe because pydantic never changes a frozen model's fields set in place.
+``tests/harness/test_harness_caches.py`` checks it stays that size.
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,28 @@ only the rows holding it are rewritten, each such character as the text ``\udcff
 (Python's ``backslashreplace``), and the row gains ``"warnings"`` naming the fields concerned.
 A write the operating system refuses (disk full, quota, file size limit, I/O error) raises
 `WriteFailed` with one line naming the cause and the file.
+
+Process-global memo caches (both bounded, both only ever speed-ups: a miss encodes afresh, so
+an eviction can never change a line; ``tests/harness/test_harness_caches.py`` fills them past
+their bounds and checks the lines still equal `encode_row`'s):
+
+* ``_JUDGMENT_TEXTS``: the JSON text of a Judgment object by identity, reused only once the
+  judgment is known to be frozen (its text cannot change). At most ``_JUDGMENT_MEMO_LIMIT``
+  (256) entries of at most ``_JUDGMENT_MEMO_CHARS`` (8,192) characters; cleared when full.
+  Each entry holds its Judgment, so the id cannot be reused by another object meanwhile.
+* ``_RESULT_PARTS``: the fixed text of a JudgeResult around its judgment, keyed by every
+  field that text depends on (name, sampled, metric_key, tier, error_type). At most
+  ``_RESULT_MEMO_LIMIT`` (256) entries; cleared when full. A run has a few judges, so a few keys.
+
+Why not ``orjson`` (issue 14, measured): encoding realistic rows (3 judges and a Majority
+verdict) took 10.0-13.0 us/row with `encode_case`, 8.5-13.3 us/row with orjson of the row dicts
+(bytes; 8.6-14.1 us decoded to str, as the writer takes), 17-18 us/row with `encode_row`; the
+100,000-row one-process harness benchmark ran at the same speed within noise (see
+docs/reference/benchmarks.md). orjson would not delete the fallbacks: it writes NaN and
+infinities as ``null`` silently (we write ``"nan"``/``"inf"``), rejects lone surrogates, ints
+beyond 64 bits and non-string keys (each needing this stdlib path), and formats some floats
+differently (``1.5e-05`` vs ``0.000015``). Equal speed does not pay for a compiled dependency,
+a silent coercion and two encoders, so the stdlib encoder stays.
 """
 
 from __future__ import annotations
