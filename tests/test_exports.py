@@ -76,6 +76,7 @@ SUBPACKAGES = [
     "agentjudge",
     "agentjudge.core",
     "agentjudge.judging",
+    "agentjudge.voting",
     "agentjudge.engine",
     "agentjudge.models",
     "agentjudge.judges",

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from agentjudge import voting
 from agentjudge.core import Judgment
 from agentjudge.voting import (
     Consensus,
@@ -22,9 +21,11 @@ from agentjudge.voting import (
     Majority,
     TiePolicy,
     VotingStrategy,
-    _Population,
-    _Strategy,
+    _intern,
+    _strategies,
 )
+from agentjudge.voting._base import _Strategy
+from agentjudge.voting._population import _Population
 
 P = Judgment.passed("ok")
 F = Judgment.failed("bad")
@@ -104,12 +105,12 @@ def collect(seed: int) -> list[str]:
 
 def test_interned_results_equal_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """Over random ballots, every interned aggregate dumps exactly like the fresh one."""
-    voting._INTERNED.clear()
+    _intern._INTERNED.clear()
     cached = collect(7)
     again = collect(7)  # now mostly cache hits
     with monkeypatch.context() as m:
         m.setattr(
-            voting,
+            _strategies,
             "_interned",
             lambda strategy, setting, pop: _Strategy._from_population(strategy, pop),
         )
@@ -131,10 +132,10 @@ def test_each_call_equals_the_golden_result() -> None:
 def test_small_cache_gives_the_same_results(monkeypatch: pytest.MonkeyPatch) -> None:
     """Constant eviction (a cache of 3 entries) changes no result."""
     reference = collect(3)
-    monkeypatch.setattr(voting, "_INTERN_LIMIT", 3)
-    voting._INTERNED.clear()
+    monkeypatch.setattr(_intern, "_INTERN_LIMIT", 3)
+    _intern._INTERNED.clear()
     assert collect(3) == reference
-    assert len(voting._INTERNED) <= 3
+    assert len(_intern._INTERNED) <= 3
 
 
 def test_same_counts_share_one_judgment() -> None:
@@ -194,14 +195,35 @@ def test_shared_judgments_are_read_only() -> None:
 
 def test_cache_stays_bounded() -> None:
     """However many distinct keys pass through, the cache holds at most its limit."""
-    voting._INTERNED.clear()
+    _intern._INTERNED.clear()
     for n in range(1, 40):
         for passes in range(n + 1):
             judgments = [P] * passes + [F] * (n - passes)
             Majority().aggregate(judgments)
             Consensus().aggregate(judgments)
-            assert len(voting._INTERNED) <= voting._INTERN_LIMIT
-    assert len(voting._INTERNED) > 0
+            assert len(_intern._INTERNED) <= _intern._INTERN_LIMIT
+    assert len(_intern._INTERNED) > 0
+
+
+def test_overfull_cache_stays_bounded_and_exact() -> None:
+    """Past its documented limit of 512 keys the cache stays bounded and results stay exact."""
+    assert _intern._INTERN_LIMIT == 512  # the limit the module docstring documents
+    _intern._INTERNED.clear()
+    strategies = [Majority(), Majority(tie=TiePolicy.PASS), Consensus()]
+    distinct = 0
+    for n in range(1, 30):  # 3 strategies x 464 ballots: well over 512 distinct keys
+        for passes in range(n + 1):
+            judgments = [P] * passes + [F] * (n - passes)
+            for strategy in strategies:
+                first = strategy.aggregate(judgments)
+                distinct += 1
+                assert len(_intern._INTERNED) <= _intern._INTERN_LIMIT
+                assert dump(first) == dump(golden(strategy, list(judgments)))
+                assert strategy.aggregate(judgments) is first  # a hit right after the miss
+    assert distinct > 2 * _intern._INTERN_LIMIT
+    # After eviction, an early key is built again and equals the fresh build.
+    again = Majority().aggregate([P])
+    assert dump(again) == dump(golden(Majority(), [P]))
 
 
 class _Strict(Majority):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -25,7 +24,6 @@ from typing import Any, Literal, TextIO
 import anyio
 import anyio.to_thread
 
-from agentjudge.engine import Budget, Evaluator, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._batch_mode import (
@@ -46,11 +44,16 @@ from agentjudge.harness._cost import (
 )
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
-from agentjudge.harness._loading import load_object, names_model, takes_no_arguments
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
 from agentjudge.harness._processes import Batch, WorkerPool, WorkerSpec, pickled
 from agentjudge.harness._progress import ProgressState, render_progress
+from agentjudge.harness._resolve import (
+    RunConfigError,
+    build_evaluator,
+    resolve_judges,
+    resolve_task,
+)
 from agentjudge.harness._results import (
     ResultsWriter,
     WriteFailed,
@@ -83,10 +86,6 @@ MISSING_SHOWN = 20
 """Missing case ids named in a `CasesLost` message (the rest are counted)."""
 
 
-class RunConfigError(AgentJudgeError, ValueError):
-    """The run cannot start: a missing or invalid setting, file or output folder."""
-
-
 class RunAborted(AgentJudgeError):
     """The run started and then failed; the cause is chained (``__cause__``).
 
@@ -117,117 +116,6 @@ def lost_message(cases_in: int, rows_out: int, missing: list[str], results: Path
         f"{cases_in} cases were handed out but {rows_out} rows were written to {results}{ids}; "
         "the run cannot be trusted (run again with --resume to run the missing cases)"
     )
-
-
-# ----------------------------------------------------------------------------- resolution
-def _instantiate(obj: Any, ref: str, what: str = "judges") -> Any:
-    """Call factories and classes that take no arguments; leave judges alone."""
-    if isinstance(obj, type) or (
-        takes_no_arguments(obj) and not hasattr(obj, "name") and not hasattr(obj, "tiers")
-    ):
-        try:
-            made = obj()
-        except Exception as exc:
-            raise RunConfigError(
-                f"{what} {ref!r}: calling it (as a factory) raised {type(exc).__name__}: {exc}"
-            ) from exc
-        if what == "judges" and not callable(made) and not isinstance(made, list | tuple | dict):
-            raise RunConfigError(
-                f"judges {ref!r}: calling it with no arguments returned a "
-                f"{type(made).__name__}; expected a judge, a list or dict of judges, a Jury or "
-                "a Cascade (a judge function must take the context as a required argument)"
-            )
-        return made
-    return obj
-
-
-def resolve_judges(suite: Suite) -> Any:
-    """The judge object(s) the suite names (imported, factories called).
-
-    Raises:
-        RunConfigError: no judges configured, or a reference does not resolve.
-    """
-    spec = suite.judges
-    if spec is None:
-        raise RunConfigError(
-            'no judges given: set judges = "module:attr" in the suite file or pass --judges'
-        )
-
-    def one(ref: str) -> Any:
-        try:
-            return _instantiate(load_object(ref, what="judges", base_dir=suite.base_dir), ref)
-        except RunConfigError:
-            raise
-        except ValueError as exc:
-            raise RunConfigError(str(exc)) from exc
-
-    if isinstance(spec, str):
-        return one(spec)
-    if isinstance(spec, list):
-        return [one(ref) for ref in spec]
-    return {name: one(ref) for name, ref in spec.items()}
-
-
-def resolve_task(suite: Suite) -> Any:
-    """The task callable the suite names.
-
-    Raises:
-        RunConfigError: no task configured, or the reference does not resolve.
-    """
-    ref = suite.task
-    if ref is None:
-        raise RunConfigError(
-            'no task given: set task = "module:function" in the suite file or pass --task'
-        )
-    if names_model(ref):  # the model provider registry decides (agentjudge.models)
-        from agentjudge.harness._http_task import model_task
-
-        try:
-            return model_task(ref, base_url=suite.task_url)
-        except ValueError as exc:
-            raise RunConfigError(f"task {ref!r}: {exc}") from exc
-    if suite.task_url is not None:
-        raise RunConfigError(
-            f"task_url is only used with a model task ('openai:<model>'), not with {ref!r}"
-        )
-    try:
-        task = load_object(ref, what="task", base_dir=suite.base_dir)
-    except ValueError as exc:
-        raise RunConfigError(str(exc)) from exc
-    if isinstance(task, type):
-        task = _instantiate(task, ref, "task")
-    if not callable(task):
-        raise RunConfigError(f"task {ref!r} is a {type(task).__name__}, not a callable")
-    return task
-
-
-def build_evaluator(
-    suite: Suite,
-    judges: Any,
-    telemetry: Telemetry | None = None,
-    *,
-    budget: Budget | None = None,
-) -> Evaluator:
-    """The Evaluator for ``judges`` with the suite's knobs (and ``budget``, if any).
-
-    Raises:
-        RunConfigError: the Evaluator refused the judges or a knob.
-    """
-    try:
-        return Evaluator(
-            judges,
-            max_concurrency=suite.judge_concurrency,
-            limits=suite.limits or None,
-            timeout=suite.judge_timeout,
-            retry=RetryPolicy(attempts=suite.judge_attempts),
-            sampling=suite.sampling or None,
-            rng=random.Random(suite.seed),
-            on_result=None if telemetry is None else telemetry.on_result,
-            budget=budget,
-        )
-    except (TypeError, ValueError) as exc:
-        where = "judges" if suite.judges is None else f"judges {suite.judges!r}"
-        raise RunConfigError(f"{where}: {exc}") from exc
 
 
 # ----------------------------------------------------------------------------- the run
