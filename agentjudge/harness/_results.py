@@ -46,15 +46,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import enum
-import errno
 import json
 import math
-import os
-import re
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePath
 from types import MappingProxyType
-from typing import Any, BinaryIO
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -64,9 +61,6 @@ from agentjudge.exceptions import AgentJudgeError
 __all__ = [
     "ResultsError",
     "ResultsScan",
-    "ResultsWriter",
-    "WriteFailed",
-    "drop_rows",
     "encode_case",
     "encode_row",
     "iter_rows",
@@ -74,8 +68,6 @@ __all__ = [
     "judgment_dict",
     "scan_results",
     "to_jsonable",
-    "write_failed",
-    "write_json_atomic",
 ]
 
 
@@ -523,212 +515,3 @@ def iter_rows(path: Path) -> Iterator[dict[str, Any]]:
     for _, _, row in _iter_parsed(path):
         if row is not None:
             yield row
-
-
-# ----------------------------------------------------------------------------- writing
-class WriteFailed(AgentJudgeError):
-    """The operating system refused a write (disk full, quota, file size limit, I/O error).
-
-    The message is one line naming the cause and the file; the `OSError` is chained.
-    """
-
-
-_WRITE_CAUSES = {
-    errno.ENOSPC: "no space left",
-    errno.EDQUOT: "disk quota exceeded",
-    errno.EFBIG: "file too large (the process's file size limit, ulimit -f, was reached)",
-    errno.EIO: "I/O error",
-    errno.EROFS: "read-only file system",
-}
-
-
-def write_failed(exc: OSError, path: Path | str) -> WriteFailed:
-    """`WriteFailed` for ``exc`` raised writing ``path``, e.g. "no space left writing <file>"."""
-    cause = _WRITE_CAUSES.get(exc.errno or 0) or exc.strerror or str(exc) or type(exc).__name__
-    error = WriteFailed(f"{cause} writing {path}")
-    error.__cause__ = exc
-    return error
-
-
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _escaped(text: str) -> str:
-    r"""JSON text with each lone surrogate written as the JSON string text ``"\\udcff"``.
-
-    That decodes to a backslash followed by ``udcff``, i.e. ``backslashreplace``.
-
-    A lone surrogate can only stand inside a JSON string of our own encoding (keys included),
-    so this applies ``backslashreplace`` to every string of the row.
-    """
-    return _LONE_SURROGATE.sub(lambda m: f"\\\\u{ord(m.group()):04x}", text)
-
-
-def _encodable(value: Any) -> bool:
-    try:
-        _encoder.encode(value).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    except (ValueError, TypeError, RecursionError):
-        return True  # not ours to judge here; the row as a whole is escaped anyway
-    return True
-
-
-_SURROGATE_WARNING = (
-    "text that is not valid Unicode (lone surrogates) was written with backslash escapes "
-    "(backslashreplace)"
-)
-
-
-def _repaired(line: str) -> str:
-    """``line`` (a results line UTF-8 cannot hold) escaped, with a warning on the row."""
-    try:
-        row = json.loads(line)
-        fields = [key for key, value in row.items() if not _encodable(value)]
-        warnings = row.get("warnings")
-        row["warnings"] = [
-            *(warnings if isinstance(warnings, list) else []),
-            f"{', '.join(fields) or 'a field'}: {_SURROGATE_WARNING}",
-        ]
-        return _escaped(_encoder.encode(row)) + "\n"
-    except (ValueError, TypeError, RecursionError):  # not one JSON object: escape the text
-        return _escaped(line)
-
-
-def _utf8(text: str) -> bytes:
-    """``text`` (results lines) as UTF-8, rows UTF-8 cannot hold repaired (`_repaired`)."""
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        pass
-    lines = text.split("\n")
-    out = []
-    for line in lines[:-1]:
-        try:
-            out.append((line + "\n").encode("utf-8"))
-        except UnicodeEncodeError:
-            out.append(_repaired(line + "\n").encode("utf-8"))
-    if lines[-1]:  # a last line without its newline (not something the harness writes)
-        out.append(_escaped(lines[-1]).encode("utf-8"))
-    return b"".join(out)
-
-
-class ResultsWriter:
-    """Appends lines to a results file; every `write` is handed to the OS before returning.
-
-    Unbuffered: nothing is held back in the process, so a failed write leaves nothing to be
-    written again later (at most a torn last line, which `scan_results` cuts off).
-    Blocking: call it from a worker thread (the harness does) or from synchronous code.
-
-    Raises:
-        WriteFailed: the file cannot be opened, written or synced (disk full, ...).
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            self._handle: BinaryIO | None = path.open("ab", buffering=0)
-        except OSError as exc:
-            raise write_failed(exc, path) from exc
-
-    def write(self, lines: list[str]) -> None:
-        """Append ``lines`` (each newline-terminated) and hand them to the OS.
-
-        Rows that UTF-8 cannot hold are written escaped with a warning (see the module notes);
-        the other rows of the batch are written unchanged.
-        """
-        handle = self._handle
-        if handle is None:
-            raise ResultsError(f"{self.path} is closed")
-        data = memoryview(_utf8("".join(lines)))
-        try:
-            while data:
-                data = data[handle.write(data) or 0 :]
-        except OSError as exc:
-            raise write_failed(exc, self.path) from exc
-
-    def __enter__(self) -> ResultsWriter:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Sync to disk and close (idempotent)."""
-        handle, self._handle = self._handle, None
-        if handle is not None:
-            try:
-                os.fsync(handle.fileno())
-            except OSError as exc:
-                if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # a device: nothing to sync
-                    raise write_failed(exc, self.path) from exc
-            finally:
-                handle.close()
-
-
-def write_json_atomic(path: Path, text: str) -> None:
-    """Write ``path`` through a synced temporary file, renamed into place.
-
-    The temporary file is removed again if anything fails, so a reader sees the previous
-    content or the new one, never half of it.
-
-    Raises:
-        WriteFailed: the OS refused (disk full, ...); ``path`` keeps its previous content.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise write_failed(exc, path) from exc
-        raise
-    _sync_folder(path.parent)
-
-
-def drop_rows(path: Path, ids: Collection[str]) -> int:
-    """Rewrite the results file without the rows whose id is in ``ids`` (atomically).
-
-    The other lines are copied byte for byte through a synced temporary file renamed into
-    place, so a crash leaves the old file or the new one. Returns how many rows were dropped.
-
-    Raises:
-        WriteFailed: the OS refused (disk full, ...); ``path`` keeps its previous content.
-    """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    dropped = 0
-    try:
-        with tmp.open("wb") as handle:
-            for _, raw, row in _iter_parsed(path):
-                if row is not None and row["id"] in ids:
-                    dropped += 1
-                    continue
-                handle.write(raw)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise write_failed(exc, path) from exc
-        raise
-    _sync_folder(path.parent)
-    return dropped
-
-
-def _sync_folder(folder: Path) -> None:
-    """Sync ``folder`` so a rename in it survives a crash (best effort: not every OS can)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

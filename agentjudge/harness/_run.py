@@ -54,18 +54,12 @@ from agentjudge.harness._resolve import (
     resolve_judges,
     resolve_task,
 )
-from agentjudge.harness._results import (
-    ResultsWriter,
-    WriteFailed,
-    drop_rows,
-    iter_rows,
-    scan_results,
-    write_json_atomic,
-)
+from agentjudge.harness._results import iter_rows, scan_results
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
+from agentjudge.harness._writer import ResultsWriter, WriteFailed, drop_rows, write_json_atomic
 
 __all__ = [
     "CasesLost",

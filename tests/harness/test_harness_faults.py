@@ -16,9 +16,9 @@ from agentjudge.exceptions import DatasetError
 from agentjudge.harness import Case, RunAborted, Suite, iter_rows, run_suite
 from agentjudge.harness._dataset import MAX_NESTING, Dataset
 from agentjudge.harness._pipeline import CaseRunner, JudgeInterrupted
-from agentjudge.harness._results import ResultsWriter, WriteFailed, write_failed
 from agentjudge.harness._run import CasesLost
 from agentjudge.harness._task import TaskRunner
+from agentjudge.harness._writer import ResultsWriter, WriteFailed, write_failed
 
 TASK = """
 import asyncio

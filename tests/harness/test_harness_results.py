@@ -12,12 +12,12 @@ import pytest
 from agentjudge.core import Check, JudgeResult, Judgment
 from agentjudge.harness import ResultsError, TaskOutput, iter_rows
 from agentjudge.harness._results import (
-    ResultsWriter,
     encode_row,
     judge_result_dict,
     judgment_dict,
     scan_results,
 )
+from agentjudge.harness._writer import ResultsWriter
 
 JUDGMENTS = [
     Judgment.passed("fine"),
