@@ -377,6 +377,8 @@ class _Members:
                 `start_all` does with a member that suspends).
         """
         self.start, self.first_failure, self.carried = start, first_failure, carried
+        if carried is not None:
+            self.stats[carried.index] = carried.stats  # it holds its slots: reserve none
         self._reserve_all()
         try:
             async with anyio.create_task_group() as tg:
