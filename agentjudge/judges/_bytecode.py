@@ -21,7 +21,7 @@ from agentjudge.judges._paths import (
     walk_files,
     workspace_of,
 )
-from agentjudge.judges._safeio import open_regular, run_blocking
+from agentjudge.judges._safeio import open_regular, read_full, run_blocking
 
 __all__ = ["PYC_MAGIC_NUMBERS", "ClassVersionJudge", "PycVersionJudge", "pyc_magic_for"]
 
@@ -37,13 +37,7 @@ def _head(path: Path, within: Path | None, size: int) -> bytes:
     """
     fd = open_regular(path, within=within)
     try:
-        data = os.read(fd, size)
-        while data and len(data) < size:
-            more = os.read(fd, size - len(data))
-            if not more:
-                break
-            data += more
-        return data
+        return read_full(fd, size)
     finally:
         os.close(fd)
 

@@ -25,6 +25,7 @@ from agentjudge.judges._safeio import (
     entry_exists,
     open_regular,
     read_file,
+    read_full,
     run_blocking,
 )
 
@@ -273,22 +274,11 @@ def first_difference(a: Path, b: Path) -> int | None:
         os.close(fa)
 
 
-def _read_full(fd: int, size: int) -> bytes:
-    """Up to ``size`` bytes: fewer only at the end of the file."""
-    data = os.read(fd, size)
-    while data and len(data) < size:
-        more = os.read(fd, size - len(data))
-        if not more:
-            break
-        data += more
-    return data
-
-
 def _first_difference(fa: int, fb: int) -> int | None:
     offset = 0
     while True:
-        ca = _read_full(fa, _CHUNK)
-        cb = _read_full(fb, _CHUNK)
+        ca = read_full(fa, _CHUNK)
+        cb = read_full(fb, _CHUNK)
         if ca != cb:
             limit = min(len(ca), len(cb))
             for i in range(limit):

@@ -42,6 +42,7 @@ __all__ = [
     "open_regular",
     "read_capped",
     "read_file",
+    "read_full",
     "run_blocking",
 ]
 
@@ -269,6 +270,17 @@ def entry_exists(path: Path, within: Path | None = None) -> bool:
     except NotRegularFileError:
         return True  # a folder, pipe...: refused before it was opened, but it is there
     return True
+
+
+def read_full(fd: int, size: int) -> bytes:
+    """Up to ``size`` bytes from ``fd``: fewer only at the end of the file."""
+    data = os.read(fd, size)
+    while data and len(data) < size:
+        more = os.read(fd, size - len(data))
+        if not more:
+            break
+        data += more
+    return data
 
 
 def read_capped(fd: int, limit: int, name: str) -> bytes:
