@@ -12,7 +12,8 @@ import errno
 import json
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -171,19 +172,8 @@ def write_json_atomic(path: Path, text: str) -> None:
     Raises:
         WriteFailed: the OS refused (disk full, ...); ``path`` keeps its previous content.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise write_failed(exc, path) from exc
-        raise
-    _sync_folder(path.parent)
+    with _replacing(path) as handle:
+        handle.write(text.encode("utf-8"))
 
 
 def drop_rows(path: Path, ids: Collection[str]) -> int:
@@ -195,15 +185,27 @@ def drop_rows(path: Path, ids: Collection[str]) -> int:
     Raises:
         WriteFailed: the OS refused (disk full, ...); ``path`` keeps its previous content.
     """
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     dropped = 0
+    with _replacing(path) as handle:
+        for _, raw, row in _iter_parsed(path):
+            if row is not None and row["id"] in ids:
+                dropped += 1
+                continue
+            handle.write(raw)
+    return dropped
+
+
+@contextmanager
+def _replacing(path: Path) -> Iterator[BinaryIO]:
+    """A synced temporary file that replaces ``path`` when the block ends without error.
+
+    On any failure the temporary file is removed and ``path`` keeps its previous content; an
+    OS error becomes `WriteFailed`.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with tmp.open("wb") as handle:
-            for _, raw, row in _iter_parsed(path):
-                if row is not None and row["id"] in ids:
-                    dropped += 1
-                    continue
-                handle.write(raw)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
@@ -213,7 +215,6 @@ def drop_rows(path: Path, ids: Collection[str]) -> int:
             raise write_failed(exc, path) from exc
         raise
     _sync_folder(path.parent)
-    return dropped
 
 
 def _sync_folder(folder: Path) -> None:
