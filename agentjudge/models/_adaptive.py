@@ -163,18 +163,12 @@ class RateHints:
     @property
     def request_rate(self) -> float | None:
         """The refill rate the headers imply, requests per second (None if unknown)."""
-        if self.limit is None or self.remaining is None or not self.reset:
-            return None
-        used = self.limit - self.remaining
-        return used / self.reset if used > 0 else None
+        return _refill_rate(self.limit, self.remaining, self.reset)
 
     @property
     def token_rate(self) -> float | None:
         """The refill rate of the token budget the headers imply, tokens per second."""
-        if self.token_limit is None or self.token_remaining is None or not self.token_reset:
-            return None
-        used = self.token_limit - self.token_remaining
-        return used / self.token_reset if used > 0 else None
+        return _refill_rate(self.token_limit, self.token_remaining, self.token_reset)
 
     @property
     def exhausted(self) -> bool:
@@ -611,3 +605,11 @@ def feedback(
         control.succeeded(begun, headers)
     else:
         control.finished()
+
+
+def _refill_rate(limit: float | None, remaining: float | None, reset: float | None) -> float | None:
+    """``(limit - remaining) / reset``: the budget used up per second; None if unknown or 0."""
+    if limit is None or remaining is None or not reset:
+        return None
+    used = limit - remaining
+    return used / reset if used > 0 else None
