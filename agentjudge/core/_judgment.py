@@ -14,6 +14,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     PlainValidator,
+    ValidationInfo,
     WithJsonSchema,
     field_validator,
     model_validator,
@@ -88,7 +89,8 @@ class Judgment(BaseModel):
     """What a judge says about one context.
 
     Invariants (enforced at construction): ``score`` is finite and within [0, 1] and is forbidden
-    on ABSTAIN and ERROR; ``label`` is non-blank when set and forbidden on ERROR; ``reasoning``
+    on ABSTAIN and ERROR; ``confidence`` is finite and within [0, 1] and is forbidden on ERROR;
+    ``label`` is non-blank when set and forbidden on ERROR; ``reasoning``
     must be non-blank on ABSTAIN and ERROR; ``metadata`` is JSON-portable and read-only.
     """
 
@@ -100,6 +102,12 @@ class Judgment(BaseModel):
     """Normalised score in [0, 1]; None when the judge measured none."""
     label: str | None = None
     """Categorical label, e.g. the word a classifier matched."""
+    confidence: float | None = None
+    """How sure the judge is of its own status/label, in [0, 1]; None when it measured none.
+
+    Forbidden on ERROR. Deterministic judges leave it None, read as "certain" (1.0) where a
+    number is needed (jury aggregation, confidence-aware cascades).
+    """
     reasoning: str = ""
     """Why; required on ABSTAIN and ERROR."""
     checks: tuple[Check, ...] = ()
@@ -114,6 +122,7 @@ class Judgment(BaseModel):
         status: Status,
         score: float | None,
         label: str | None,
+        confidence: float | None,
         reasoning: str,
         checks: tuple[Check, ...],
         metadata: Mapping[str, Any],
@@ -130,6 +139,7 @@ class Judgment(BaseModel):
                 "status": status,
                 "score": score,
                 "label": label,
+                "confidence": confidence,
                 "reasoning": reasoning,
                 "checks": checks,
                 "metadata": metadata,
@@ -145,17 +155,18 @@ class Judgment(BaseModel):
             raise ValueError(f"status must be one of {allowed} (lower case), got {v!r}")
         return v
 
-    @field_validator("score", mode="before")
+    @field_validator("score", "confidence", mode="before")
     @classmethod
-    def _score_number(cls, v: object) -> object:
+    def _unit_number(cls, v: object, info: ValidationInfo) -> object:
         if v is None:
             return v
+        name = info.field_name
         if isinstance(v, bool) or not isinstance(v, int | float):
-            raise ValueError(f"score must be a real number, got {type(v).__name__}")
+            raise ValueError(f"{name} must be a real number, got {type(v).__name__}")
         if not math.isfinite(v):
-            raise ValueError(f"score must be finite, got {v}")
+            raise ValueError(f"{name} must be finite, got {v}")
         if not 0.0 <= v <= 1.0:
-            raise ValueError(f"score must be between 0.0 and 1.0, got {v}")
+            raise ValueError(f"{name} must be between 0.0 and 1.0, got {v}")
         return float(v)
 
     @model_validator(mode="after")
@@ -169,6 +180,8 @@ class Judgment(BaseModel):
                 )
             if not self.reasoning.strip():
                 raise ValueError(f"reasoning: must be non-blank on {status.value}")
+            if status is Status.ERROR and self.confidence is not None:
+                raise ValueError("confidence: an error judgment must not carry a confidence")
         if self.label is not None:
             if not self.label.strip():
                 raise ValueError("label: must be non-blank when set")
@@ -294,6 +307,11 @@ def judgment_problem(judgment: Judgment) -> str | None:
         type(label) is not str or not label.strip() or status is Status.ERROR
     ):
         return f"label: {label!r} is not allowed here (non-blank str, never on error)"
+    confidence = values.get("confidence")
+    if confidence is not None and (
+        type(confidence) is not float or not 0.0 <= confidence <= 1.0 or status is Status.ERROR
+    ):
+        return f"confidence: {confidence!r} is not allowed here (a float in [0, 1], never on error)"
     return _parts_problem(values)
 
 

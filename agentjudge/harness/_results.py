@@ -86,6 +86,8 @@ def judgment_dict(j: Judgment) -> dict[str, Any]:
         out["score"] = j.score
     if j.label is not None:
         out["label"] = j.label
+    if j.confidence is not None:
+        out["confidence"] = j.confidence
     out["reasoning"] = j.reasoning
     out["checks"] = [{"name": c.name, "passed": c.passed, "message": c.message} for c in j.checks]
     # The read-only mapping itself: the JSON encoder turns it (and nested ones) into objects
@@ -247,6 +249,9 @@ def _encode_judgment(j: Judgment) -> str:
         head += ',"score":' + repr(score)
     if label is not None:
         head += ',"label":' + _string(label)
+    confidence = d["confidence"]
+    if confidence is not None:
+        head += ',"confidence":' + repr(confidence)
     tail = _value([c.model_dump() for c in checks]) if checks else "[]"
     text: str = (
         head

@@ -170,6 +170,7 @@ class ModelJudgeBase:
                 judgment.reasoning + " (the response was cut off: finish_reason=length; "
                 "raise max_tokens)",
                 label=judgment.label,
+                confidence=judgment.confidence,
                 metadata=judgment.metadata,
             )
         return with_metadata(judgment, calls_metadata(self.model.name, [*earlier, response]))

@@ -67,6 +67,7 @@ def with_metadata(judgment: Judgment, extra: Mapping[str, Any]) -> Judgment:
         status=judgment.status,
         score=judgment.score,
         label=judgment.label,
+        confidence=judgment.confidence,
         reasoning=judgment.reasoning,
         checks=judgment.checks,
         metadata={**dict(extra), **thaw(judgment.metadata)},

@@ -175,6 +175,7 @@ def _build(
     reasoning: str,
     metadata: Mapping[str, Mapping[str, Any]],
     score: float | None = None,
+    confidence: float | None = None,
 ) -> Judgment:
     """Build an aggregate without re-validating it (the hot path of every jury).
 
@@ -183,7 +184,13 @@ def _build(
     finite float evidence, exactly what validation would have produced.
     """
     return Judgment.fast(
-        status=status, score=score, label=None, reasoning=reasoning, checks=(), metadata=metadata
+        status=status,
+        score=score,
+        label=None,
+        confidence=confidence,
+        reasoning=reasoning,
+        checks=(),
+        metadata=metadata,
     )
 
 

@@ -57,6 +57,7 @@ CASES: list[tuple[type[BaseModel], dict[str, Any]]] = [
             "status": Status.PASS,
             "score": 0.5,
             "label": None,
+            "confidence": 0.5,
             "reasoning": "r",
             "checks": (),
             "metadata": MappingProxyType({}),
