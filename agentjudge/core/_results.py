@@ -169,6 +169,11 @@ class TierPolicy(StrEnum):
     """Stop with PASS when every member PASSes; otherwise escalate."""
     STOP_ON_AGREEMENT = "stop_on_agreement"
     """Stop when all members agree (all PASS or all FAIL); escalate on a split."""
+    STOP_ON_CONFIDENCE = "stop_on_confidence"
+    """Stop with the tier's aggregate when its confidence >= the tier's threshold; else escalate.
+
+    Requires ``Tier(..., threshold=...)``; a None confidence escalates.
+    """
     FINAL = "final"
     """Always stop with the tier's aggregate; the last tier must be FINAL."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -122,6 +123,16 @@ class Tier:
         name: Tier name (unique within the cascade).
         judge_or_jury: A judge, or a Jury whose members are the tier's members.
         policy: When this tier stops the cascade.
+        threshold: The confidence a tier's aggregate needs, in [0, 1]. Required by
+            `TierPolicy.STOP_ON_CONFIDENCE` (stop when the aggregate's confidence >= threshold,
+            escalate otherwise); on a FINAL tier it means "abstain rather than guess": an
+            aggregate below it (or without a confidence) becomes ABSTAIN. Other policies take
+            none.
+
+    Raises:
+        ValueError: a blank name, a judge that is not callable, an unknown policy, or a
+            threshold that is missing (STOP_ON_CONFIDENCE), not a finite number in [0, 1], or
+            given to a policy that does not use it.
     """
 
     def __init__(
@@ -129,6 +140,8 @@ class Tier:
         name: str,
         judge_or_jury: Callable[..., Any],
         policy: TierPolicy = TierPolicy.FINAL,
+        *,
+        threshold: float | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"tier name must be non-blank, got {name!r}")
@@ -137,9 +150,30 @@ class Tier:
         self.name = name
         self.judge = judge_or_jury
         self.policy = TierPolicy(policy)
+        self.threshold = _check_tier_threshold(name, self.policy, threshold)
 
     def __repr__(self) -> str:
-        return f"Tier({self.name!r}, {judge_name(self.judge)!r}, policy={self.policy.name})"
+        extra = "" if self.threshold is None else f", threshold={self.threshold!r}"
+        return f"Tier({self.name!r}, {judge_name(self.judge)!r}, policy={self.policy.name}{extra})"
+
+
+_THRESHOLD_POLICIES = (TierPolicy.STOP_ON_CONFIDENCE, TierPolicy.FINAL)
+
+
+def _check_tier_threshold(name: str, policy: TierPolicy, threshold: object) -> float | None:
+    if threshold is None:
+        if policy is TierPolicy.STOP_ON_CONFIDENCE:
+            raise ValueError(f"tier {name!r}: STOP_ON_CONFIDENCE needs a threshold in [0, 1]")
+        return None
+    if policy not in _THRESHOLD_POLICIES:
+        raise ValueError(
+            f"tier {name!r}: {policy.name} takes no threshold (only STOP_ON_CONFIDENCE and FINAL)"
+        )
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise ValueError(f"tier {name!r}: threshold must be a number in [0, 1], got {threshold!r}")
+    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"tier {name!r}: threshold must be within [0, 1], got {threshold!r}")
+    return float(threshold)
 
 
 class Cascade(_Composite):

@@ -75,6 +75,8 @@ class TierNode:
     name: str
     policy: TierPolicy
     group: Group
+    threshold: float | None = None
+    """The tier's confidence threshold (`Tier.threshold`)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -181,7 +183,7 @@ class _Compiler:
                     early_stop=False,
                     leaves=tuple(self.leaves[g_start:]),
                 )
-            tiers.append(TierNode(name=t.name, policy=t.policy, group=group))
+            tiers.append(TierNode(name=t.name, policy=t.policy, group=group, threshold=t.threshold))
         return CascadeNode(name=cascade.name, tiers=tuple(tiers), leaves=tuple(self.leaves[start:]))
 
 

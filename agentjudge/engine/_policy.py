@@ -5,6 +5,11 @@ member's index) and once more when every member is done (``last=None``, with the
 aggregate in ``view.aggregate``). It answers with a `Judgment` (stop the cascade with it),
 `ESCALATE` (go on to the next tier) or None (undecided: keep waiting). Once a rule answers,
 the tier's still-running members are cancelled. A new policy is one new class in `RULES`.
+
+Confidence passes through: a rule that stops with the tier's aggregate keeps its confidence;
+`RejectOnAnyFail` carries the deciding member's confidence, and `AcceptOnAllPass` and
+`StopOnAgreement` the lowest of the members' (a member without one reads as certain, 1.0;
+None when no member has one).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from typing import Any, Final
 from agentjudge.core import Judgment, Status, TierPolicy
 from agentjudge.engine._plan import TierNode
 
-__all__ = ["ESCALATE", "RULES", "Outcome", "TierRule", "TierView"]
+__all__ = ["ESCALATE", "RULES", "Outcome", "TierRule", "TierView", "confident"]
 
 
 class _Escalate:
@@ -61,18 +66,85 @@ class TierRule:
         raise NotImplementedError
 
 
+def confident(judgment: Judgment | None, threshold: float) -> bool:
+    """Whether ``judgment`` carries a confidence of at least ``threshold`` (None never does)."""
+    return (
+        judgment is not None
+        and judgment.confidence is not None
+        and judgment.confidence >= threshold
+    )
+
+
+def _early(view: TierView) -> Judgment | None:
+    """The group's already-certain voting decision, when the tier's jury stops early."""
+    group = view.tier.group
+    if group.early_stop and group.voting is not None:
+        return view.decided()
+    return None
+
+
 class FinalTier(TierRule):
-    """Always stop with the tier's aggregate (early stop when its voting is already certain)."""
+    """Always stop with the tier's aggregate (early stop when its voting is already certain).
+
+    With a threshold, an aggregate whose confidence is below it (or None) becomes ABSTAIN:
+    "abstain rather than guess". An early decision stops the tier only when it is confident.
+    """
 
     policy = TierPolicy.FINAL
 
     def decide(self, view: TierView, last: int | None) -> Outcome:
-        if last is None:
-            return view.aggregate
-        group = view.tier.group
-        if group.early_stop and group.voting is not None:
-            return view.decided()
-        return None
+        threshold = view.tier.threshold
+        if last is not None:
+            early = _early(view)
+            if threshold is None or confident(early, threshold):
+                return early
+            return None
+        aggregate = view.aggregate
+        if threshold is None or confident(aggregate, threshold):
+            return aggregate
+        assert aggregate is not None  # the scheduler sets it before the final call
+        return _not_confident(view.tier.name, aggregate, threshold)
+
+
+def _not_confident(tier: str, aggregate: Judgment, threshold: float) -> Judgment:
+    got = (
+        "no confidence"
+        if aggregate.confidence is None
+        else f"confidence {aggregate.confidence:.6g}"
+    )
+    return Judgment.abstained(
+        f"no tier was confident enough: the final tier {tier!r} said "
+        f"{aggregate.status.value} with {got}, below its threshold {threshold:.6g}",
+        metadata={
+            "tier": tier,
+            "threshold": threshold,
+            "unconfident_status": aggregate.status.value,
+        },
+    )
+
+
+class StopOnConfidence(TierRule):
+    """Stop with the tier's aggregate when its confidence >= the threshold; else escalate.
+
+    The tier waits for its members (or for its jury's early decision, when that is already
+    confident); a None confidence escalates, as does an ERROR aggregate (it has none).
+    """
+
+    policy = TierPolicy.STOP_ON_CONFIDENCE
+
+    def decide(self, view: TierView, last: int | None) -> Outcome:
+        threshold = view.tier.threshold
+        assert threshold is not None  # Tier() refuses STOP_ON_CONFIDENCE without one
+        if last is not None:
+            early = _early(view)
+            return early if confident(early, threshold) else None
+        return view.aggregate if confident(view.aggregate, threshold) else ESCALATE
+
+
+def _least_confidence(judgments: Sequence[Judgment]) -> float | None:
+    """The lowest confidence among ``judgments`` (None read as 1.0); None when none has one."""
+    found = [j.confidence for j in judgments if j.confidence is not None]
+    return min(found) if found else None
 
 
 class RejectOnAnyFail(TierRule):
@@ -90,6 +162,7 @@ class RejectOnAnyFail(TierRule):
         return Judgment.failed(
             f"tier {view.tier.name!r} rejected: {name} failed"
             + (f": {judgment.reasoning}" if judgment.reasoning else ""),
+            confidence=judgment.confidence,
             metadata={"tier": view.tier.name, "decided_by": name},
         )
 
@@ -106,6 +179,7 @@ class AcceptOnAllPass(TierRule):
         if completed and all(j.status is Status.PASS for j in completed):
             return Judgment.passed(
                 f"tier {view.tier.name!r} accepted: all {len(completed)} members passed",
+                confidence=_least_confidence(completed),
                 metadata={"tier": view.tier.name},
             )
         return ESCALATE
@@ -130,12 +204,19 @@ class StopOnAgreement(TierRule):
         make = Judgment.passed if agreed is Status.PASS else Judgment.failed
         return make(
             f"tier {view.tier.name!r}: all {len(completed)} members agree ({agreed.value})",
+            confidence=_least_confidence(completed),
             metadata={"tier": view.tier.name},
         )
 
 
 RULES: dict[TierPolicy, TierRule] = {
     rule.policy: rule
-    for rule in (FinalTier(), RejectOnAnyFail(), AcceptOnAllPass(), StopOnAgreement())
+    for rule in (
+        FinalTier(),
+        RejectOnAnyFail(),
+        AcceptOnAllPass(),
+        StopOnAgreement(),
+        StopOnConfidence(),
+    )
 }
 """The rule object of every `TierPolicy`."""

@@ -11,6 +11,8 @@ from agentjudge.voting._policies import ErrorPolicy, _check_done, _check_judgmen
 from agentjudge.voting._population import (
     _ABSTAIN,
     _ERROR,
+    _FAIL,
+    _PASS,
     _PROPAGATE,
     _build,
     _excerpt,
@@ -148,12 +150,39 @@ class _Strategy:
     def _result(
         self, pop: _Population, status: Status, reasoning: str, score: float | None
     ) -> Judgment:
+        confidence = None
+        if pop.has_confidence and (status is _PASS or status is _FAIL):
+            confidence = self._confidence(pop, status is _PASS)
         return _build(
             status=status,
             score=score,
+            confidence=confidence,
             reasoning=reasoning + _left_out(pop) + _running_note(pop.running),
             metadata=self._metadata(pop, eligible=True),
         )
+
+    def _on_side(self, passed: bool, score: float, verdict: bool) -> bool:
+        """Whether a member (its status ``passed``, its effective ``score``) backs ``verdict``."""
+        return passed is verdict
+
+    _weighted_confidence: ClassVar[bool] = False
+    """Whether the members' weights weigh their confidence (`WeightedAverage` only)."""
+
+    def _confidence(self, pop: _Population, verdict: bool) -> float:
+        """The aggregate's confidence: the share of support for ``verdict`` (True = PASS).
+
+        Each eligible member contributes its confidence (None read as 1.0) when it backs the
+        verdict and 0 when it does not, weighted by its weight for `WeightedAverage`; the sum is
+        divided by the total weight. For a counting strategy this is the mean confidence of the
+        winning side times its vote share.
+        """
+        total = backing = 0.0
+        for passed, score, confidence, weight in pop.sides():
+            w = weight if self._weighted_confidence else 1.0
+            total += w
+            if self._on_side(passed, score, verdict):
+                backing += w * confidence
+        return min(1.0, backing / total) if total > 0.0 else 0.0
 
 
 class _CountingStrategy(_Strategy):

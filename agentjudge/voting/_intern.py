@@ -24,6 +24,8 @@ def _interned(strategy: _Strategy, setting: str, pop: _Population) -> Judgment:
     result depends on. The key holds every count the result reads; the population's weights
     and scores are not read by the counting strategies.
     """
+    if pop.has_confidence:  # the aggregate's confidence depends on more than the counts
+        return _Strategy._from_population(strategy, pop)
     errors = pop.errors
     policy = strategy.errors
     key = (

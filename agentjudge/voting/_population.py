@@ -40,9 +40,11 @@ class _Population:
         "explicit_abstain",
         "failed",
         "first_error",
+        "has_confidence",
         "ignored",
         "input_count",
         "input_weights",
+        "items",
         "passed",
         "running",
         "scores",
@@ -61,6 +63,7 @@ class _Population:
         Only with ``scored`` are the effective scores collected.
         """
         passed = failed = abstained = errors = running = 0
+        has_confidence = False
         first_error = ""
         scores: list[float] = []
         weighted = weights is not None
@@ -102,6 +105,8 @@ class _Population:
                     score = 1.0 if status is _PASS else 0.0
             else:
                 score = 0.0  # not needed: counting strategies ignore scores
+            if j.confidence is not None:
+                has_confidence = True
             if status is _PASS:
                 passed += 1
             else:
@@ -110,6 +115,8 @@ class _Population:
                 scores.append(score)
             if weighted:
                 eligible_weights.append(w)
+        self.items = items
+        self.has_confidence = has_confidence
         self.input_count = len(items) - running
         self.running = running
         self.passed = passed
@@ -124,6 +131,30 @@ class _Population:
         self.as_fail = errors if policy is _TREAT_AS_FAIL else 0
         self.as_abstain = errors if policy is _TREAT_AS_ABSTAIN else 0
         self.ignored = errors if policy is _IGNORE else 0
+
+    def sides(self) -> list[tuple[bool, float, float, float]]:
+        """Per eligible judgment: (passed, effective score, confidence, weight).
+
+        The slow path behind confidence aggregation, only taken when a judgment carries a
+        confidence: a confidence of None reads as 1.0 (certain), as does an ERROR counted as a
+        FAIL vote; the weight is 1.0 without weights.
+        """
+        out: list[tuple[bool, float, float, float]] = []
+        weights = _ONES if self.weights is None else self.input_weights
+        finished = [j for j in self.items if j is not None]
+        for j, w in zip(finished, weights):  # noqa: B905 - one weight per finished judgment
+            status = j.status
+            if status is _ERROR:
+                if self.as_fail:
+                    out.append((False, 0.0, 1.0, w))
+                continue
+            if status is not _PASS and status is not _FAIL:
+                continue
+            score = j.effective_score
+            assert score is not None  # PASS and FAIL always have one
+            confidence = 1.0 if j.confidence is None else j.confidence
+            out.append((status is _PASS, score, confidence, w))
+        return out
 
     def input_weight(self) -> float:
         """The total weight of the finished judgments."""

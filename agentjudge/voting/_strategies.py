@@ -158,6 +158,10 @@ class _ScoreStrategy(_Strategy):
 
     _label: ClassVar[str] = ""
 
+    def _on_side(self, passed: bool, score: float, verdict: bool) -> bool:
+        # A member backs the verdict when its own score is on the verdict's side of the mark.
+        return (score >= self.threshold) is verdict
+
     def _verdict(self, pop: _Population, score: float, detail: str = "") -> Judgment:
         score = min(1.0, max(0.0, score))
         if score >= self.threshold:
@@ -253,6 +257,7 @@ class WeightedAverage(_ScoreStrategy):
     """
 
     _label = "Weighted average score"
+    _weighted_confidence = True
 
     @property
     def name(self) -> str:

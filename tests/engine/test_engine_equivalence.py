@@ -53,10 +53,34 @@ LAST = WARM
 TIMEOUT = 0.5
 """Per attempt; generous so that a loaded machine never times out an instant judge."""
 
-INSTANT = ("pass", "fail", "abstain", "score_low", "score_high", "raise", "retry_once", "garbage")
+INSTANT = (
+    "pass",
+    "fail",
+    "abstain",
+    "score_low",
+    "score_high",
+    "raise",
+    "retry_once",
+    "garbage",
+    "sure_pass",
+    "unsure_fail",
+)
 SUSPENDING = ("sleep_pass", "sleep_fail", "sleep_raise")
 SWITCHING = ("then_sleep", "then_hang", "then_raise")
 BEHAVIOURS = INSTANT + SUSPENDING + SWITCHING
+
+
+ANSWERS: dict[str, object] = {
+    "pass": Judgment.passed("ok"),
+    "fail": Judgment.failed("no"),
+    "abstain": Judgment.abstained("unsure"),
+    "score_low": 0.25,
+    "score_high": 0.75,
+    "garbage": "not a judgment",
+    "sure_pass": Judgment.passed("sure", confidence=0.9),
+    "unsure_fail": Judgment.failed("unsure", confidence=0.3),
+}
+"""What the instant behaviours that always answer the same return."""
 
 
 def make_judge(behaviour: str, name: str, resource: str | None) -> Callable[..., Any]:
@@ -67,24 +91,14 @@ def make_judge(behaviour: str, name: str, resource: str | None) -> Callable[...,
         run = int(ctx.input)
         attempts[run] = attempts.get(run, 0) + 1
         last = run == LAST
-        if behaviour == "pass":
-            return Judgment.passed("ok")
-        if behaviour == "fail":
-            return Judgment.failed("no")
-        if behaviour == "abstain":
-            return Judgment.abstained("unsure")
-        if behaviour == "score_low":
-            return 0.25
-        if behaviour == "score_high":
-            return 0.75
+        if behaviour in ANSWERS:
+            return ANSWERS[behaviour]
         if behaviour == "raise":
             raise ValueError("bad")
         if behaviour == "retry_once":
             if attempts[run] == 1:
                 raise RetryableError("again", retry_after=0.0)
             return True
-        if behaviour == "garbage":
-            return "not a judgment"
         if behaviour in SUSPENDING or (behaviour in SWITCHING and last):
             await anyio.sleep(0)
             if behaviour in ("sleep_raise", "then_raise"):
@@ -150,11 +164,17 @@ def cascades(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
                         TierPolicy.REJECT_ON_ANY_FAIL,
                         TierPolicy.ACCEPT_ON_ALL_PASS,
                         TierPolicy.STOP_ON_AGREEMENT,
+                        TierPolicy.STOP_ON_CONFIDENCE,
                     ]
                 )
             )
+        threshold = None
+        if policy is TierPolicy.STOP_ON_CONFIDENCE or (
+            policy is TierPolicy.FINAL and draw(st.booleans())
+        ):
+            threshold = draw(st.sampled_from([0.0, 0.5, 0.8]))
         body = draw(juries(counter, 1)) if draw(st.booleans()) else draw(leaves(counter))
-        tiers.append((f"t{k}", body, policy))
+        tiers.append((f"t{k}", body, policy, threshold))
     return ("cascade", tiers)
 
 
@@ -172,13 +192,18 @@ def build(spec: tuple[Any, ...]) -> Any:
             early_stop=early_stop,
             name=name,
         )
-    return Cascade([Tier(name, build(body), policy) for name, body, policy in spec[1]])
+    return Cascade(
+        [
+            Tier(name, build(body), policy, threshold=threshold)
+            for name, body, policy, threshold in spec[1]
+        ]
+    )
 
 
 def resources_of(spec: tuple[Any, ...]) -> set[str]:
     if spec[0] == "leaf":
         return {spec[3]} if spec[3] else set()
-    children = spec[1] if spec[0] == "jury" else [body for _, body, _ in spec[1]]
+    children = spec[1] if spec[0] == "jury" else [tier[1] for tier in spec[1]]
     return set().union(*(resources_of(c) for c in children))
 
 
