@@ -1,27 +1,40 @@
 """One dataset row (`Case`) and what a task may return (`TaskOutput`).
 
 Process-global cache: ``_SHAPES`` maps the usual row shapes (the keys ``id``, ``input``, then
-optionally ``expected`` and ``metadata``, in that order) to their shared ``model_fields_set``
-and missing defaults. It is built once at import with one entry per such prefix of `Case`'s
-fields (3 today) and never written afterwards: rows of any other shape take the general path
-and add nothing, so it cannot grow however many distinct shapes a dataset has. Sharing the set
-is safe because pydantic never changes a frozen model's fields set in place.
+optionally ``expected``, ``metadata`` and ``human``, in that order) to their shared
+``model_fields_set`` and missing defaults. It is built once at import with one entry per such
+prefix of `Case`'s fields (4 today) and never written afterwards: rows of any other shape take
+the general path and add nothing, so it cannot grow however many distinct shapes a dataset has.
+Sharing the set is safe because pydantic never changes a frozen model's fields set in place.
 ``tests/harness/test_harness_caches.py`` checks it stays that size.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
 
 from agentjudge._compat import build_model, check_buildable
 
 if TYPE_CHECKING:
     from agentjudge.models import Usage
 
-__all__ = ["Case", "TaskOutput", "case_from_row"]
+__all__ = ["Case", "HumanLabel", "TaskOutput", "case_from_row", "human_label_problem"]
+
+HumanLabel = StrictStr | StrictBool | StrictInt | StrictFloat
+"""What a row's ``human`` field may hold: a label, a status word, true/false or a number."""
 
 _MISSING: Any = object()
 
@@ -29,9 +42,9 @@ _MISSING: Any = object()
 class Case(BaseModel):
     """One row of a dataset: what the task is asked and what a good answer looks like.
 
-    ``Case(id, input, expected=None, metadata={}, **extra)``: fields beyond these four are kept
-    as extras (``case.model_extra``, or attribute access ``case.tag``) and reach the task, not
-    the judges.
+    ``Case(id, input, expected=None, metadata={}, human=None, **extra)``: fields beyond these
+    five are kept as extras (``case.model_extra``, or attribute access ``case.tag``) and reach
+    the task, not the judges.
     """
 
     model_config = ConfigDict(frozen=True, extra="allow")
@@ -44,6 +57,12 @@ class Case(BaseModel):
     """The reference the judges compare against (any JSON value), when there is one."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form facts about the case; judges see it as ``ctx.metadata`` (plus ``case_id``)."""
+    human: HumanLabel | None = None
+    """A person's verdict on the case, for measuring the judges against it (never shown to a
+    judge: the `Context` has no place for it). A label (``"relevant"``), a status word
+    (``"pass"``, ``"fail"``), a bool (true = ``"pass"``, false = ``"fail"``) or a finite number
+    (compared with the judges' scores); None: the case is unlabelled. The results row carries
+    it back as a top-level ``"human"`` key."""
 
     def __init__(self, id: Any = _MISSING, input: Any = _MISSING, /, **data: Any) -> None:
         if id is not _MISSING:
@@ -59,10 +78,32 @@ class Case(BaseModel):
             raise ValueError("id must be a non-blank string")
         return v
 
+    @field_validator("human")
+    @classmethod
+    def _human_usable(cls, v: HumanLabel | None) -> HumanLabel | None:
+        problem = human_label_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
+        return v
+
     @property
     def extras(self) -> Mapping[str, Any]:
         """The row's fields beyond id, input, expected and metadata."""
         return self.model_extra or {}
+
+
+def human_label_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as a ``human`` label (None: nothing; None is no label)."""
+    if value is None or isinstance(value, bool | int):
+        return None
+    if isinstance(value, str):
+        return None if value.strip() else "human must be a non-blank label, got ''"
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"human must be a finite number, got {value!r}"
+    return (
+        "human must be a label string, a status word, a boolean (pass/fail) or a number, "
+        f"got {type(value).__name__}"
+    )
 
 
 def case_from_row(row: dict[str, Any]) -> Case:
@@ -72,7 +113,8 @@ def case_from_row(row: dict[str, Any]) -> Case:
     observable (field values and their order, extras, ``model_fields_set``, equality, dumps,
     repr, pickling, copying; frozen) at a fraction of the cost. The caller guarantees what
     validation would check (the dataset's ``_row`` does): ``id`` is a non-blank string,
-    ``input`` is present, ``metadata`` is absent or a dict with str keys. Which fields exist,
+    ``input`` is present, ``metadata`` is absent or a dict with str keys, ``human`` is absent
+    or a usable label (`human_label_problem`). Which fields exist,
     which are required and what the others default to all come from ``Case.model_fields``, so
     a field added to `Case` cannot be missed here (a new *required* field fails at import:
     the dataset check would have to learn it first).

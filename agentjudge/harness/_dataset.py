@@ -8,7 +8,10 @@ Blank lines and lines whose first non-blank character is ``#`` are skipped; line
 messages are 1-based and count every physical line. ``id`` is required and must be a non-blank
 string; ids are compared exactly (``"Q1"`` and ``"q1"`` are different cases). ``input`` is
 required (any JSON value, ``null`` included); ``expected`` is optional (any JSON value);
-``metadata`` is optional and must be an object. Other fields are kept as the case's extras.
+``metadata`` is optional and must be an object. ``human`` is optional: a person's label for the
+case (a non-blank string such as ``"relevant"`` or a status word ``"pass"``, a boolean meaning
+pass/fail, or a finite number); ``null`` means unlabelled, like leaving it out. Judges never see
+it; the results row carries it back. Other fields are kept as the case's extras.
 ``NaN`` and ``Infinity`` are not JSON and are rejected, and so are text that is not valid Unicode
 (a lone surrogate such as ``"\ud800"``, which JSON's escapes can express but UTF-8 cannot
 store) and values nested more than `MAX_NESTING` levels deep.
@@ -31,7 +34,7 @@ from typing import Any, BinaryIO
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.exceptions import DatasetError
-from agentjudge.harness._case import Case, case_from_row
+from agentjudge.harness._case import Case, case_from_row, human_label_problem
 
 __all__ = ["MAX_NESTING", "Dataset", "parse_case"]
 
@@ -144,7 +147,23 @@ def _row(text: str, lineno: int, label: str) -> dict[str, Any]:
                 f"{label} line {lineno} (id {case_id!r}): field 'metadata' must be a JSON object, "
                 f"got {_type_name(metadata)}"
             )
+    if "human" in row:
+        _check_human(row, lineno, label)
     return row
+
+
+def _check_human(row: dict[str, Any], lineno: int, label: str) -> None:
+    """Check a row's ``human`` label (a ``null`` one is dropped: unlabelled)."""
+    human = row["human"]
+    if human is None:
+        del row["human"]
+        return
+    problem = human_label_problem(human)
+    if problem is not None:
+        raise DatasetError(
+            f"{label} line {lineno} (id {row['id']!r}): field 'human' must be a non-blank label "
+            f"string, a status word, true/false (pass/fail) or a finite number, got {_shown(human)}"
+        )
 
 
 def _decode_slowly(text: str, lineno: int, label: str) -> Any:
@@ -320,6 +339,8 @@ class Dataset(BaseModel):
     """SHA-256 of the file's bytes when it was opened."""
     rows: int = Field(ge=0)
     """Number of cases (blank and comment lines excluded)."""
+    labelled: int = Field(default=0, ge=0)
+    """Number of cases carrying a ``human`` label."""
 
     @property
     def label(self) -> str:
@@ -338,7 +359,7 @@ class Dataset(BaseModel):
         label = display_path(file)
         digest = hashlib.sha256()
         seen: dict[str, int] = {}
-        rows = 0
+        rows = labelled = 0
         for chunk in _read(file, label, _READ_CHUNK):
             for _, raw in chunk:
                 digest.update(raw)
@@ -353,7 +374,8 @@ class Dataset(BaseModel):
                     )
                 seen[case_id] = lineno
                 rows += 1
-        return cls(path=file, sha256=digest.hexdigest(), rows=rows)
+                labelled += "human" in row
+        return cls(path=file, sha256=digest.hexdigest(), rows=rows, labelled=labelled)
 
     def iter_raw(self, hint: int = _CHUNK_HINT) -> Iterator[list[tuple[int, bytes]]]:
         """Stream the file's physical lines as ``(lineno, bytes)``, about ``hint`` bytes a chunk.

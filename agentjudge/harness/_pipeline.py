@@ -147,6 +147,8 @@ class CaseRunner:
         extra = case.model_extra
         if extra:
             head["extra"] = extra
+        if case.human is not None:  # the person's label, for agreement (judges never see it)
+            head["human"] = case.human
         verdict = None
         if error is None:
             status = ExecutionStatus.SUCCESS

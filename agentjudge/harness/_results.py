@@ -4,6 +4,8 @@ Row keys, in order: ``id``, ``input``, ``output``, ``expected``, ``metadata``, `
 `JudgeResult` dump per judge that ran), ``verdict`` (the aggregate `Judgment` dump, null for an
 errored case), ``duration_s`` (the task's wall time), ``error`` (null unless the task raised or
 timed out: ``"TypeName: message"``). Cases that went through a cascade also carry ``tiers``.
+A case with a ``human`` label carries it as a top-level ``human`` key (after ``metadata`` and
+``extra``); unlabelled cases have no such key.
 
 Durability: lines are written by one writer, in batches of whatever finished while the previous
 batch was being written, each batch followed by a flush to the operating system. Killing the
@@ -386,7 +388,7 @@ def encode_case(
 
     The hot path of a run: the engine's values are written straight to JSON text instead of
     being turned into dicts first. ``head`` holds the row's leading fields in order (``input``,
-    ``output``, ``expected``, ``metadata`` and, when there are any, ``extra``).
+    ``output``, ``expected``, ``metadata`` and, when there are any, ``extra`` and ``human``).
     """
     parts = ['{"id":', _string(case_id)]
     for key, value in head.items():

@@ -77,7 +77,7 @@ def test_result_parts_stay_bounded_and_lines_identical() -> None:
 def test_case_shapes_never_grow() -> None:
     """Rows of many distinct shapes leave the shape table as built and equal validated cases."""
     built = dict(_case._SHAPES)
-    assert len(built) == 3  # (id, input), + expected, + metadata: one per usual prefix
+    assert len(built) == 4  # (id, input), + expected, + metadata, + human: one per prefix
     rows: list[dict[str, Any]] = []
     for i in range(2000):
         row: dict[str, Any] = {"id": f"c{i}", "input": i}
