@@ -182,9 +182,16 @@ class Cascade(_Composite):
     Args:
         tiers: The tiers, in order; the last one must be FINAL; names unique.
         name: The cascade's name.
+        short_circuit: With False (calibration runs) every tier runs every member to
+            completion and is recorded in `Verdict.tiers` with its own judgment; ``stopped``
+            marks the tier that would have stopped the cascade, and the cascade's judgment is
+            the one the short-circuiting cascade would have returned. It costs every tier's
+            calls on every case.
     """
 
-    def __init__(self, tiers: Sequence[Tier], *, name: str = "cascade") -> None:
+    def __init__(
+        self, tiers: Sequence[Tier], *, name: str = "cascade", short_circuit: bool = True
+    ) -> None:
         tiers = tuple(tiers)
         if not tiers:
             raise ValueError("a cascade needs at least one tier")
@@ -202,10 +209,14 @@ class Cascade(_Composite):
             )
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"cascade name must be non-blank, got {name!r}")
+        if not isinstance(short_circuit, bool):
+            raise ValueError(f"short_circuit must be a bool, got {short_circuit!r}")
         self.name = name
         self.tiers = tiers
+        self.short_circuit = short_circuit
         self.kind = _kind_of([t.judge for t in tiers])
         self._standalone = None
 
     def __repr__(self) -> str:
-        return f"Cascade({list(self.tiers)!r}, name={self.name!r})"
+        extra = "" if self.short_circuit else ", short_circuit=False"
+        return f"Cascade({list(self.tiers)!r}, name={self.name!r}{extra})"

@@ -86,6 +86,8 @@ class CascadeNode:
     name: str
     tiers: tuple[TierNode, ...]
     leaves: tuple[Leaf, ...]
+    short_circuit: bool = True
+    """False: every tier runs to completion (`Cascade.short_circuit`)."""
 
 
 Node = Leaf | Group | CascadeNode
@@ -184,7 +186,12 @@ class _Compiler:
                     leaves=tuple(self.leaves[g_start:]),
                 )
             tiers.append(TierNode(name=t.name, policy=t.policy, group=group, threshold=t.threshold))
-        return CascadeNode(name=cascade.name, tiers=tuple(tiers), leaves=tuple(self.leaves[start:]))
+        return CascadeNode(
+            name=cascade.name,
+            tiers=tuple(tiers),
+            leaves=tuple(self.leaves[start:]),
+            short_circuit=cascade.short_circuit,
+        )
 
 
 def compile_plan(

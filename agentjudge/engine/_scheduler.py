@@ -235,21 +235,31 @@ class Scheduler:
 
     # ------------------------------------------------------------------ cascades
     async def run_cascade(self, cascade: CascadeNode, run: RunState, *, record: bool) -> Judgment:
-        """Tiers in order until one stops the cascade."""
+        """Tiers in order until one stops the cascade (all of them without short-circuit)."""
+        chosen: Judgment | None = None
         for tier in cascade.tiers:
-            judgment, stopped, failure = await self.run_tier(tier, run)
+            judgment, stopped, failure = await self.run_tier(tier, run, cascade.short_circuit)
+            deciding = chosen is None and stopped and judgment is not None
             if record:
-                run.tiers.append(_tier_attempt(tier, run, judgment, stopped, failure))
-            if stopped and judgment is not None:
-                return judgment
-            if failure is not None and tier.policy is TierPolicy.FINAL:
-                return Judgment.errored(f"the final cascade tier {tier.name!r} failed: {failure}")
+                run.tiers.append(_tier_attempt(tier, run, judgment, deciding, failure))
+            if deciding:
+                chosen = judgment
+            elif chosen is None and failure is not None and tier.policy is TierPolicy.FINAL:
+                chosen = Judgment.errored(f"the final cascade tier {tier.name!r} failed: {failure}")
+            if chosen is not None and cascade.short_circuit:
+                return chosen
+        if chosen is not None:
+            return chosen
         return Judgment.errored(f"{cascade.name}: no cascade tier returned a verdict")
 
     async def run_tier(
-        self, tier: TierNode, run: RunState
+        self, tier: TierNode, run: RunState, short_circuit: bool = True
     ) -> tuple[Judgment | None, bool, str | None]:
-        """Run one tier; returns (judgment, whether it stops the cascade, failure)."""
+        """Run one tier; returns (judgment, whether it stops the cascade, failure).
+
+        Without ``short_circuit`` the rule's first decision is kept but cancels nobody: every
+        member runs to completion.
+        """
         group, rule = tier.group, RULES[tier.policy]
         out: list[Any] = [PENDING] * len(group.members)
         view = TierView(tier, out, lambda: self.decided(group, out))
@@ -258,8 +268,8 @@ class Scheduler:
 
         def on_done(i: int, judgment: Judgment | None) -> bool:
             nonlocal stop_with, escalate
-            if judgment is None:
-                return False
+            if judgment is None or stop_with is not None or escalate:
+                return False  # unsampled, or already decided (only without short-circuit)
             outcome = rule.decide(view, i)
             if outcome is None:
                 return False
@@ -267,7 +277,7 @@ class Scheduler:
                 escalate = True
             else:
                 stop_with = cast(Judgment, outcome)
-            return True
+            return short_circuit
 
         try:
             await self.gather(group, run, out, on_done)

@@ -121,11 +121,18 @@ def judge_result_dict(r: JudgeResult) -> dict[str, Any]:
 
 
 def tier_dict(t: TierAttempt) -> dict[str, Any]:
-    """A compact record of one cascade tier (member results are in the row's ``results``)."""
+    """A compact record of one cascade tier (member results are in the row's ``results``).
+
+    ``label`` and ``confidence`` are the tier judgment's (None when it has none or the tier
+    failed): what calibration reads.
+    """
+    j = t.judgment
     return {
         "name": t.name,
         "policy": t.policy.value,
-        "status": None if t.judgment is None else t.judgment.status.value,
+        "status": None if j is None else j.status.value,
+        "label": None if j is None else j.label,
+        "confidence": None if j is None else j.confidence,
         "stopped": t.stopped,
         "skipped": list(t.skipped),
         "failure": t.failure,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+import anyio
 import pytest
-from engine_support import idle
+from engine_support import idle, wait_until
 
 from agentjudge import (
     Average,
@@ -274,3 +275,76 @@ async def test_score_strategy_tier_uses_the_members_side_of_the_threshold() -> N
     # Mean score 0.6 -> PASS; backing: member a (0.8) out of 2 members -> 0.4.
     assert verdict.judgment.status is Status.PASS
     assert verdict.judgment.confidence == pytest.approx(0.4)
+
+
+# --------------------------------------------------------------------------- short_circuit=False
+
+
+def test_short_circuit_must_be_a_bool() -> None:
+    """A non-bool short_circuit is refused."""
+    with pytest.raises(ValueError, match="short_circuit must be a bool"):
+        Cascade([Tier("only", scripted("a", SURE))], short_circuit="no")  # type: ignore[arg-type]
+
+
+async def test_without_short_circuit_every_tier_runs_and_the_decision_is_unchanged() -> None:
+    """Calibration runs: every tier judges, `stopped` marks the deciding tier, same verdict."""
+    expensive = scripted("big", UNSURE)
+
+    def cascade(short_circuit: bool) -> Cascade:
+        return Cascade(
+            [
+                Tier(
+                    "cheap", scripted("small", SURE), TierPolicy.STOP_ON_CONFIDENCE, threshold=0.8
+                ),
+                Tier("expensive", expensive),
+            ],
+            short_circuit=short_circuit,
+        )
+
+    short = await Evaluator(cascade(True)).verdict(CTX)
+    full = await Evaluator(cascade(False)).verdict(CTX)
+    assert full.judgment == short.judgment == SURE
+    assert [(t.name, t.stopped) for t in full.tiers] == [("cheap", True), ("expensive", False)]
+    assert full.tiers[1].judgment == UNSURE
+    assert [r.name for r in full.results] == ["small", "big"]
+    assert expensive.calls == 1
+    assert "short_circuit=False" in repr(cascade(False))
+
+
+async def test_without_short_circuit_a_deciding_rule_cancels_no_member() -> None:
+    """REJECT_ON_ANY_FAIL decides at the first FAIL but the tier's other members still finish."""
+    gate = anyio.Event()
+    slow = scripted("slow", SURE, gate=gate)
+    tier = Jury([scripted("fails", UNSURE), slow])
+
+    async def release() -> None:
+        await wait_until(lambda: slow.calls == 1)
+        gate.set()
+
+    cascade = Cascade(
+        [Tier("gate", tier, TierPolicy.REJECT_ON_ANY_FAIL), Tier("last", scripted("c", SURE))],
+        short_circuit=False,
+    )
+    ev = Evaluator(cascade)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(release)
+        verdict = await ev.verdict(CTX)
+    assert verdict.judgment.status is Status.FAIL
+    assert verdict.tiers[0].stopped and verdict.tiers[0].skipped == ()
+    assert slow.completed == 1
+    assert [t.name for t in verdict.tiers] == ["gate", "last"]
+    assert idle(ev)
+
+
+async def test_without_short_circuit_a_failed_final_tier_is_still_an_error() -> None:
+    """When no tier decides, the result is what the short-circuiting cascade returns."""
+    cascade = Cascade(
+        [
+            Tier("cheap", scripted("a", UNSURE), TierPolicy.STOP_ON_CONFIDENCE, threshold=0.9),
+            Tier("last", scripted("b", UNSURE), threshold=0.9),
+        ],
+        short_circuit=False,
+    )
+    verdict = await Evaluator(cascade).verdict(CTX)
+    assert verdict.judgment.status is Status.ABSTAIN
+    assert [t.stopped for t in verdict.tiers] == [False, True]

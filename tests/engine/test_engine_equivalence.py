@@ -175,7 +175,7 @@ def cascades(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
             threshold = draw(st.sampled_from([0.0, 0.5, 0.8]))
         body = draw(juries(counter, 1)) if draw(st.booleans()) else draw(leaves(counter))
         tiers.append((f"t{k}", body, policy, threshold))
-    return ("cascade", tiers)
+    return ("cascade", tiers, draw(st.booleans()))
 
 
 def build(spec: tuple[Any, ...]) -> Any:
@@ -196,7 +196,8 @@ def build(spec: tuple[Any, ...]) -> Any:
         [
             Tier(name, build(body), policy, threshold=threshold)
             for name, body, policy, threshold in spec[1]
-        ]
+        ],
+        short_circuit=spec[2],
     )
 
 
