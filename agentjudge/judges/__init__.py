@@ -15,6 +15,7 @@ from agentjudge.judges._bytecode import PYC_MAGIC_NUMBERS, ClassVersionJudge, Py
 from agentjudge.judges._classifier import LabelClassifier
 from agentjudge.judges._commands import BuildSuccess, CommandJudge
 from agentjudge.judges._compare import FileComparison, compare_contents, normalize_requirement
+from agentjudge.judges._confidence import LogprobConfidence, SelfConsistency, SimulatedAnnotators
 from agentjudge.judges._coverage import (
     CoverageImprovement,
     CoverageMetric,
@@ -69,6 +70,7 @@ __all__ = [
     "HallucinationJudge",
     "LLMJudge",
     "LabelClassifier",
+    "LogprobConfidence",
     "MatchMode",
     "MissingPolicy",
     "PromptTemplate",
@@ -79,6 +81,8 @@ __all__ = [
     "Runner",
     "RunnerResult",
     "ScoreJudge",
+    "SelfConsistency",
+    "SimulatedAnnotators",
     "SupersetDiff",
     "citation_precision",
     "citation_recall",

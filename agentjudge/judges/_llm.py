@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -24,7 +25,15 @@ from pydantic import BaseModel, ValidationError
 from agentjudge.core import Context, Judgment, Message, Status
 from agentjudge.exceptions import TemplateError
 from agentjudge.judges._classifier import LabelClassifier
+from agentjudge.judges._confidence import (
+    ConfidenceMethod,
+    VerdictPosition,
+    check_confidence,
+    label_matcher,
+    run_confidence,
+)
 from agentjudge.judges._template import PromptTemplate
+from agentjudge.judges._verdict import _ANSWER as ANSWER_LINE  # the line parse_verdict reads
 from agentjudge.judges._verdict import (
     excerpt,
     parse_json_object,
@@ -239,11 +248,16 @@ class LLMJudge(ModelJudgeBase):
         temperature: Sampling temperature (None: the server default).
         max_tokens: Response token cap (None: the server default).
         description: One line for reports.
+        confidence: How to measure `Judgment.confidence`: `LogprobConfidence`,
+            `SelfConsistency` or `SimulatedAnnotators` (see each). None (the default): no
+            confidence, one call, and the request carries no extra fields.
 
     Raises:
         ValueError: a blank name, both ``classifier`` and ``output_model``, an ``output_model``
             without a score or pass field, a bad threshold, range, temperature or max_tokens,
-            or a template with an unknown variable.
+            a template with an unknown variable, or a logprob-based confidence for a client
+            that returns no logprobs (`AnthropicMessages`).
+        TypeError: ``confidence`` is not one of the confidence methods.
     """
 
     def __init__(
@@ -260,6 +274,7 @@ class LLMJudge(ModelJudgeBase):
         temperature: float | None = None,
         max_tokens: int | None = None,
         description: str = "",
+        confidence: ConfidenceMethod | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -269,6 +284,7 @@ class LLMJudge(ModelJudgeBase):
             max_tokens=max_tokens,
             description=description,
         )
+        self.confidence = check_confidence(confidence, self.model)
         if isinstance(template, str):
             template = PromptTemplate(template, name=name)
         if not isinstance(template, PromptTemplate):
@@ -300,18 +316,60 @@ class LLMJudge(ModelJudgeBase):
         except TemplateError as exc:
             return Judgment.errored(f"{self.name}: cannot build the prompt: {exc}")
         schema = None if self._shape is None else self._shape.schema
-        response = await self.model.complete(self.build_request(prompt, schema))
+        request = self.build_request(prompt, schema)
+        if self.confidence is not None:
+            return await run_confidence(self.confidence, self, request)
+        response = await self.model.complete(request)
         return self.read(response)
 
     def read(self, response: ModelResponse) -> Judgment:
         """Turn a model response into this judge's judgment (metadata included)."""
+        return self.finish(self.read_answer(response), response)
+
+    def read_answer(self, response: ModelResponse) -> Judgment:
+        """The judgment a model response gives, before the call metadata is added."""
         if self._shape is not None:
-            judgment = self._read_structured(self._shape, response)
-        elif self.classifier is not None:
-            judgment = self.classifier.classify(response.text)
-        else:
-            judgment = parse_verdict(response.text, response.parsed)
-        return self.finish(judgment, response)
+            return self._read_structured(self._shape, response)
+        if self.classifier is not None:
+            return self.classifier.classify(response.text)
+        return parse_verdict(response.text, response.parsed)
+
+    def verdict_position(self, response: ModelResponse) -> VerdictPosition | str:
+        """Where the verdict starts in ``response.text``, for logprob confidence (or why not).
+
+        A label answer: its first non-space character. ``Answer: YES|NO``: the word. A JSON
+        answer: the value of ``passed``/``pass``, ``score`` or ``answer`` (the first such key
+        in the text).
+        """
+        text = response.text
+        if self.classifier is not None:
+            stripped = len(text) - len(text.lstrip())
+            return VerdictPosition(stripped, label_matcher(list(self.classifier.labels)))
+        if self._shape is not None:
+            if self._shape.passed is not None:
+                key, outcome = self._shape.passed[1], _bool_outcome
+            elif self._shape.score is not None:
+                key, outcome = self._shape.score[1], self._score_outcome
+            else:  # pragma: no cover - _OutputShape requires one of them
+                return "the output model has no verdict field"
+            return _json_value_position(text, key, outcome)
+        found = _json_value_position(text, "answer", label_matcher(["yes", "no"]))
+        if not isinstance(found, str) and text.lstrip().startswith(("{", "```")):
+            return found
+        match = ANSWER_LINE.search(text)
+        if match is None:
+            return "no 'Answer: YES|NO' line in the answer"
+        return VerdictPosition(match.start(1), label_matcher(["yes", "no"]))
+
+    def _score_outcome(self, token: str) -> str | None:
+        try:
+            value = float(token.strip().strip('"'))
+        except ValueError:
+            return None
+        low, high = self.score_range
+        if not (math.isfinite(value) and low <= value <= high):
+            return None
+        return "pass" if (value - low) / (high - low) >= self.threshold else "fail"
 
     def _read_structured(self, shape: _OutputShape, response: ModelResponse) -> Judgment:
         data: dict[str, Any] | None = response.parsed
@@ -363,6 +421,24 @@ class LLMJudge(ModelJudgeBase):
                 f"Structured output field {shape.passed[1]!r} must be true or false, got {raw!r}"
             )
         return Judgment.abstained("Structured output carries neither a score nor a verdict")
+
+
+def _bool_outcome(token: str) -> str | None:
+    word = token.strip().casefold()
+    if word and "true".startswith(word):
+        return "pass"
+    if word and "false".startswith(word):
+        return "fail"
+    return None
+
+
+def _json_value_position(
+    text: str, key: str, outcome: Callable[[str], str | None]
+) -> VerdictPosition | str:
+    match = re.search(rf'"{re.escape(key)}"\s*:\s*"?', text)
+    if match is None:
+        return f"no {key!r} value in the JSON answer"
+    return VerdictPosition(match.end(), outcome)
 
 
 def _summarise(exc: Exception) -> str:

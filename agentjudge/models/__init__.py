@@ -22,7 +22,13 @@ from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.models._cache import SqliteCache
 from agentjudge.models._prices import ModelPrice, PriceTable, prices, response_cost
 from agentjudge.models._ratelimit import RateLimit
-from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, Usage
+from agentjudge.models._types import (
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    TokenLogprob,
+    Usage,
+)
 
 if TYPE_CHECKING:
     from agentjudge.models._anthropic import AnthropicMessages
@@ -77,6 +83,7 @@ __all__ = [
     "ResponseTooLarge",
     "RetryPolicy",
     "SqliteCache",
+    "TokenLogprob",
     "Usage",
     "default_transport",
     "known_providers",

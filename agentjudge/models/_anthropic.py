@@ -9,7 +9,7 @@ from agentjudge.core import Message
 from agentjudge.models._http import HTTPModelClient, _Reply, check_against_schema
 from agentjudge.models._options import ClientKeywords
 from agentjudge.models._schema import SchemaViolation, tool_name
-from agentjudge.models._types import ModelRequest, Usage
+from agentjudge.models._types import ModelRequest, ModelResponse, Usage
 from agentjudge.models._usage import UsageReader
 
 __all__ = ["AnthropicMessages"]
@@ -46,6 +46,9 @@ class AnthropicMessages(HTTPModelClient):
     api_key_header: ClassVar[str] = "x-api-key"
     api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
     default_base_url: ClassVar[str] = "https://api.anthropic.com/v1"
+    supports_logprobs: ClassVar[bool] = False
+    """The Messages API returns no token log-probabilities: a request asking for them is a
+    ValueError (use self-consistency for a confidence instead)."""
 
     def __init__(
         self, model: str, *, max_tokens: int = 1024, **options: Unpack[ClientKeywords]
@@ -66,6 +69,21 @@ class AnthropicMessages(HTTPModelClient):
 
     def _output_allowance(self, request: ModelRequest) -> int:
         return request.max_tokens or self.max_tokens
+
+    async def complete(self, request: ModelRequest) -> ModelResponse:
+        """Send one request (see `HTTPModelClient.complete`).
+
+        Raises:
+            ValueError: the request asks for ``logprobs``, which the Anthropic API does not
+                return (never answered silently without them).
+        """
+        if isinstance(request, ModelRequest) and request.logprobs is not None:
+            raise ValueError(
+                f"{self.name}: the Anthropic Messages API returns no token log-probabilities, "
+                "so a request with logprobs cannot be answered; use "
+                "agentjudge.judges.SelfConsistency (or SimulatedAnnotators) for a confidence"
+            )
+        return await super().complete(request)
 
     def _body(
         self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None

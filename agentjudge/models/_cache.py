@@ -1,9 +1,10 @@
 """`SqliteCache`: a content-addressed response cache on a SQLite file, with single-flight.
 
 The key is a SHA-256 over the client name (``"openai:gpt-4o-mini"``), the messages, the
-request parameters (temperature, max_tokens, the client's extra body...), the response schema
-and ``sample_index``. Only complete answers are stored: a structured request whose answer
-failed its schema (``parsed is None``) is not cached, so the next run asks again.
+request parameters (temperature, max_tokens, the client's extra body...), the response schema,
+``sample_index`` and ``logprobs`` (when set; a stored answer keeps its token logprobs). Only
+complete answers are stored: a structured request whose answer failed its schema (``parsed is
+None``) is not cached, so the next run asks again.
 
 SQLite runs on worker threads (never on the event loop) through one connection guarded by a
 thread lock, so one cache can be shared by every client and task of a process. Identical
@@ -119,6 +120,8 @@ class SqliteCache:
             "sample_index": request.sample_index,
             "params": _plain(params or {}),
         }
+        if request.logprobs is not None:  # only when asked: the keys of other requests stay put
+            material["logprobs"] = request.logprobs
         encoded = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(encoded.encode()).hexdigest()
 

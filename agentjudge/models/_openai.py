@@ -8,7 +8,7 @@ from agentjudge.core import Message
 from agentjudge.models._http import HTTPModelClient, _Reply, check_against_schema
 from agentjudge.models._options import ClientKeywords
 from agentjudge.models._schema import decode_json_object, tool_name
-from agentjudge.models._types import ModelRequest, Usage
+from agentjudge.models._types import ModelRequest, ModelResponse, TokenLogprob, Usage
 from agentjudge.models._usage import UsageReader
 
 __all__ = ["OpenAIChat"]
@@ -40,7 +40,15 @@ class OpenAIChat(HTTPModelClient):
             default.
         strict_schema: Send ``"strict": true`` with the JSON schema (OpenAI requires every
             property to be required and ``additionalProperties: false`` then).
+
+    A request with ``logprobs=k`` is sent with ``"logprobs": true`` (and ``"top_logprobs": k``
+    when k > 0); ``choices[0].logprobs.content`` comes back as `ModelResponse.logprobs`. A
+    malformed or missing logprobs list leaves it None with a line in ``warnings`` (the answer
+    itself is kept). Answers collected through a `BatchCollector` carry no logprobs.
     """
+
+    supports_logprobs: ClassVar[bool] = True
+    """This client can return token log-probabilities (`ModelRequest.logprobs`)."""
 
     provider: ClassVar[str] = "openai"
     path: ClassVar[str] = "/chat/completions"
@@ -72,6 +80,10 @@ class OpenAIChat(HTTPModelClient):
             body["temperature"] = request.temperature
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
+        if request.logprobs is not None:
+            body["logprobs"] = True
+            if request.logprobs:
+                body["top_logprobs"] = request.logprobs
         if schema is not None:
             spec: dict[str, Any] = {"name": tool_name(schema), "schema": schema}
             if self.strict_schema:
@@ -79,6 +91,16 @@ class OpenAIChat(HTTPModelClient):
             body["response_format"] = {"type": "json_schema", "json_schema": spec}
         body.update(self.extra_body)
         return body
+
+    async def _complete(self, request: ModelRequest) -> ModelResponse:
+        response = await super()._complete(request)
+        if request.logprobs is None:
+            return response
+        logprobs, problem = read_logprobs(response.raw)
+        if problem is None:
+            return response.model_copy(update={"logprobs": logprobs})
+        warning = f"{self.name}: no token logprobs in the answer: {problem}"
+        return response.model_copy(update={"warnings": (*response.warnings, warning)})
 
     def _parse(self, data: dict[str, Any]) -> _Reply:
         choices = data["choices"]
@@ -138,3 +160,51 @@ class OpenAIChat(HTTPModelClient):
 
     def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
         return check_against_schema(decode_json_object(reply.text), schema)
+
+
+_LOGPROB_SLACK = 1e-6
+"""Tiny positive log-probabilities (rounding on some servers) read as 0; larger ones are wrong."""
+
+
+def _logprob(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{where} is not a number: {value!r}")
+    if not value <= _LOGPROB_SLACK:  # NaN fails this too
+        raise ValueError(f"{where} must be a finite number <= 0, got {value!r}")
+    if value == float("-inf"):
+        raise ValueError(f"{where} must be finite, got {value!r}")
+    return min(0.0, float(value))
+
+
+def _token(entry: Any, where: str) -> tuple[str, float]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+        raise ValueError(f"{where} has no string 'token'")
+    return entry["token"], _logprob(entry.get("logprob"), f"{where}.logprob")
+
+
+def read_logprobs(raw: Any) -> tuple[tuple[TokenLogprob, ...] | None, str | None]:
+    """The tokens of ``choices[0].logprobs.content`` in an OpenAI chat completion.
+
+    Returns:
+        ``(tokens, None)``, or ``(None, why)`` when the body carries none or they are malformed.
+    """
+    try:
+        block = raw["choices"][0].get("logprobs")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        return None, "the body has no choices[0]"
+    content = block.get("content") if isinstance(block, dict) else None
+    if not isinstance(content, list):
+        return None, "choices[0].logprobs.content is missing (the server may not support logprobs)"
+    tokens: list[TokenLogprob] = []
+    try:
+        for i, entry in enumerate(content):
+            where = f"choices[0].logprobs.content[{i}]"
+            token, logprob = _token(entry, where)
+            top_raw = entry.get("top_logprobs") or []
+            if not isinstance(top_raw, list):
+                raise ValueError(f"{where}.top_logprobs is not a list")
+            top = tuple(_token(t, f"{where}.top_logprobs[{j}]") for j, t in enumerate(top_raw))
+            tokens.append(TokenLogprob(token=token, logprob=logprob, top=top))
+    except ValueError as exc:
+        return None, str(exc)
+    return tuple(tokens), None

@@ -9,7 +9,18 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from agentjudge.core import Message
 
-__all__ = ["MAX_TOKEN_COUNT", "ModelClient", "ModelRequest", "ModelResponse", "Usage"]
+__all__ = [
+    "MAX_LOGPROBS",
+    "MAX_TOKEN_COUNT",
+    "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
+    "TokenLogprob",
+    "Usage",
+]
+
+MAX_LOGPROBS = 20
+"""The most top alternatives per token a `ModelRequest` may ask for (OpenAI's limit)."""
 
 MAX_TOKEN_COUNT = 2**53 - 1
 """The largest token count `Usage` holds: the largest integer JSON keeps exactly (judgment
@@ -50,6 +61,24 @@ class Usage(BaseModel):
         return {k: v for k, v in self.model_dump(exclude_none=True).items()}
 
 
+class TokenLogprob(BaseModel):
+    """One generated token with its log-probability and the top alternatives at its position.
+
+    Attributes:
+        token: The token text as the API returned it (leading spaces included).
+        logprob: Its natural-log probability (finite, <= 0).
+        top: The most likely tokens at this position, ``(token, logprob)`` pairs, most likely
+            first as the API listed them (usually including ``token`` itself); empty when
+            no alternatives were asked for.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    token: str
+    logprob: float = Field(le=0.0, allow_inf_nan=False)
+    top: tuple[tuple[str, Annotated[float, Field(le=0.0, allow_inf_nan=False)]], ...] = ()
+
+
 class ModelRequest(BaseModel):
     """One chat request to a model."""
 
@@ -63,6 +92,10 @@ class ModelRequest(BaseModel):
     """JSON schema the response must follow (structured output)."""
     sample_index: int = Field(default=0, ge=0)
     """Distinguishes repeated samples of the same request (part of the cache key)."""
+    logprobs: int | None = Field(default=None, ge=0, le=MAX_LOGPROBS)
+    """Ask for token log-probabilities with this many top alternatives per token (0-20);
+    None (the default) asks for none. Part of the cache key when set. Only OpenAI-compatible
+    clients support it: `AnthropicMessages` refuses a request that sets it (ValueError)."""
 
 
 class ModelResponse(BaseModel):
@@ -93,6 +126,9 @@ class ModelResponse(BaseModel):
     of range that was dropped (the LLM judges copy them into ``metadata["warnings"]``)."""
     batch: bool = False
     """True when answered through a provider batch API (`BatchCollector`): batch prices apply."""
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    """The per-token log-probabilities of ``text``, when the request asked for them and the
+    API returned them (None otherwise; kept by the response cache)."""
 
 
 @runtime_checkable

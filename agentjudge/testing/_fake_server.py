@@ -16,9 +16,10 @@ import inspect
 import itertools
 import json
 import math
+import re
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from types import TracebackType
@@ -28,6 +29,7 @@ import anyio
 from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from agentjudge.models._types import TokenLogprob
 from agentjudge.testing._fake_batches import FakeBatches
 
 __all__ = ["FakeModelServer", "FakeRateLimit", "FakeResponse", "ReceivedRequest", "Responder"]
@@ -55,6 +57,13 @@ class FakeResponse:
             ``input_tokens``/``output_tokens``).
         finish_reason: Overrides ``"stop"`` (OpenAI) / ``"end_turn"`` or ``"tool_use"``
             (Anthropic).
+        logprobs: The token log-probabilities an OpenAI chat completion returns when the
+            request asks for them (``"logprobs": true``); each token's ``top`` is cut to the
+            request's ``top_logprobs``. Without a script the server makes them up: the text
+            split into word and punctuation tokens (leading spaces attached), each chosen
+            with probability 0.9, followed by ``top_logprobs - 1`` filler alternatives
+            (``"<alt1>"``, ...) sharing the remaining 0.1. Never sent to a request that did
+            not ask, nor on the Anthropic route (that API has no logprobs).
     """
 
     text: str | None = None
@@ -66,8 +75,13 @@ class FakeResponse:
     raw_body: bytes | str | None = None
     usage: Mapping[str, int] | None = None
     finish_reason: str | None = None
+    logprobs: Sequence[TokenLogprob] | None = None
 
     def __post_init__(self) -> None:
+        if self.logprobs is not None and not all(
+            isinstance(t, TokenLogprob) for t in self.logprobs
+        ):
+            raise TypeError("FakeResponse logprobs must be a sequence of TokenLogprob")
         if not 100 <= self.status <= 599:
             raise ValueError(f"status must be an HTTP status (100-599), got {self.status!r}")
         if not self.latency >= 0 or self.latency == float("inf"):
@@ -440,6 +454,16 @@ class FakeModelServer:
             ],
             "usage": dict(usage),
         }
+        if request.get("logprobs") is True:
+            top = request.get("top_logprobs")
+            count = top if isinstance(top, int) and top > 0 else 0
+            tokens = response.logprobs
+            if tokens is None:
+                tokens = _generated_logprobs(text, count)
+            body["choices"][0]["logprobs"] = {
+                "content": [_openai_token(t, count) for t in tokens],
+                "refusal": None,
+            }
         return json.dumps(body).encode()
 
     def _anthropic_body(self, request: dict[str, Any], response: FakeResponse) -> bytes:
@@ -485,6 +509,34 @@ class FakeModelServer:
             "usage": dict(usage),
         }
         return json.dumps(body).encode()
+
+
+_TOKEN = re.compile(r"\s*(?:\w+|[^\w\s]+)|\s+")
+_CHOSEN = math.log(0.9)
+
+
+def _generated_logprobs(text: str, top: int) -> list[TokenLogprob]:
+    """Made-up logprobs for ``text``: each token chosen with p = 0.9, fillers share the rest."""
+    fillers = max(0, top - 1)
+    rest = math.log(0.1 / fillers) if fillers else 0.0
+    return [
+        TokenLogprob(
+            token=token,
+            logprob=_CHOSEN,
+            top=((token, _CHOSEN), *((f"<alt{j}>", rest) for j in range(1, fillers + 1))),
+        )
+        for token in _TOKEN.findall(text)
+    ]
+
+
+def _openai_token(token: TokenLogprob, top: int) -> dict[str, Any]:
+    def entry(text: str, logprob: float) -> dict[str, Any]:
+        return {"token": text, "logprob": logprob, "bytes": list(text.encode())}
+
+    return {
+        **entry(token.token, token.logprob),
+        "top_logprobs": [entry(t, lp) for t, lp in token.top[:top]],
+    }
 
 
 def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
