@@ -19,7 +19,9 @@ from agentjudge.pairwise import (
 )
 
 
-def _games(first: str, second: str, first_wins: int, second_wins: int, ties: int = 0) -> list:
+def _games(
+    first: str, second: str, first_wins: int, second_wins: int, ties: int = 0
+) -> list[Comparison]:
     return (
         [Comparison(first, second, first)] * first_wins
         + [Comparison(first, second, second)] * second_wins

@@ -25,6 +25,7 @@ from agentjudge.judges._coverage import (
 )
 from agentjudge.judges._files import FileContent, FileExists, MatchMode, SupersetDiff
 from agentjudge.judges._llm import LLMJudge
+from agentjudge.judges._pairwise import PairwiseJudge
 from agentjudge.judges._rag import (
     VERDICT_SCHEMA,
     ContextualRelevanceJudge,
@@ -71,6 +72,7 @@ __all__ = [
     "LabelClassifier",
     "MatchMode",
     "MissingPolicy",
+    "PairwiseJudge",
     "PromptTemplate",
     "PycVersionJudge",
     "RefusalCorrectness",
