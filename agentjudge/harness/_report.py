@@ -14,6 +14,7 @@ from agentjudge.harness._baseline import (
     summary_path,
 )
 from agentjudge.harness._cost import CostLine, CostSummary
+from agentjudge.harness._pairwise_summary import pairwise_lines
 from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import (
     BaselineOutcome,
@@ -159,6 +160,7 @@ def format_summary(summary: RunSummary) -> str:
     if summary.verdict is not None:
         rows.append(_judge_row("(verdict)", summary.verdict))
     lines.append(table(_JUDGE_HEADERS, rows))
+    lines += pairwise_lines(summary.judges)
     lines += cost_lines(summary.cost)
     if summary.budget is not None:
         lines += ["", f"budget: {summary.budget.message}"]

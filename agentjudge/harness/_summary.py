@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentjudge.agreement import wilson_interval
 from agentjudge.core import Judgment, Verdict
 from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
+from agentjudge.harness._pairwise_summary import PairwiseTally
 
 __all__ = [
     "BaselineJudge",
@@ -400,6 +401,7 @@ class RunAggregate:
         self.judges: dict[str, _Stat] = {}
         self.verdict = _Stat()
         self.cost = CostTally()
+        self.pairwise = PairwiseTally()
 
     def add_row(self, row: Mapping[str, Any]) -> None:
         """Fold one results row in."""
@@ -417,6 +419,7 @@ class RunAggregate:
             cost.add_row_result(result)
             judgment = result.get("judgment")
             stat.add(judgment)
+            self.pairwise.add(result["name"], judgment)
             judged = judged or (judgment is not None and judgment["status"] in _DECIDED)
         self.judged += judged
         verdict = row.get("verdict")
@@ -446,6 +449,7 @@ class RunAggregate:
                 result.error_type,
             )
             stat.add_judgment(judgment)
+            self.pairwise.add_judgment(result.name, judgment)
             judged = judged or (judgment is not None and judgment.status in _DECIDED)
         self.judged += judged
         self.verdict.add_judgment(verdict.judgment)
@@ -466,6 +470,7 @@ class RunAggregate:
             mine.merge(stat)
         self.verdict.merge(other.verdict)
         self.cost.merge(other.cost)
+        self.pairwise.merge(other.pairwise)
 
     def names(self) -> list[str]:
         """Judge names: configured order first, then any others sorted."""
@@ -473,8 +478,11 @@ class RunAggregate:
         return known + sorted(n for n in self.judges if n not in set(self.judge_order))
 
     def judge_summaries(self) -> dict[str, JudgeSummary]:
-        """Per-judge aggregates, in `names` order."""
-        return {name: self.judges[name].summary(self.seed) for name in self.names()}
+        """Per-judge aggregates, in `names` order (pairwise judges get a ``pairwise`` block)."""
+        summaries = {name: self.judges[name].summary(self.seed) for name in self.names()}
+        for name, block in self.pairwise.blocks().items():  # see _pairwise_summary
+            setattr(summaries[name], "pairwise", block)  # noqa: B010 (an extra field)
+        return summaries
 
     def verdict_summary(self) -> JudgeSummary:
         """Aggregates of the case verdicts."""

@@ -26,6 +26,7 @@ from agentjudge.judges._coverage import (
 )
 from agentjudge.judges._files import FileContent, FileExists, MatchMode, SupersetDiff
 from agentjudge.judges._llm import LLMJudge
+from agentjudge.judges._pairwise import PairwiseJudge
 from agentjudge.judges._rag import (
     VERDICT_SCHEMA,
     ContextualRelevanceJudge,
@@ -73,6 +74,7 @@ __all__ = [
     "LogprobConfidence",
     "MatchMode",
     "MissingPolicy",
+    "PairwiseJudge",
     "PromptTemplate",
     "PycVersionJudge",
     "RefusalCorrectness",

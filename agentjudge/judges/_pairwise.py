@@ -1,0 +1,358 @@
+"""`PairwiseJudge`: which of two candidate outputs is better, with the order swapped.
+
+How a `Context` carries the candidates (``ctx.output``):
+
+* a pair ``(a, b)`` (tuple or list of two): the systems are named ``"A"`` and ``"B"``;
+* a mapping of exactly two named candidates ``{"model-x": a, "model-y": b}``: the systems are
+  the keys, the first one is shown as A.
+
+Anything else is an ERROR judgment saying what was expected.
+
+The judgment: ``label`` is ``"A"`` (the first candidate won), ``"B"`` (the second) or ``"tie"``.
+The status says whether a decision was made: PASS when the judge reached one (a win or a tie),
+ABSTAIN when it could not (an answer that could not be read, or an inconsistent swapped pair
+with ``on_inconsistent="abstain"``). It never says whether a candidate is *good*.
+
+Position bias: by default the judge asks twice, concurrently, the second time with the
+candidates swapped. Consistent answers give that label; inconsistent ones give ``"tie"`` (or
+ABSTAIN) with ``metadata["position_bias"] = true``.
+
+Confidence: per call, the probability of its answer token normalised over the labels A, B and
+tie, when the response carries OpenAI ``logprobs`` with ``top_logprobs`` (in ``response.raw``);
+the judgment's confidence is the mean over both calls when both have one, else 1.0 for a
+consistent pair. An inconsistent pair and a single call without logprobs have None (no
+evidence of how sure the judge is; a confidence cascade escalates None).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Literal
+
+import anyio
+
+from agentjudge.core import Context, Judgment
+from agentjudge.exceptions import TemplateError
+from agentjudge.judges._llm import ModelJudgeBase, calls_metadata
+from agentjudge.judges._template import PromptTemplate
+from agentjudge.judges._verdict import excerpt
+from agentjudge.models._types import ModelClient, ModelResponse
+
+__all__ = ["DEFAULT_PAIRWISE_PROMPT", "LABELS", "PairwiseJudge", "candidates_of"]
+
+LABELS: tuple[str, ...] = ("A", "B", "tie")
+"""The labels a pairwise judgment carries."""
+
+CANDIDATE_A = "candidate_a"
+"""The metadata key a pairwise template reads the candidate shown first from."""
+CANDIDATE_B = "candidate_b"
+"""The metadata key a pairwise template reads the candidate shown second from."""
+
+DEFAULT_PAIRWISE_PROMPT = """\
+You are comparing two responses to the same request. Decide which response fulfils the \
+request better: correct, complete, helpful and faithful to the request. The order in which \
+the responses are shown and their length must not influence you.
+
+[Request]
+{{input}}
+
+[Response A]
+{{metadata.candidate_a}}
+
+[Response B]
+{{metadata.candidate_b}}
+
+Explain your reasoning briefly, then end with exactly one line:
+Answer: A    (Response A is better)
+Answer: B    (Response B is better)
+Answer: tie  (neither is better)
+"""
+"""The prompt `PairwiseJudge` uses unless given one."""
+
+_ANSWER = re.compile(r"^\s*answer:\s*\**\s*(a|b|tie)\b", re.IGNORECASE | re.MULTILINE)
+_SWAP = {"A": "B", "B": "A", "tie": "tie"}
+
+Inconsistent = Literal["tie", "abstain"]
+
+
+def candidates_of(output: object) -> tuple[tuple[str, str], tuple[Any, Any]] | str:
+    """The system names and candidates a context's output carries, or why there are none.
+
+    Returns:
+        ``((name_a, name_b), (a, b))``, or a message saying what was expected.
+    """
+    if isinstance(output, tuple | list) and len(output) == 2:
+        return ("A", "B"), (output[0], output[1])
+    if isinstance(output, Mapping) and len(output) == 2:
+        names = list(output)
+        if all(isinstance(n, str) and n.strip() for n in names):
+            return (names[0], names[1]), (output[names[0]], output[names[1]])
+        return (
+            "ctx.output must be a pair (a, b) or a mapping of exactly two named candidates, "
+            f"whose names are non-blank strings; got the names {names!r}"
+        )
+    shown = f"{type(output).__name__}"
+    if isinstance(output, Mapping | tuple | list):
+        shown += f" of {len(output)}"
+    return (
+        "ctx.output must be a pair (a, b) or a mapping of exactly two named candidates "
+        f'{{"system-x": a, "system-y": b}}, got {shown}'
+    )
+
+
+def read_answer(text: str) -> str | None:
+    """The last ``Answer: A|B|tie`` line of a response, or a whole response that is one label.
+
+    Returns:
+        ``"A"``, ``"B"``, ``"tie"`` or None.
+    """
+    matches = _ANSWER.findall(text)
+    word = matches[-1] if matches else text.strip().strip("*.").strip()
+    return {"a": "A", "b": "B", "tie": "tie"}.get(word.casefold())
+
+
+def _label_of(token: object) -> str | None:
+    return read_answer(token) if isinstance(token, str) and token.strip() else None
+
+
+def logprob_confidence(response: ModelResponse, answer: str) -> float | None:
+    """The probability of ``answer`` normalised over A, B and tie, from OpenAI logprobs.
+
+    Reads ``choices[0].logprobs.content`` of ``response.raw``; the answer's position is the
+    last token that is, stripped and case-folded, the answer itself. The probability mass of
+    the ``top_logprobs`` alternatives at that position is summed per label (``"a"`` and
+    ``" A"`` both count for A) and the answer's share returned. None when the response has no
+    such logprobs.
+    """
+    try:
+        content = (response.raw or {})["choices"][0]["logprobs"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not isinstance(content, list):
+        return None
+    for entry in reversed(content):
+        if isinstance(entry, Mapping) and _label_of(entry.get("token")) == answer:
+            return _normalised(entry.get("top_logprobs"), answer)
+    return None
+
+
+def _normalised(alternatives: object, answer: str) -> float | None:
+    if not isinstance(alternatives, list):
+        return None
+    mass = dict.fromkeys(LABELS, 0.0)
+    for alt in alternatives:
+        if not isinstance(alt, Mapping):
+            continue
+        label, logprob = _label_of(alt.get("token")), alt.get("logprob")
+        if label is not None and isinstance(logprob, int | float) and math.isfinite(logprob):
+            mass[label] += math.exp(min(float(logprob), 0.0))
+    total = math.fsum(mass.values())
+    return mass[answer] / total if total > 0 else None
+
+
+class _Call:
+    """One asked order: the systems as shown, the answer in their terms and in the pair's."""
+
+    def __init__(self, order: tuple[str, str], swapped: bool, response: ModelResponse) -> None:
+        self.order = order
+        self.response = response
+        self.answer = read_answer(response.text)
+        label = self.answer
+        if swapped and label is not None:
+            label = _SWAP[label]
+        self.label = label  # "A" = the first candidate of the pair
+        self.confidence = None if self.answer is None else logprob_confidence(response, self.answer)
+
+    @property
+    def winner(self) -> str | None:
+        if self.answer in ("A", "B"):
+            return self.order[0] if self.answer == "A" else self.order[1]
+        return None
+
+    def record(self) -> dict[str, Any]:
+        """This call in the judgment metadata (metadata has no null: unknowns are left out)."""
+        out: dict[str, Any] = {"order": list(self.order)}
+        if self.answer is not None:
+            out["answer"] = self.answer
+        if self.winner is not None:
+            out["winner"] = self.winner
+        if self.confidence is not None:
+            out["confidence"] = self.confidence
+        out["raw_output"] = self.response.text
+        return out
+
+
+class PairwiseJudge(ModelJudgeBase):
+    """Compare two candidate outputs; by default twice, with the order swapped.
+
+    See the module docs for how a `Context` carries the candidates and what the judgment
+    means. The template is rendered on the context with ``metadata["candidate_a"]`` and
+    ``metadata["candidate_b"]`` set to the candidates shown first and second in that call
+    (they replace keys of those names in the context's own metadata); every other variable
+    (``{{input}}``, ``{{expected}}``...) works as in `LLMJudge`. The model must end its answer
+    with a line ``Answer: A``, ``Answer: B`` or ``Answer: tie`` (the last such line counts; a
+    whole answer that is just one label is read too).
+
+    Metadata: ``pairwise`` = {``systems`` (the two names), ``winner`` (the winning system's
+    name; left out for a tie or no decision, as judgment metadata holds no null),
+    ``swapped``, ``answers`` (per call: the order shown, its answer and winner, its
+    confidence when known, and its raw text)}; ``position_bias`` (with
+    ``swap`` and two readable answers: true when the two orders disagreed); and the usage and
+    cost of both calls summed (``usage``, ``cost_usd``, ``calls``; see `calls_metadata`).
+    Exceptions from the model client propagate (to the Evaluator, which records an ERROR);
+    when one of the two concurrent calls fails, the other is cancelled.
+
+    Args:
+        name: Judge name.
+        model: The model client.
+        template: A `PromptTemplate` or text; default `DEFAULT_PAIRWISE_PROMPT`.
+        swap: Ask a second time with the candidates swapped (default True).
+        on_inconsistent: ``"tie"`` (PASS, label tie) or ``"abstain"`` (ABSTAIN) for a swapped
+            pair whose two answers disagree.
+        system: Optional system message.
+        temperature: Sampling temperature (None: the server default).
+        max_tokens: Response token cap (None: the server default).
+        description: One line for reports.
+
+    Raises:
+        ValueError: a bad ``on_inconsistent``, name, temperature or max_tokens, or a template
+            with an unknown variable.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model: ModelClient,
+        template: PromptTemplate | str | None = None,
+        *,
+        swap: bool = True,
+        on_inconsistent: Inconsistent = "tie",
+        system: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        description: str = "",
+    ) -> None:
+        super().__init__(
+            name,
+            model,
+            system=system,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            description=description,
+        )
+        if template is None:
+            template = DEFAULT_PAIRWISE_PROMPT
+        if isinstance(template, str):
+            template = PromptTemplate(template, name=name)
+        if not isinstance(template, PromptTemplate):
+            raise TypeError(f"template must be a PromptTemplate or str, got {type(template)}")
+        self.template = template
+        if not isinstance(swap, bool):
+            raise TypeError(f"swap must be a bool, got {type(swap).__name__}")
+        self.swap = swap
+        if on_inconsistent not in ("tie", "abstain"):
+            raise ValueError(f'on_inconsistent must be "tie" or "abstain", got {on_inconsistent!r}')
+        self.on_inconsistent: Inconsistent = on_inconsistent
+
+    def _prompt(self, ctx: Context, first: Any, second: Any) -> str:
+        metadata = {**ctx.metadata, CANDIDATE_A: first, CANDIDATE_B: second}
+        shown = ctx.model_copy(update={"metadata": MappingProxyType(metadata)})
+        return self.template.render(shown)
+
+    async def __call__(self, ctx: Context, /) -> Judgment:
+        """Judge the pair ``ctx.output`` (one call, or two concurrent ones with ``swap``).
+
+        Raises:
+            Exception: whatever the model client raises (see the module docs of `_llm`).
+        """
+        found = candidates_of(ctx.output)
+        if isinstance(found, str):
+            return Judgment.errored(f"{self.name}: {found}")
+        systems, (a, b) = found
+        orders = [(systems, (a, b))]
+        if self.swap:
+            orders.append(((systems[1], systems[0]), (b, a)))
+        try:
+            prompts = [self._prompt(ctx, *shown) for _, shown in orders]
+        except TemplateError as exc:
+            return Judgment.errored(f"{self.name}: cannot build the prompt: {exc}")
+        responses = await self._ask_all(prompts)
+        calls = [
+            _Call(order, index == 1, response)
+            for index, ((order, _), response) in enumerate(zip(orders, responses, strict=True))
+        ]
+        return self._judge(systems, calls)
+
+    async def _ask_all(self, prompts: Sequence[str]) -> list[ModelResponse]:
+        """Ask every prompt concurrently; the first failure cancels the rest and is raised."""
+        results: list[ModelResponse | None] = [None] * len(prompts)
+        failures: list[Exception] = []
+
+        async def ask(index: int, prompt: str, tg: anyio.abc.TaskGroup) -> None:
+            try:
+                results[index] = await self.model.complete(self.build_request(prompt))
+            except Exception as exc:  # re-raised below as itself, not as an ExceptionGroup
+                failures.append(exc)
+                tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            for index, prompt in enumerate(prompts):
+                tg.start_soon(ask, index, prompt, tg)
+        if failures:
+            raise failures[0]
+        return [r for r in results if r is not None]
+
+    def _judge(self, systems: tuple[str, str], calls: list[_Call]) -> Judgment:
+        pair: dict[str, Any] = {
+            "systems": list(systems),
+            "swapped": self.swap,
+            "answers": [call.record() for call in calls],
+        }
+        metadata: dict[str, Any] = {"pairwise": pair}
+        metadata.update(calls_metadata(self.model.name, [c.response for c in calls]))
+        unread = [i for i, call in enumerate(calls) if call.label is None]
+        if unread:
+            call = calls[unread[0]]
+            shown = excerpt(call.response.text.strip()) or "(empty response)"
+            return Judgment.abstained(
+                f"Could not read a verdict from call {unread[0] + 1} (order "
+                f"{call.order[0]} then {call.order[1]}); expected a line 'Answer: A', "
+                f"'Answer: B' or 'Answer: tie': {shown}",
+                metadata=metadata,
+            )
+        labels = {call.label for call in calls}
+        if self.swap:
+            metadata["position_bias"] = len(labels) > 1
+        if len(labels) > 1:
+            return self._inconsistent(calls, metadata)
+        label = calls[0].label or "tie"
+        if label != "tie":
+            pair["winner"] = systems[0] if label == "A" else systems[1]
+        return Judgment.passed(
+            self._reasoning(calls, label, systems),
+            label=label,
+            confidence=self._confidence(calls),
+            metadata=metadata,
+        )
+
+    def _confidence(self, calls: list[_Call]) -> float | None:
+        known = [c.confidence for c in calls if c.confidence is not None]
+        if len(known) == len(calls):
+            return min(1.0, math.fsum(known) / len(known))
+        return 1.0 if self.swap else None
+
+    def _inconsistent(self, calls: list[_Call], metadata: dict[str, Any]) -> Judgment:
+        said = "; ".join(f"with {c.order[0]} first it chose {c.winner or 'a tie'}" for c in calls)
+        reasoning = f"Position bias: the answer changed when the order was swapped ({said})"
+        if self.on_inconsistent == "abstain":
+            return Judgment.abstained(reasoning, metadata=metadata)
+        return Judgment.passed(reasoning + "; recorded as a tie", label="tie", metadata=metadata)
+
+    @staticmethod
+    def _reasoning(calls: list[_Call], label: str, systems: tuple[str, str]) -> str:
+        outcome = "a tie" if label == "tie" else systems[0] if label == "A" else systems[1]
+        both = " in both orders" if len(calls) > 1 else ""
+        return f"Chose {outcome}{both}: {excerpt(calls[0].response.text.strip())}"

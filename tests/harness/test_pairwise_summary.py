@@ -1,0 +1,119 @@
+"""The pairwise block of summary.json and the report, end to end over loopback HTTP."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentjudge.agreement import wilson_interval
+from agentjudge.harness import Case, Suite, iter_rows, run_suite
+from agentjudge.harness._report import render_report
+from agentjudge.harness._summary import RunAggregate
+from agentjudge.judges import PairwiseJudge
+from agentjudge.models import OpenAIChat
+from agentjudge.testing import FakeModelServer, FakeResponse
+
+QUALITY = {"excellent": 3, "decent": 2, "poor": 1}
+
+
+def _slot(prompt: str, name: str) -> str:
+    return prompt.split(f"[Response {name}]\n", 1)[1].split("\n", 1)[0]
+
+
+def grader(body: dict[str, Any]) -> FakeResponse:
+    """Prefers the better-quality text whichever slot it is in; on equal quality, always A."""
+    prompt = str(body["messages"][-1]["content"])
+    a, b = QUALITY[_slot(prompt, "A")], QUALITY[_slot(prompt, "B")]
+    return FakeResponse(text="Answer: B" if b > a else "Answer: A")
+
+
+ROWS = [
+    # x (excellent) beats y (decent) twice, y beats z (poor), x beats z
+    {"x": "excellent", "y": "decent"},
+    {"x": "excellent", "y": "decent"},
+    {"y": "decent", "z": "poor"},
+    {"z": "poor", "x": "excellent"},
+    # equal quality: the grader always picks A, so the swapped pair is inconsistent -> a tie
+    {"y": "decent", "z": "decent"},
+]
+
+
+def _project(folder: Path) -> Path:
+    rows = [
+        {"id": f"c{i}", "input": "Which answer is better?", "metadata": {"candidates": pair}}
+        for i, pair in enumerate(ROWS)
+    ]
+    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folder
+
+
+def _candidates(case: Case) -> Any:
+    return case.metadata["candidates"]
+
+
+async def test_suite_with_a_pairwise_judge_reports_win_rates_consistency_and_ranking(
+    tmp_path: Path,
+) -> None:
+    """summary.json gets judges[name].pairwise and the report prints it (real HTTP, real files)."""
+    project = _project(tmp_path)
+    suite = Suite(dataset=Path("data.jsonl"), task="unused:unused", base_dir=project)
+    async with FakeModelServer(default=grader) as server:
+        model = OpenAIChat("grader", base_url=server.base_url, api_key="k", retry=None)
+        async with model:
+            judge = PairwiseJudge("pref", model)
+            summary = await run_suite(suite, out=project / "out", task=_candidates, judges=judge)
+        assert len(server.requests) == 10  # 5 cases x both orders
+    assert summary.status == "completed"
+    block = json.loads((project / "out" / "summary.json").read_text())["judges"]["pref"]["pairwise"]
+    assert block["n"] == 5 and block["undecided"] == 0
+    x, y, z = (block["systems"][s] for s in "xyz")
+    assert (x["wins"], x["losses"], x["ties"], x["n"]) == (3, 0, 0, 3)
+    assert (y["wins"], y["losses"], y["ties"], y["n"]) == (1, 2, 1, 4)
+    assert (z["wins"], z["losses"], z["ties"], z["n"]) == (0, 2, 1, 3)
+    assert y["win_rate_decided"]["rate"] == 1 / 3 and y["win_rate_decided"]["n"] == 3
+    assert y["win_rate_all"]["rate"] == 0.25 and y["win_rate_all"]["n"] == 4
+    assert y["win_rate_all"]["ci95"] == list(wilson_interval(1, 4))
+    consistency = block["position_consistency"]
+    assert (consistency["successes"], consistency["n"], consistency["rate"]) == (4, 5, 0.8)
+    strengths = block["bradley_terry"]["strengths"]
+    assert list(strengths) == ["x", "y", "z"]  # three systems: a ranking, strongest first
+    assert abs(sum(strengths.values()) - 1.0) < 1e-9
+
+    report = render_report(project / "out")
+    assert "pairwise pref: 5 comparisons, 0 undecided" in report
+    assert "position consistency: 0.800" in report
+    assert "Bradley-Terry strengths" in report
+
+    # the results file alone gives the same block (resume / report path: add_row)
+    again = RunAggregate(["pref"])
+    for row in iter_rows(project / "out" / "results.jsonl"):
+        again.add_row(row)
+    folded = again.judge_summaries()["pref"].model_extra or {}
+    assert json.loads(json.dumps(folded["pairwise"])) == block
+
+
+async def test_two_systems_have_no_ranking_and_other_judges_no_block(tmp_path: Path) -> None:
+    """With two systems there is no Bradley-Terry entry; a non-pairwise judge gets no block."""
+    project = tmp_path
+    row = {"id": "c0", "input": "q", "metadata": {"candidates": {"x": "excellent", "y": "poor"}}}
+    (project / "data.jsonl").write_text(json.dumps(row) + "\n")
+    suite = Suite(dataset=Path("data.jsonl"), task="unused:unused", base_dir=project)
+
+    def plain(ctx: Any) -> bool:
+        return True
+
+    async with FakeModelServer(default=grader) as server:
+        model = OpenAIChat("grader", base_url=server.base_url, api_key="k", retry=None)
+        async with model:
+            summary = await run_suite(
+                suite,
+                out=project / "out",
+                task=_candidates,
+                judges=[PairwiseJudge("pref", model), plain],
+            )
+    judges = json.loads((project / "out" / "summary.json").read_text())["judges"]
+    assert "bradley_terry" not in judges["pref"]["pairwise"]
+    assert judges["pref"]["pairwise"]["systems"]["x"]["wins"] == 1
+    assert "pairwise" not in judges["plain"]
+    assert summary.status == "completed"
