@@ -353,13 +353,7 @@ class LLMJudge(ModelJudgeBase):
             else:  # pragma: no cover - _OutputShape requires one of them
                 return "the output model has no verdict field"
             return _json_value_position(text, key, outcome)
-        found = _json_value_position(text, "answer", label_matcher(["yes", "no"]))
-        if not isinstance(found, str) and text.lstrip().startswith(("{", "```")):
-            return found
-        match = ANSWER_LINE.search(text)
-        if match is None:
-            return "no 'Answer: YES|NO' line in the answer"
-        return VerdictPosition(match.start(1), label_matcher(["yes", "no"]))
+        return yes_no_position(text)
 
     def _score_outcome(self, token: str) -> str | None:
         try:
@@ -421,6 +415,20 @@ class LLMJudge(ModelJudgeBase):
                 f"Structured output field {shape.passed[1]!r} must be true or false, got {raw!r}"
             )
         return Judgment.abstained("Structured output carries neither a score nor a verdict")
+
+
+def yes_no_position(text: str) -> VerdictPosition | str:
+    """Where a YES/NO verdict (what `parse_verdict` reads) starts in ``text``, or why not.
+
+    A JSON answer: the value of ``answer``; else the word of the ``Answer: YES|NO`` line.
+    """
+    found = _json_value_position(text, "answer", label_matcher(["yes", "no"]))
+    if not isinstance(found, str) and text.lstrip().startswith(("{", "```")):
+        return found
+    match = ANSWER_LINE.search(text)
+    if match is None:
+        return "no 'Answer: YES|NO' line in the answer"
+    return VerdictPosition(match.start(1), label_matcher(["yes", "no"]))
 
 
 def _bool_outcome(token: str) -> str | None:

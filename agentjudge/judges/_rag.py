@@ -28,10 +28,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentjudge.core import Context, ExecutionStatus, Judgment
-from agentjudge.judges._llm import ModelJudgeBase
+from agentjudge.judges._confidence import (
+    ConfidenceMethod,
+    VerdictPosition,
+    check_confidence,
+    run_confidence,
+)
+from agentjudge.judges._llm import ModelJudgeBase, yes_no_position
 from agentjudge.judges._template import render_value
 from agentjudge.judges._verdict import parse_verdict
-from agentjudge.models._types import ModelClient
+from agentjudge.models._types import ModelClient, ModelResponse
 
 __all__ = [
     "VERDICT_SCHEMA",
@@ -135,6 +141,7 @@ class _VerdictJudge(ModelJudgeBase):
         temperature: float | None = None,
         max_tokens: int | None = None,
         description: str = "",
+        confidence: ConfidenceMethod | None = None,
     ) -> None:
         super().__init__(
             self.default_name if name is None else name,
@@ -145,6 +152,7 @@ class _VerdictJudge(ModelJudgeBase):
             description=description or (type(self).__doc__ or "").strip().split("\n")[0],
         )
         self.structured = bool(structured)
+        self.confidence = check_confidence(confidence, self.model)
 
     def prompt(self, ctx: Context) -> str | Judgment:
         """The prompt for ``ctx``, or an ABSTAIN judgment when a required input is missing."""
@@ -160,8 +168,19 @@ class _VerdictJudge(ModelJudgeBase):
         if isinstance(prompt, Judgment):
             return prompt
         schema = copy.deepcopy(dict(VERDICT_SCHEMA)) if self.structured else None
-        response = await self.model.complete(self.build_request(prompt, schema))
-        return self.finish(parse_verdict(response.text, response.parsed), response)
+        request = self.build_request(prompt, schema)
+        if self.confidence is not None:
+            return await run_confidence(self.confidence, self, request)
+        response = await self.model.complete(request)
+        return self.finish(self.read_answer(response), response)
+
+    def read_answer(self, response: ModelResponse) -> Judgment:
+        """The YES/NO judgment a model response gives, before the call metadata is added."""
+        return parse_verdict(response.text, response.parsed)
+
+    def verdict_position(self, response: ModelResponse) -> VerdictPosition | str:
+        """Where the YES/NO verdict starts in ``response.text``, for logprob confidence."""
+        return yes_no_position(response.text)
 
 
 class CorrectnessJudge(_VerdictJudge):
@@ -180,6 +199,8 @@ class CorrectnessJudge(_VerdictJudge):
         temperature: Sampling temperature.
         max_tokens: Response token cap.
         description: One line for reports.
+        confidence: How to measure `Judgment.confidence` (`LogprobConfidence`,
+            `SelfConsistency`, `SimulatedAnnotators`; see `LLMJudge`); None: no confidence.
     """
 
     default_name = "Correctness"
@@ -264,6 +285,8 @@ class FaithfulnessJudge(_RagJudge):
         temperature: Sampling temperature.
         max_tokens: Response token cap.
         description: One line for reports.
+        confidence: How to measure `Judgment.confidence` (`LogprobConfidence`,
+            `SelfConsistency`, `SimulatedAnnotators`; see `LLMJudge`); None: no confidence.
     """
 
     default_name = "Faithfulness"
@@ -290,6 +313,8 @@ class ContextualRelevanceJudge(_RagJudge):
         temperature: Sampling temperature.
         max_tokens: Response token cap.
         description: One line for reports.
+        confidence: How to measure `Judgment.confidence` (`LogprobConfidence`,
+            `SelfConsistency`, `SimulatedAnnotators`; see `LLMJudge`); None: no confidence.
     """
 
     default_name = "ContextualRelevance"
@@ -317,6 +342,8 @@ class HallucinationJudge(_RagJudge):
         temperature: Sampling temperature.
         max_tokens: Response token cap.
         description: One line for reports.
+        confidence: How to measure `Judgment.confidence` (`LogprobConfidence`,
+            `SelfConsistency`, `SimulatedAnnotators`; see `LLMJudge`); None: no confidence.
     """
 
     default_name = "Hallucination"
