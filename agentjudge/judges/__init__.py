@@ -32,6 +32,7 @@ from agentjudge.judges._rag import (
     FaithfulnessJudge,
     HallucinationJudge,
 )
+from agentjudge.judges._replay import ReplayJudge
 from agentjudge.judges._retrieval import (
     CitationPrecision,
     CitationRecall,
@@ -75,6 +76,7 @@ __all__ = [
     "PycVersionJudge",
     "RefusalCorrectness",
     "RefusalPolicy",
+    "ReplayJudge",
     "RouteAccuracy",
     "Runner",
     "RunnerResult",
