@@ -34,6 +34,7 @@ from agentjudge.judges._rag import (
     FaithfulnessJudge,
     HallucinationJudge,
 )
+from agentjudge.judges._replay import ReplayJudge
 from agentjudge.judges._retrieval import (
     CitationPrecision,
     CitationRecall,
@@ -79,6 +80,7 @@ __all__ = [
     "PycVersionJudge",
     "RefusalCorrectness",
     "RefusalPolicy",
+    "ReplayJudge",
     "RouteAccuracy",
     "Runner",
     "RunnerResult",
