@@ -35,8 +35,10 @@ from agentjudge.agreement import wilson_interval
 
 __all__ = [
     "CalibrationReport",
+    "TierCalibration",
     "binomial_cdf",
     "calibrate_thresholds",
+    "calibrate_tiers",
     "evaluate_thresholds",
     "risk_upper_bound",
 ]
@@ -209,6 +211,34 @@ class _Support:
         return self._bounds[key] > alpha
 
 
+@dataclass(frozen=True, slots=True)
+class TierCalibration:
+    """How one tier's threshold was chosen (see `calibrate_tiers`).
+
+    Attributes:
+        threshold: The tier's threshold.
+        basis: ``"tested"`` (it passed its test: the risk bound of the cases at or above it is
+            at most ``alpha``, up to the procedure's neighbour rule), ``"highest_untested"``
+            (even the highest candidate failed its test; the paper uses it anyway) or
+            ``"reused_previous"`` (no candidate kept ``min_support`` cases; the previous
+            tier's threshold, 1.0 for the first). Only ``"tested"`` carries the guarantee's
+            evidence; treat the others as "this tier barely decides".
+        remaining: Calibration cases this tier was calibrated on (no earlier tier accepted
+            them).
+        support: Of those, the cases at or above the threshold.
+        errors: Of those, the cases that disagree with the human label.
+        risk_bound: `risk_upper_bound` of ``errors`` in ``support``; None when ``support``
+            is 0.
+    """
+
+    threshold: float
+    basis: str
+    remaining: int
+    support: int
+    errors: int
+    risk_bound: float | None
+
+
 def _calibrate_tier(
     cases: Sequence[tuple[float, bool]],
     previous: float,
@@ -217,19 +247,60 @@ def _calibrate_tier(
     delta: float,
     min_support: int,
     grid: int,
-) -> float:
+) -> TierCalibration:
     """One tier's threshold by fixed-sequence testing from the highest candidate down."""
     support = _Support(cases, delta)
     candidates = [lam for lam in _linspace(grid) if support.count(lam)[0] >= min_support]
     if not candidates:
-        return previous
-    if support.exceeds(candidates[-1], alpha):
-        return candidates[-1]
-    spacing = 1.0 / len(candidates)
-    for lam in reversed(candidates):
-        if support.exceeds(lam - spacing, alpha):
-            return lam
-    return candidates[0]
+        threshold, basis = previous, "reused_previous"
+    elif support.exceeds(candidates[-1], alpha):
+        threshold, basis = candidates[-1], "highest_untested"
+    else:
+        threshold, basis = candidates[0], "tested"
+        spacing = 1.0 / len(candidates)
+        for lam in reversed(candidates):
+            if support.exceeds(lam - spacing, alpha):
+                threshold = lam
+                break
+    n, errors = support.count(threshold)
+    bound = risk_upper_bound(errors, n, delta=delta) if n else None
+    return TierCalibration(threshold, basis, len(cases), n, errors, bound)
+
+
+def calibrate_tiers(
+    tiers: Sequence[Sequence[tuple[float, bool]]],
+    *,
+    alpha: float,
+    delta: float,
+    min_support: int = 30,
+    grid: int = 5000,
+) -> tuple[TierCalibration, ...]:
+    """`calibrate_thresholds` with the evidence behind each threshold (`TierCalibration`).
+
+    Same arguments, same thresholds, same errors; use it to see which tiers got a tested
+    threshold and which fell back to an untested one (``basis``).
+    """
+    alpha = _check_fraction(alpha, "alpha")
+    delta = _check_fraction(delta, "delta")
+    min_support = _check_int(min_support, "min_support", 1)
+    grid = _check_int(grid, "grid", 2)
+    table = _check_tiers(tiers)
+    remaining = list(range(len(table[0])))
+    found: list[TierCalibration] = []
+    previous = 1.0
+    for tier in table:
+        chosen = _calibrate_tier(
+            [tier[i] for i in remaining],
+            previous,
+            alpha=alpha,
+            delta=delta,
+            min_support=min_support,
+            grid=grid,
+        )
+        found.append(chosen)
+        previous = chosen.threshold
+        remaining = [i for i in remaining if tier[i][0] < previous]
+    return tuple(found)
 
 
 def calibrate_thresholds(
@@ -257,7 +328,8 @@ def calibrate_thresholds(
 
     Note the two ways a tier can end without a tested threshold: the highest-candidate rule of
     step 3 and the reuse of step 1; a threshold of 1.0 still accepts judgments whose confidence
-    is exactly 1.0. `evaluate_thresholds` shows what the thresholds do on any labelled set.
+    is exactly 1.0. `calibrate_tiers` says which rule chose each threshold, and
+    `evaluate_thresholds` shows what the thresholds do on any labelled set.
 
     Args:
         tiers: ``tiers[k][i]`` is tier k's ``(confidence, agrees_with_human)`` on calibration
@@ -274,26 +346,8 @@ def calibrate_thresholds(
         ValueError: no tier or no case, tiers of different lengths, a malformed case, or
             ``alpha``/``delta``/``min_support``/``grid`` out of range.
     """
-    alpha = _check_fraction(alpha, "alpha")
-    delta = _check_fraction(delta, "delta")
-    min_support = _check_int(min_support, "min_support", 1)
-    grid = _check_int(grid, "grid", 2)
-    table = _check_tiers(tiers)
-    remaining = list(range(len(table[0])))
-    thresholds: list[float] = []
-    previous = 1.0
-    for tier in table:
-        previous = _calibrate_tier(
-            [tier[i] for i in remaining],
-            previous,
-            alpha=alpha,
-            delta=delta,
-            min_support=min_support,
-            grid=grid,
-        )
-        thresholds.append(previous)
-        remaining = [i for i in remaining if tier[i][0] < previous]
-    return tuple(thresholds)
+    found = calibrate_tiers(tiers, alpha=alpha, delta=delta, min_support=min_support, grid=grid)
+    return tuple(t.threshold for t in found)
 
 
 @dataclass(frozen=True, slots=True)

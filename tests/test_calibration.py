@@ -186,3 +186,37 @@ def test_report_without_acceptance_has_no_agreement() -> None:
     assert report.selective_agreement is None and report.selective_agreement_ci95 is None
     with pytest.raises(ValueError, match="one threshold"):
         evaluate_thresholds([[(0.1, True)]], (0.5, 0.5))
+
+
+# --------------------------------------------------------------------------- calibrate_tiers
+
+
+def test_calibrate_tiers_gives_the_same_thresholds_with_their_evidence() -> None:
+    """Each tier says which rule chose its threshold and how many cases back it."""
+    from agentjudge.calibration import calibrate_tiers
+
+    cheap = [(0.95, True)] * 40 + [(0.45, False)] * 40
+    strong = [(0.99, True)] * 80
+    found = calibrate_tiers([cheap, strong], alpha=0.1, delta=0.1, grid=11)
+    assert tuple(t.threshold for t in found) == calibrate_thresholds(
+        [cheap, strong], alpha=0.1, delta=0.1, grid=11
+    )
+    first, second = found
+    assert (first.basis, first.remaining, first.support, first.errors) == ("tested", 80, 40, 0)
+    assert first.risk_bound is not None and first.risk_bound <= 0.1
+    assert second.remaining == 40 and second.basis == "tested"
+
+
+def test_calibrate_tiers_names_the_untested_fallbacks() -> None:
+    """A tier whose best candidate fails is 'highest_untested'; one without support reuses."""
+    from agentjudge.calibration import calibrate_tiers
+
+    wrong = [(0.9, False)] * 50
+    tiny = [(0.9, True)] * 50
+    found = calibrate_tiers([wrong, tiny], alpha=0.1, delta=0.1, min_support=30, grid=11)
+    assert found[0].basis == "highest_untested"
+    assert found[0].threshold == 0.9
+    assert found[0].risk_bound is not None and found[0].risk_bound > 0.1
+    # The first tier accepted every case (all at 0.9 >= 0.9): nothing remains for the second.
+    assert (found[1].basis, found[1].remaining, found[1].threshold) == ("reused_previous", 0, 0.9)
+    assert found[1].risk_bound is None
