@@ -64,6 +64,21 @@ def test_import_stays_light() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def test_trust_names_are_the_judges_objects_loaded_lazily() -> None:
+    """PairwiseJudge and the confidence methods are top-level names, loaded on first access."""
+    code = (
+        "import sys, agentjudge\n"
+        "assert 'agentjudge.judges._pairwise' not in sys.modules\n"
+        "from agentjudge import LogprobConfidence, PairwiseJudge, SelfConsistency\n"
+        "from agentjudge import SimulatedAnnotators\n"
+        "import agentjudge.judges as j\n"
+        "assert (PairwiseJudge, LogprobConfidence, SelfConsistency, SimulatedAnnotators) == (\n"
+        "    j.PairwiseJudge, j.LogprobConfidence, j.SelfConsistency, j.SimulatedAnnotators)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
 def test_unknown_attribute_raises() -> None:
     """An unknown top-level name is an AttributeError, not a silent None."""
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):

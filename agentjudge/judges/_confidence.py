@@ -17,7 +17,7 @@ import math
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import anyio
 
@@ -35,6 +35,7 @@ __all__ = [
     "check_confidence",
     "label_matcher",
     "outcome_distribution",
+    "run_all",
 ]
 
 _REASON_CHARS = 200
@@ -390,9 +391,16 @@ def _with(judgment: Judgment, confidence: float | None, **metadata: Any) -> Judg
     )
 
 
-async def _all(calls: Sequence[Callable[[], Awaitable[ModelResponse]]]) -> list[ModelResponse]:
-    """Run the calls at once; the first failure (by index) is raised as itself."""
-    results: list[ModelResponse | None] = [None] * len(calls)
+_T = TypeVar("_T")
+
+
+async def run_all(calls: Sequence[Callable[[], Awaitable[_T]]]) -> list[_T]:
+    """Run the calls at once, results in call order; the first failure (by index) is raised.
+
+    A failing call cancels the others; the exception is raised as itself (not wrapped in an
+    ExceptionGroup). Cancellation of the caller propagates. Calls must not return None.
+    """
+    results: list[_T | None] = [None] * len(calls)
     errors: list[Exception | None] = [None] * len(calls)
 
     async def run(index: int, scope: anyio.CancelScope) -> None:
@@ -460,7 +468,7 @@ async def _by_samples(
         request.model_copy(update={"temperature": method.temperature, "sample_index": i})
         for i in range(method.samples)
     ]
-    responses = await _all([_caller(reader.model, r) for r in requests])
+    responses = await run_all([_caller(reader.model, r) for r in requests])
     judgments = [reader.read_answer(r) for r in responses]
     keys = [vote_key(j) for j in judgments]
     votes: dict[str, int] = {}
@@ -509,7 +517,7 @@ async def _by_annotators(
         )
         for v in range(method.variants)
     ]
-    responses = await _all([_caller(reader.model, r) for r in requests])
+    responses = await run_all([_caller(reader.model, r) for r in requests])
     judgments = [reader.read_answer(r) for r in responses]
     keys = [vote_key(j) for j in judgments]
     totals: dict[str, float] = {}

@@ -17,29 +17,43 @@ Position bias: by default the judge asks twice, concurrently, the second time wi
 candidates swapped. Consistent answers give that label; inconsistent ones give ``"tie"`` (or
 ABSTAIN) with ``metadata["position_bias"] = true``.
 
-Confidence: per call, the probability of its answer token normalised over the labels A, B and
-tie, when the response carries OpenAI ``logprobs`` with ``top_logprobs`` (in ``response.raw``);
-the judgment's confidence is the mean over both calls when both have one, else 1.0 for a
-consistent pair. An inconsistent pair and a single call without logprobs have None (no
-evidence of how sure the judge is; a confidence cascade escalates None).
+Confidence (``confidence=``, the methods of `agentjudge.judges._confidence`), per asked order:
+
+* None (default): one plain call per order. The judgment's confidence is 1.0 for a consistent
+  swapped pair (both orders agree) and None otherwise (a single call, or an inconsistent pair:
+  no evidence of how sure the judge is; a confidence cascade escalates None).
+* `LogprobConfidence`: each call asks for logprobs (``ModelRequest.logprobs``); its
+  probability is that of its answer token normalised over A, B and tie (`label_matcher`,
+  `outcome_distribution`). `SelfConsistency`: each order is sampled N times; its answer is the
+  majority and its probability the majority's share. `SimulatedAnnotators`: each order is
+  asked in N few-shot variants (the examples' answers must be ``Answer: A|B|tie`` lines).
+  The judgment's confidence is the mean of the orders' probabilities of the agreed label;
+  None for an inconsistent pair, or when an order has no probability (its reason is in
+  ``metadata["confidence_error"]``).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
-import anyio
-
-from agentjudge.core import Context, Judgment
+from agentjudge.core import Context, Judgment, thaw
 from agentjudge.exceptions import TemplateError
+from agentjudge.judges._confidence import (
+    ConfidenceMethod,
+    VerdictPosition,
+    check_confidence,
+    label_matcher,
+    run_all,
+    run_confidence,
+)
 from agentjudge.judges._llm import ModelJudgeBase, calls_metadata
 from agentjudge.judges._template import PromptTemplate
 from agentjudge.judges._verdict import excerpt
-from agentjudge.models._types import ModelClient, ModelResponse
+from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse
 
 __all__ = ["DEFAULT_PAIRWISE_PROMPT", "LABELS", "PairwiseJudge", "candidates_of"]
 
@@ -114,57 +128,69 @@ def read_answer(text: str) -> str | None:
     return {"a": "A", "b": "B", "tie": "tie"}.get(word.casefold())
 
 
-def _label_of(token: object) -> str | None:
-    return read_answer(token) if isinstance(token, str) and token.strip() else None
+def answer_position(text: str) -> VerdictPosition | str:
+    """Where the label `read_answer` reads starts in ``text`` (for logprob confidence)."""
+    matches = list(_ANSWER.finditer(text))
+    if matches:
+        offset = matches[-1].start(1)
+    else:
+        offset = len(text) - len(text.lstrip().lstrip("*.").lstrip())
+    if read_answer(text) is None:
+        return "no 'Answer: A|B|tie' line in the answer"
+    return VerdictPosition(offset, label_matcher(LABELS))
 
 
-def logprob_confidence(response: ModelResponse, answer: str) -> float | None:
-    """The probability of ``answer`` normalised over A, B and tie, from OpenAI logprobs.
+class _Order:
+    """One asked order, as a `ConfidenceReader`: reads answers, keeps the responses behind it."""
 
-    Reads ``choices[0].logprobs.content`` of ``response.raw``; the answer's position is the
-    last token that is, stripped and case-folded, the answer itself. The probability mass of
-    the ``top_logprobs`` alternatives at that position is summed per label (``"a"`` and
-    ``" A"`` both count for A) and the answer's share returned. None when the response has no
-    such logprobs.
-    """
-    try:
-        content = (response.raw or {})["choices"][0]["logprobs"]["content"]
-    except (KeyError, IndexError, TypeError):
-        return None
-    if not isinstance(content, list):
-        return None
-    for entry in reversed(content):
-        if isinstance(entry, Mapping) and _label_of(entry.get("token")) == answer:
-            return _normalised(entry.get("top_logprobs"), answer)
-    return None
+    def __init__(self, model: ModelClient, order: tuple[str, str], swapped: bool) -> None:
+        self.model = model
+        self.order = order
+        self.swapped = swapped
+        self.responses: list[ModelResponse] = []  # every call behind this order's answer
 
+    def read_answer(self, response: ModelResponse) -> Judgment:
+        """The answer as a judgment whose label is A, B or tie in this order's terms."""
+        answer = read_answer(response.text)
+        if answer is None:
+            return Judgment.abstained("expected a line 'Answer: A', 'Answer: B' or 'Answer: tie'")
+        return Judgment.passed(label=answer)
 
-def _normalised(alternatives: object, answer: str) -> float | None:
-    if not isinstance(alternatives, list):
-        return None
-    mass = dict.fromkeys(LABELS, 0.0)
-    for alt in alternatives:
-        if not isinstance(alt, Mapping):
-            continue
-        label, logprob = _label_of(alt.get("token")), alt.get("logprob")
-        if label is not None and isinstance(logprob, int | float) and math.isfinite(logprob):
-            mass[label] += math.exp(min(float(logprob), 0.0))
-    total = math.fsum(mass.values())
-    return mass[answer] / total if total > 0 else None
+    def verdict_position(self, response: ModelResponse) -> VerdictPosition | str:
+        """Where the answer label starts in ``response.text``."""
+        return answer_position(response.text)
+
+    def finish(
+        self, judgment: Judgment, response: ModelResponse, earlier: Sequence[ModelResponse] = ()
+    ) -> Judgment:
+        """Remember the calls (answered one last); their metadata is added for the pair."""
+        self.responses = [*earlier, response]
+        return judgment
+
+    async def ask(self, method: ConfidenceMethod | None, request: ModelRequest) -> _Call:
+        """Ask this order (with ``method``'s calls) and read its answer."""
+        if method is not None:
+            judgment = await run_confidence(method, self, request)
+        else:
+            response = await self.model.complete(request)
+            judgment = self.finish(self.read_answer(response), response)
+        return _Call(self, judgment)
 
 
 class _Call:
-    """One asked order: the systems as shown, the answer in their terms and in the pair's."""
+    """One asked order's outcome: the answer in the order's terms and in the pair's."""
 
-    def __init__(self, order: tuple[str, str], swapped: bool, response: ModelResponse) -> None:
-        self.order = order
-        self.response = response
-        self.answer = read_answer(response.text)
+    def __init__(self, order: _Order, judgment: Judgment) -> None:
+        self.order = order.order
+        self.responses = order.responses
+        self.response = order.responses[-1]  # the answer read (a sampled method's chosen one)
+        self.answer = judgment.label
         label = self.answer
-        if swapped and label is not None:
+        if order.swapped and label is not None:
             label = _SWAP[label]
         self.label = label  # "A" = the first candidate of the pair
-        self.confidence = None if self.answer is None else logprob_confidence(response, self.answer)
+        self.confidence = judgment.confidence
+        self.details = thaw(judgment.metadata)  # the confidence method's own metadata
 
     @property
     def winner(self) -> str | None:
@@ -181,6 +207,7 @@ class _Call:
             out["winner"] = self.winner
         if self.confidence is not None:
             out["confidence"] = self.confidence
+        out.update((k, v) for k, v in self.details.items() if k != "confidence_method")
         out["raw_output"] = self.response.text
         return out
 
@@ -202,8 +229,11 @@ class PairwiseJudge(ModelJudgeBase):
     confidence when known, and its raw text)}; ``position_bias`` (with
     ``swap`` and two readable answers: true when the two orders disagreed); and the usage and
     cost of both calls summed (``usage``, ``cost_usd``, ``calls``; see `calls_metadata`).
+    With a ``confidence`` method: ``confidence_method`` (its name), each call record carries
+    the method's details (``votes``, ``probabilities``...), and ``confidence_error`` says why
+    the judgment has no confidence when an order gave no probability.
     Exceptions from the model client propagate (to the Evaluator, which records an ERROR);
-    when one of the two concurrent calls fails, the other is cancelled.
+    when one of the concurrent calls fails, the others are cancelled.
 
     Args:
         name: Judge name.
@@ -216,10 +246,15 @@ class PairwiseJudge(ModelJudgeBase):
         temperature: Sampling temperature (None: the server default).
         max_tokens: Response token cap (None: the server default).
         description: One line for reports.
+        confidence: How to measure `Judgment.confidence` (see the module docs):
+            `LogprobConfidence`, `SelfConsistency`, `SimulatedAnnotators` or None (1.0 for a
+            consistent swapped pair, else None; one plain call per order).
 
     Raises:
-        ValueError: a bad ``on_inconsistent``, name, temperature or max_tokens, or a template
-            with an unknown variable.
+        ValueError: a bad ``on_inconsistent``, name, temperature or max_tokens, a template
+            with an unknown variable, or a logprob-based confidence for a client that
+            returns no logprobs (`AnthropicMessages`).
+        TypeError: ``confidence`` is not one of the confidence methods.
     """
 
     def __init__(
@@ -234,6 +269,7 @@ class PairwiseJudge(ModelJudgeBase):
         temperature: float | None = None,
         max_tokens: int | None = None,
         description: str = "",
+        confidence: ConfidenceMethod | None = None,
     ) -> None:
         super().__init__(
             name,
@@ -256,6 +292,7 @@ class PairwiseJudge(ModelJudgeBase):
         if on_inconsistent not in ("tie", "abstain"):
             raise ValueError(f'on_inconsistent must be "tie" or "abstain", got {on_inconsistent!r}')
         self.on_inconsistent: Inconsistent = on_inconsistent
+        self.confidence = check_confidence(confidence, self.model)
 
     def _prompt(self, ctx: Context, first: Any, second: Any) -> str:
         metadata = {**ctx.metadata, CANDIDATE_A: first, CANDIDATE_B: second}
@@ -279,31 +316,12 @@ class PairwiseJudge(ModelJudgeBase):
             prompts = [self._prompt(ctx, *shown) for _, shown in orders]
         except TemplateError as exc:
             return Judgment.errored(f"{self.name}: cannot build the prompt: {exc}")
-        responses = await self._ask_all(prompts)
-        calls = [
-            _Call(order, index == 1, response)
-            for index, ((order, _), response) in enumerate(zip(orders, responses, strict=True))
-        ]
+        asked = [_Order(self.model, order, index == 1) for index, (order, _) in enumerate(orders)]
+        requests = [self.build_request(prompt) for prompt in prompts]
+        calls = await run_all(
+            [_asker(o, self.confidence, r) for o, r in zip(asked, requests, strict=True)]
+        )
         return self._judge(systems, calls)
-
-    async def _ask_all(self, prompts: Sequence[str]) -> list[ModelResponse]:
-        """Ask every prompt concurrently; the first failure cancels the rest and is raised."""
-        results: list[ModelResponse | None] = [None] * len(prompts)
-        failures: list[Exception] = []
-
-        async def ask(index: int, prompt: str, tg: anyio.abc.TaskGroup) -> None:
-            try:
-                results[index] = await self.model.complete(self.build_request(prompt))
-            except Exception as exc:  # re-raised below as itself, not as an ExceptionGroup
-                failures.append(exc)
-                tg.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as tg:
-            for index, prompt in enumerate(prompts):
-                tg.start_soon(ask, index, prompt, tg)
-        if failures:
-            raise failures[0]
-        return [r for r in results if r is not None]
 
     def _judge(self, systems: tuple[str, str], calls: list[_Call]) -> Judgment:
         pair: dict[str, Any] = {
@@ -312,7 +330,9 @@ class PairwiseJudge(ModelJudgeBase):
             "answers": [call.record() for call in calls],
         }
         metadata: dict[str, Any] = {"pairwise": pair}
-        metadata.update(calls_metadata(self.model.name, [c.response for c in calls]))
+        metadata.update(calls_metadata(self.model.name, [r for c in calls for r in c.responses]))
+        if self.confidence is not None:
+            metadata["confidence_method"] = calls[0].details.get("confidence_method", "none")
         unread = [i for i, call in enumerate(calls) if call.label is None]
         if unread:
             call = calls[unread[0]]
@@ -334,15 +354,21 @@ class PairwiseJudge(ModelJudgeBase):
         return Judgment.passed(
             self._reasoning(calls, label, systems),
             label=label,
-            confidence=self._confidence(calls),
+            confidence=self._confidence(calls, metadata),
             metadata=metadata,
         )
 
-    def _confidence(self, calls: list[_Call]) -> float | None:
+    def _confidence(self, calls: list[_Call], metadata: dict[str, Any]) -> float | None:
+        """The mean of the calls' probabilities with a method; without one, 1.0 for a swap."""
+        if self.confidence is None:
+            return 1.0 if self.swap else None
+        missing = [i for i, c in enumerate(calls) if c.confidence is None]
+        if missing:
+            why = calls[missing[0]].details.get("confidence_error", "no probability")
+            metadata["confidence_error"] = f"call {missing[0] + 1}: {why}"
+            return None
         known = [c.confidence for c in calls if c.confidence is not None]
-        if len(known) == len(calls):
-            return min(1.0, math.fsum(known) / len(known))
-        return 1.0 if self.swap else None
+        return min(1.0, math.fsum(known) / len(known))
 
     def _inconsistent(self, calls: list[_Call], metadata: dict[str, Any]) -> Judgment:
         said = "; ".join(f"with {c.order[0]} first it chose {c.winner or 'a tie'}" for c in calls)
@@ -356,3 +382,9 @@ class PairwiseJudge(ModelJudgeBase):
         outcome = "a tie" if label == "tie" else systems[0] if label == "A" else systems[1]
         both = " in both orders" if len(calls) > 1 else ""
         return f"Chose {outcome}{both}: {excerpt(calls[0].response.text.strip())}"
+
+
+def _asker(
+    order: _Order, method: ConfidenceMethod | None, request: ModelRequest
+) -> Callable[[], Awaitable[_Call]]:
+    return lambda: order.ask(method, request)

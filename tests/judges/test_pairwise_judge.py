@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -12,8 +11,8 @@ import pytest
 from agentjudge.core import Context, Status
 from agentjudge.engine import Evaluator
 from agentjudge.exceptions import ModelHTTPError
-from agentjudge.judges import PairwiseJudge
-from agentjudge.models import OpenAIChat
+from agentjudge.judges import LogprobConfidence, PairwiseJudge
+from agentjudge.models import OpenAIChat, TokenLogprob
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
 GOOD = "Paris is the capital of France."
@@ -217,29 +216,15 @@ def test_bad_options_are_refused() -> None:
         PairwiseJudge("p", Model(), "{{candidate_a}}")
 
 
-def _logprob_body(answer: str, probs: dict[str, float]) -> str:
-    top = [{"token": t, "logprob": math.log(p)} for t, p in probs.items()]
-    content = [
-        {"token": "Answer", "logprob": -0.01, "top_logprobs": []},
-        {"token": ":", "logprob": 0.0, "top_logprobs": []},
-        {"token": f" {answer}", "logprob": math.log(probs[f" {answer}"]), "top_logprobs": top},
-    ]
-    return json.dumps(
-        {
-            "id": "x",
-            "object": "chat.completion",
-            "model": "judge-model",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": f"Answer: {answer}"},
-                    "logprobs": {"content": content},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
-        }
+def _answer(answer: str, probs: dict[str, float]) -> FakeResponse:
+    """``Answer: <answer>`` whose answer token had the alternatives ``probs`` (probabilities)."""
+    top = tuple((t, math.log(p)) for t, p in probs.items())
+    tokens = (
+        TokenLogprob(token="Answer", logprob=-0.01),
+        TokenLogprob(token=":", logprob=0.0),
+        TokenLogprob(token=f" {answer}", logprob=math.log(probs[f" {answer}"]), top=top),
     )
+    return FakeResponse(text=f"Answer: {answer}", logprobs=tokens)
 
 
 async def test_confidence_is_the_mean_of_both_calls_logprob_confidences() -> None:
@@ -247,11 +232,12 @@ async def test_confidence_is_the_mean_of_both_calls_logprob_confidences() -> Non
     async with FakeModelServer() as server, client(server) as model:
         server.enqueue(
             # first order: A (= x) with 0.6 of the label mass (0.6 / (0.6 + 0.3 + 0.1))
-            FakeResponse(raw_body=_logprob_body("A", {" A": 0.6, " B": 0.3, " tie": 0.1})),
+            _answer("A", {" A": 0.6, " B": 0.3, " tie": 0.1}),
             # swapped: B (= x again) with 0.4 / (0.4 + 0.4) = 0.5 (a non-label token ignored)
-            FakeResponse(raw_body=_logprob_body("B", {" B": 0.4, " A": 0.4, " The": 0.2})),
+            _answer("B", {" B": 0.4, " A": 0.4, " The": 0.2}),
         )
-        judgment = await PairwiseJudge("pref", model)(Context(output={"x": "1", "y": "2"}))
+        judge = PairwiseJudge("pref", model, confidence=LogprobConfidence(top=3))
+        judgment = await judge(Context(output={"x": "1", "y": "2"}))
     assert judgment.label == "A"
     confidences = [a["confidence"] for a in judgment.metadata["pairwise"]["answers"]]
     assert confidences == pytest.approx([0.6, 0.5])
