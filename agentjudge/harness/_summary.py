@@ -18,6 +18,9 @@ Definitions (per judge, over the cases whose results include that judge):
   1,000 times in pure Python would take minutes), clipped to the observed range; None below 2
   values. ``ci_method`` says which was used: ``"wilson"``, ``"bootstrap"`` or ``"normal"``.
 
+Agreement (``judges[name].agreement``, ``verdict.agreement``, ``juries``): see
+`agentjudge.harness._agreement`.
+
 Cases whose task errored are counted in ``cases.errors`` and never judged, so they appear in no
 judge's aggregates. ``cases.error_rate`` = errors / total, None when there were no cases.
 `RunAggregate.judged` counts the cases where at least one judge gave PASS or FAIL (the
@@ -37,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.agreement import wilson_interval
 from agentjudge.core import Judgment, Verdict
+from agentjudge.harness._agreement import AgreementSummary, AgreementTally, JurySummary
 from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
 
 __all__ = [
@@ -151,6 +155,8 @@ class JudgeSummary(BaseModel):
     """95% Wilson interval of ``pass_rate``; None when there was no PASS or FAIL."""
     pass_rate_n: int = 0
     """PASS + FAIL: the number ``pass_rate`` is over."""
+    agreement: AgreementSummary | None = None
+    """Agreement with the dataset's human labels; None when no case carries one."""
 
     @property
     def count(self) -> int:
@@ -293,6 +299,8 @@ class RunSummary(BaseModel):
     judges: dict[str, JudgeSummary]
     verdict: JudgeSummary | None = None
     """Aggregates of the case verdicts (the jury / cascade outcome)."""
+    juries: dict[str, JurySummary] = Field(default_factory=dict)
+    """Every jury of two or more members, with the agreement among its members."""
     cases: CasesSummary
     gates: list[GateOutcome] = Field(default_factory=list)
     baseline: BaselineOutcome | None = None
@@ -400,6 +408,7 @@ class RunAggregate:
         self.judges: dict[str, _Stat] = {}
         self.verdict = _Stat()
         self.cost = CostTally()
+        self.trust = AgreementTally()
 
     def add_row(self, row: Mapping[str, Any]) -> None:
         """Fold one results row in."""
@@ -422,9 +431,13 @@ class RunAggregate:
         verdict = row.get("verdict")
         if verdict is not None:
             self.verdict.add(verdict)
+        self.trust.add_row(row)
 
-    def add_case(self, verdict: Verdict | None, error: str | None) -> None:
-        """Fold one finished case in: what `add_row` does with the row it is written as."""
+    def add_case(self, verdict: Verdict | None, error: str | None, human: Any = None) -> None:
+        """Fold one finished case in: what `add_row` does with the row it is written as.
+
+        ``human`` is the case's human label (None: unlabelled).
+        """
         self.total += 1
         if error is not None:
             self.errors += 1
@@ -449,6 +462,8 @@ class RunAggregate:
             judged = judged or (judgment is not None and judgment.status in _DECIDED)
         self.judged += judged
         self.verdict.add_judgment(verdict.judgment)
+        if human is not None or len(verdict.results) > 1:  # else nothing to measure
+            self.trust.add_verdict(verdict, human)
 
     def merge(self, other: RunAggregate) -> None:
         """Fold in the aggregates of other cases (a worker process's share of a parallel run).
@@ -466,6 +481,7 @@ class RunAggregate:
             mine.merge(stat)
         self.verdict.merge(other.verdict)
         self.cost.merge(other.cost)
+        self.trust.merge(other.trust)
 
     def names(self) -> list[str]:
         """Judge names: configured order first, then any others sorted."""
@@ -473,12 +489,23 @@ class RunAggregate:
         return known + sorted(n for n in self.judges if n not in set(self.judge_order))
 
     def judge_summaries(self) -> dict[str, JudgeSummary]:
-        """Per-judge aggregates, in `names` order."""
-        return {name: self.judges[name].summary(self.seed) for name in self.names()}
+        """Per-judge aggregates, in `names` order (with their agreement with human labels)."""
+        names = self.names()
+        agreement = self.trust.judge_agreement(names)
+        out = {name: self.judges[name].summary(self.seed) for name in names}
+        for name, summary in out.items():
+            summary.agreement = agreement.get(name)
+        return out
 
     def verdict_summary(self) -> JudgeSummary:
-        """Aggregates of the case verdicts."""
-        return self.verdict.summary(self.seed)
+        """Aggregates of the case verdicts (with their agreement with human labels)."""
+        summary = self.verdict.summary(self.seed)
+        summary.agreement = self.trust.verdict_agreement()
+        return summary
+
+    def jury_summaries(self) -> dict[str, JurySummary]:
+        """Every jury's members and inter-judge agreement."""
+        return self.trust.juries(self.names())
 
     def cost_summary(self) -> CostSummary:
         """Tokens and dollars of the judges' model calls."""
