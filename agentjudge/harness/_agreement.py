@@ -47,7 +47,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha, wilson_interval
-from agentjudge.core import Judgment, Verdict
+from agentjudge.core import JudgeResult, Judgment, Verdict
 
 __all__ = [
     "AgreementSummary",
@@ -188,9 +188,10 @@ class AgreementTally:
 
     Two tables: ``ratings`` counts, for every judged case with two or more results, the flat
     tuple ``(name, status, label, name, status, label, ...)`` of its judgments (the hot path:
-    one tuple and one dict update per case; a leaf's cascade tier never changes, so ``tiers``
-    learns it when a new tuple first appears); ``labelled`` counts, for labelled cases only,
-    ``(human, verdict item, judgment items)`` with the scores numeric labels need.
+    `RunAggregate.add_case` builds it in the loop it already runs, then one dict update; a
+    leaf's cascade tier never changes, so ``tiers`` learns it when a new tuple first appears);
+    ``labelled`` counts, for labelled cases only, ``(human, verdict item, judgment items)``
+    with the scores numeric labels need.
     """
 
     __slots__ = ("labelled", "ratings", "tiers")
@@ -200,31 +201,27 @@ class AgreementTally:
         self.tiers: dict[str, str | None] = {}
         self.labelled: Counter[_Profile] = Counter()
 
-    def add_verdict(self, verdict: Verdict, human: Human | None) -> None:
-        """Fold in one judged case of a live run (a jury's case, or a labelled one)."""
-        results = verdict.results
-        if len(results) > 1:
-            flat: list[str | None] = []
-            for r in results:
-                j = r.judgment
-                if j is not None:
-                    flat += (r.name, j.status, j.label)
-            key = tuple(flat)
-            count = self.ratings.get(key)
-            if count is None:
-                self.tiers.update((r.name, r.tier) for r in results)
-                count = 0
-            self.ratings[key] = count + 1
-        if human is not None:
-            human = _human(human)
-            numeric = _numeric(human)
-            items = tuple(
-                _item(r.name, r.tier, j, numeric) for r in results if (j := r.judgment) is not None
-            )
-            self.labelled[(human, _item("", None, verdict.judgment, numeric), items)] += 1
+    def add_ratings(self, key: tuple[str | None, ...], results: Sequence[JudgeResult]) -> None:
+        """Count one jury case's flat ``(name, status, label, ...)`` tuple (the hot path)."""
+        count = self.ratings.get(key)
+        if count is None:
+            self.tiers.update((r.name, r.tier) for r in results)
+            count = 0
+        self.ratings[key] = count + 1
+
+    def add_labelled(self, verdict: Verdict, human: Human) -> None:
+        """Count one labelled case of a live run (what `add_row` does with its row)."""
+        label = _human(human)
+        numeric = _numeric(label)
+        items = tuple(
+            _item(r.name, r.tier, j, numeric)
+            for r in verdict.results
+            if (j := r.judgment) is not None
+        )
+        self.labelled[(label, _item("", None, verdict.judgment, numeric), items)] += 1
 
     def add_row(self, row: Mapping[str, Any]) -> None:
-        """Fold in one results row whose task did not error (what `add_verdict` did live)."""
+        """Fold in one results row whose task did not error (what `add_case` does live)."""
         results = row.get("results") or ()
         if len(results) > 1:
             flat: list[str | None] = []

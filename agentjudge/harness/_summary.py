@@ -447,6 +447,7 @@ class RunAggregate:
         judges = self.judges
         judged = False
         cost = self.cost
+        ratings: list[Any] = []  # the jury's ratings, for `AgreementTally.add_ratings`
         for result in verdict.results:
             stat = judges.get(result.name)
             if stat is None:
@@ -459,11 +460,16 @@ class RunAggregate:
                 result.error_type,
             )
             stat.add_judgment(judgment)
-            judged = judged or (judgment is not None and judgment.status in _DECIDED)
+            if judgment is not None:
+                # ``_value_``: the plain str (an Enum member's hash is a Python-level call)
+                ratings += (result.name, judgment.status._value_, judgment.label)
+                judged = judged or judgment.status in _DECIDED
         self.judged += judged
         self.verdict.add_judgment(verdict.judgment)
-        if human is not None or len(verdict.results) > 1:  # else nothing to measure
-            self.trust.add_verdict(verdict, human)
+        if len(verdict.results) > 1:
+            self.trust.add_ratings(tuple(ratings), verdict.results)
+        if human is not None:
+            self.trust.add_labelled(verdict, human)
 
     def merge(self, other: RunAggregate) -> None:
         """Fold in the aggregates of other cases (a worker process's share of a parallel run).
