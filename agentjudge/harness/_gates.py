@@ -8,6 +8,17 @@ Subjects: a judge's name, ``verdict`` (the case verdicts), ``errors`` and ``case
   ``error``, ``unsampled``;
 * against the baseline (the run needs one): ``flips`` (cases whose status went from PASS to
   anything else or back), ``newly_failing`` (PASS before, not now), ``newly_passing``;
+* agreement with the dataset's human labels (``<judge>.agreement.<stat>`` and
+  ``verdict.agreement.<stat>``): ``n``, ``accuracy``, ``accuracy_ci95_low``,
+  ``accuracy_ci95_high``, ``cohen_kappa``, ``krippendorff_alpha``, ``abstain``, ``error``,
+  ``not_judged``, ``labelled``. Without any labelled case the value is undefined, so the gate
+  fails (a gate on agreement never passes vacuously); so does an undefined coefficient
+  (``undefined`` in the summary says why, and so does the gate's ``reason``);
+* agreement among a jury's members (``<jury>.inter_judge.<stat>``, the jury as named in the
+  summary's ``juries``, e.g. ``jury`` for a list of judges or a cascade tier's name):
+  ``n``, ``fleiss_kappa``, ``krippendorff_alpha``, ``alpha_n``, ``pairwise_min`` (the lowest
+  pairwise agreement). Juries are known only from the results, so an unknown jury name is not
+  refused up front: the gate fails with a reason listing the juries there were;
 * ``errors.rate`` (errored cases / cases), ``errors.count``; ``cases.total``.
 * the judges' model calls (the summary's ``cost`` block): ``cost.usd`` (None, so the gate
   fails, when some call's model has no price), ``cost.priced_usd``, ``cost.input_tokens``,
@@ -32,6 +43,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from agentjudge.harness._agreement import AgreementSummary, InterJudgeSummary, JurySummary
 from agentjudge.harness._cost import COST_STATS, CostSummary
 from agentjudge.harness._summary import (
     BaselineOutcome,
@@ -65,6 +77,34 @@ ERRORS_STATS: dict[str, Callable[[CasesSummary], float | None]] = {
     "count": lambda c: c.errors,
 }
 CASES_STATS: dict[str, Callable[[CasesSummary], float | None]] = {"total": lambda c: c.total}
+AGREEMENT_STATS: dict[str, Callable[[AgreementSummary], float | None]] = {
+    "n": lambda a: a.n,
+    "accuracy": lambda a: a.accuracy,
+    "accuracy_ci95_low": lambda a: None if a.accuracy_ci95 is None else a.accuracy_ci95[0],
+    "accuracy_ci95_high": lambda a: None if a.accuracy_ci95 is None else a.accuracy_ci95[1],
+    "cohen_kappa": lambda a: a.cohen_kappa,
+    "krippendorff_alpha": lambda a: a.krippendorff_alpha,
+    "abstain": lambda a: a.abstained.get("abstain", 0),
+    "error": lambda a: a.abstained.get("error", 0),
+    "not_judged": lambda a: a.not_judged,
+    "labelled": lambda a: a.labelled,
+}
+"""Judge and verdict stats of ``<judge>.agreement.<stat>`` gates."""
+INTER_JUDGE_STATS: dict[str, Callable[[InterJudgeSummary], float | None]] = {
+    "n": lambda i: i.n,
+    "fleiss_kappa": lambda i: i.fleiss_kappa,
+    "krippendorff_alpha": lambda i: i.krippendorff_alpha,
+    "alpha_n": lambda i: i.alpha_n,
+    "pairwise_min": lambda i: i.pairwise_min,
+}
+"""Jury stats of ``<jury>.inter_judge.<stat>`` gates."""
+_GROUPED: dict[str, tuple[str, ...]] = {
+    "agreement": tuple(AGREEMENT_STATS),
+    "inter_judge": tuple(INTER_JUDGE_STATS),
+}
+_NO_LABELS = (
+    "no results row carries a human label (add 'human' to the dataset rows to measure agreement)"
+)
 BASELINE_STATS: dict[str, Callable[[int, int], int]] = {
     "flips": lambda down, up: down + up,
     "newly_failing": lambda down, up: down,
@@ -72,8 +112,17 @@ BASELINE_STATS: dict[str, Callable[[int, int], int]] = {
 }
 """Judge and verdict stats read from the baseline check: f(newly_failing, newly_passing)."""
 GATE_STATS: Mapping[str, tuple[str, ...]] = {
-    "<judge>": (*JUDGE_STATS, *BASELINE_STATS),
-    "verdict": (*JUDGE_STATS, *BASELINE_STATS),
+    "<judge>": (
+        *JUDGE_STATS,
+        *BASELINE_STATS,
+        *(f"agreement.{stat}" for stat in AGREEMENT_STATS),
+    ),
+    "verdict": (
+        *JUDGE_STATS,
+        *BASELINE_STATS,
+        *(f"agreement.{stat}" for stat in AGREEMENT_STATS),
+    ),
+    "<jury>": tuple(f"inter_judge.{stat}" for stat in INTER_JUDGE_STATS),
     "errors": tuple(ERRORS_STATS),
     "cases": tuple(CASES_STATS),
     "cost": tuple(COST_STATS),
@@ -146,14 +195,46 @@ class Gate(BaseModel):
         cases: CasesSummary,
         baseline: BaselineOutcome | None = None,
         cost: CostSummary | None = None,
+        juries: Mapping[str, JurySummary] | None = None,
     ) -> GateOutcome:
-        """Check the gate; a judge of the configuration that never ran has undefined values."""
-        known = self.subject in judges or self.subject in (*_SUBJECTS, "verdict")
-        value = self.value(judges, verdict, cases, baseline, cost) if known else None
+        """Check the gate; a judge of the configuration that never ran has undefined values.
+
+        An agreement gate whose value is undefined says why in the outcome's ``reason``.
+        """
+        reason = None
+        if "." in self.stat:
+            value, reason = self.agreement_value(judges, verdict, juries or {})
+        else:
+            known = self.subject in judges or self.subject in (*_SUBJECTS, "verdict")
+            value = self.value(judges, verdict, cases, baseline, cost) if known else None
         passed = value is not None and _OPS[self.op](value, self.threshold)
+        extra = {} if reason is None else {"reason": reason}
         return GateOutcome(
-            expr=self.expr, value=None if value is None else float(value), passed=passed
+            expr=self.expr, value=None if value is None else float(value), passed=passed, **extra
         )
+
+    def agreement_value(
+        self,
+        judges: Mapping[str, JudgeSummary],
+        verdict: JudgeSummary | None,
+        juries: Mapping[str, JurySummary],
+    ) -> tuple[float | None, str | None]:
+        """An ``agreement.*`` or ``inter_judge.*`` stat and, when it is undefined, why."""
+        group, _, stat = self.stat.partition(".")
+        if group == "inter_judge":
+            jury = juries.get(self.subject)
+            if jury is None:
+                known = ", ".join(juries) or "none"
+                return None, f"no jury named {self.subject!r} in this run (juries: {known})"
+            value = INTER_JUDGE_STATS[stat](jury.inter_judge)
+            return value, None if value is not None else _why(jury.inter_judge.undefined, stat)
+        summary = verdict if self.subject == "verdict" else judges.get(self.subject)
+        if summary is None:
+            return None, f"{self.subject!r} gave no judgment in this run"
+        if summary.agreement is None:
+            return None, _NO_LABELS
+        value = AGREEMENT_STATS[stat](summary.agreement)
+        return value, None if value is not None else _why(summary.agreement.undefined, stat)
 
 
 def parse_gate(expr: str) -> Gate:
@@ -183,6 +264,9 @@ def parse_gate(expr: str) -> Gate:
         raise ValueError(f"gate {expr!r}: {number!r} is not a number") from None
     if not math.isfinite(threshold):
         raise ValueError(f"gate {expr!r}: the threshold must be a finite number")
+    grouped = _grouped_gate(expr, subject, stat, op, threshold)
+    if grouped is not None:
+        return grouped
     subject_stats: dict[str, Mapping[str, object]] = {
         "errors": ERRORS_STATS,
         "cases": CASES_STATS,
@@ -195,6 +279,32 @@ def parse_gate(expr: str) -> Gate:
             f"gate {expr!r}: unknown stat {stat!r} for {shown}; valid: {', '.join(valid)}"
         )
     return Gate(expr=expr.strip(), subject=subject, stat=stat, op=op, threshold=threshold)
+
+
+def _grouped_gate(expr: str, subject: str, stat: str, op: str, threshold: float) -> Gate | None:
+    """``<judge>.agreement.<stat>`` / ``<jury>.inter_judge.<stat>`` as a Gate (else None).
+
+    Raises:
+        ValueError: an unknown agreement or inter-judge stat (the valid ones listed).
+    """
+    head, dot, group = subject.rpartition(".")
+    stats = _GROUPED.get(group)
+    if not dot or not head.strip() or stats is None:
+        return None
+    if stat not in stats:
+        raise ValueError(f"gate {expr!r}: unknown {group} stat {stat!r}; valid: {', '.join(stats)}")
+    return Gate(
+        expr=expr.strip(),
+        subject=head.strip(),
+        stat=f"{group}.{stat}",
+        op=op,
+        threshold=threshold,
+    )
+
+
+def _why(undefined: Mapping[str, str], stat: str) -> str:
+    """Why an agreement stat is undefined (the summary's ``undefined`` entry, or n = 0)."""
+    return undefined.get(stat) or "no case to compare (n = 0)"
 
 
 def check_gate_subjects(
@@ -220,6 +330,8 @@ def check_gate_subjects(
             )
         if gate.subject in (*_SUBJECTS, "verdict") or gate.subject in names:
             continue
+        if gate.stat.startswith("inter_judge."):
+            continue  # juries are known from the results: an unknown one fails with a reason
         valid = ", ".join([*names, "verdict", *_SUBJECTS])
         raise ValueError(f"gate {gate.expr!r}: unknown judge {gate.subject!r}; valid: {valid}")
 
@@ -317,7 +429,14 @@ def conclude(
         allow_errors: Whether the trust checks are only reported.
     """
     summary.gates = [
-        g.evaluate(summary.judges, summary.verdict, summary.cases, summary.baseline, summary.cost)
+        g.evaluate(
+            summary.judges,
+            summary.verdict,
+            summary.cases,
+            summary.baseline,
+            summary.cost,
+            summary.juries,
+        )
         for g in gates
     ]
     checks = trust_checks(summary.judges, summary.cases, judged, allow_errors=allow_errors)

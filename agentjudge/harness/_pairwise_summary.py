@@ -131,7 +131,7 @@ def pairwise_lines(judges: Mapping[str, Any]) -> list[str]:
     """Report lines for every judge summary that has a ``pairwise`` block."""
     lines: list[str] = []
     for name, summary in judges.items():
-        block = (getattr(summary, "model_extra", None) or {}).get("pairwise")
+        block = getattr(summary, "pairwise", None)
         if not isinstance(block, Mapping):
             continue
         lines += [

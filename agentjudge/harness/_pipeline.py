@@ -42,8 +42,9 @@ __all__ = [
 YIELD_EVERY = 0.002
 """Seconds a worker runs cases that never suspend before it lets other tasks in."""
 
-Finished = tuple[str, Verdict | None, str | None]
-"""A finished case: its results line, its verdict (None for an error row), the task error."""
+Finished = tuple[str, Verdict | None, str | None, Any]
+"""A finished case: its results line, its verdict (None for an error row), the task error,
+its human label (None: unlabelled)."""
 CASE_BUFFER = 1024
 """Parsed cases waiting for a worker (at least 2 x concurrency)."""
 ROW_BUFFER = 2048
@@ -84,8 +85,8 @@ def new_pipes(concurrency: int) -> tuple[Pipe[Case], Pipe[Finished]]:
 def fold_rows(aggregate: RunAggregate, batch: list[Finished]) -> None:
     """Fold finished cases into ``aggregate`` (what the rows they are written as amount to)."""
     add = aggregate.add_case
-    for _, verdict, error in batch:
-        add(verdict, error)
+    for _, verdict, error, human in batch:
+        add(verdict, error, human)
 
 
 def case_context(
@@ -164,7 +165,7 @@ class CaseRunner:
                 raise interrupted from exc
         if telemetry is not None:
             telemetry.end_case(span, verdict, error)
-        return encode_case(case.id, head, verdict, duration, error), verdict, error
+        return encode_case(case.id, head, verdict, duration, error), verdict, error, case.human
 
     async def work(self, cases: Pipe[Case], rows: Pipe[Finished]) -> None:
         """Run cases until the pipe is drained.

@@ -181,7 +181,7 @@ async def _serve_cases(conn: Connection, spec: WorkerSpec) -> None:
             batch = [first, *rows.take_all()]
             aggregate = RunAggregate(spec.judge_names, seed=suite.seed)
             fold_rows(aggregate, batch)
-            await send(("rows", "".join([line for line, _, _ in batch]), aggregate))
+            await send(("rows", "".join([item[0] for item in batch]), aggregate))
 
     try:
         async with anyio.create_task_group() as tg:

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentjudge.harness._agreement_report import agreement_compare_lines, agreement_lines
 from agentjudge.harness._baseline import (
     Comparison,
     case_statuses,
@@ -161,6 +162,7 @@ def format_summary(summary: RunSummary) -> str:
         rows.append(_judge_row("(verdict)", summary.verdict))
     lines.append(table(_JUDGE_HEADERS, rows))
     lines += pairwise_lines(summary.judges)
+    lines += agreement_lines(summary, table)
     lines += cost_lines(summary.cost)
     if summary.budget is not None:
         lines += ["", f"budget: {summary.budget.message}"]
@@ -169,7 +171,9 @@ def format_summary(summary: RunSummary) -> str:
         lines.append("gates:")
         for g in summary.gates:
             mark = "PASS" if g.passed else "FAIL"
-            lines.append(f"  {mark}  {g.expr}  (value {_num(g.value, 4)})")
+            reason = (g.model_extra or {}).get("reason")
+            why = f"  {reason}" if reason else ""
+            lines.append(f"  {mark}  {g.expr}  (value {_num(g.value, 4)}){why}")
     if summary.baseline is not None:
         lines += _baseline_lines(summary.baseline)
     if summary.checks:
@@ -380,6 +384,7 @@ def render_compare(a: str | Path, b: str | Path) -> str:
         "",
         table(["judge", "mean A", "mean B", "delta", "pass_rate A", "pass_rate B", "delta"], rows),
     ]
+    lines += agreement_compare_lines(first, second, table)
     lines += _cost_compare_lines(first, second)
     if first.dataset.sha256 != second.dataset.sha256:
         lines += ["", "note: the two runs read different datasets (sha256 differs)"]

@@ -464,6 +464,7 @@ class _Run:
             config=config,
             judges=judges,
             verdict=verdict,
+            juries=self.aggregate.jury_summaries(),
             cases=cases,
             resumed=self.resumed,
             warnings=self.warnings,

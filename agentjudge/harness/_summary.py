@@ -18,6 +18,9 @@ Definitions (per judge, over the cases whose results include that judge):
   1,000 times in pure Python would take minutes), clipped to the observed range; None below 2
   values. ``ci_method`` says which was used: ``"wilson"``, ``"bootstrap"`` or ``"normal"``.
 
+Agreement (``judges[name].agreement``, ``verdict.agreement``, ``juries``): see
+`agentjudge.harness._agreement`.
+
 Cases whose task errored are counted in ``cases.errors`` and never judged, so they appear in no
 judge's aggregates. ``cases.error_rate`` = errors / total, None when there were no cases.
 `RunAggregate.judged` counts the cases where at least one judge gave PASS or FAIL (the
@@ -37,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.agreement import wilson_interval
 from agentjudge.core import Judgment, Verdict
+from agentjudge.harness._agreement import AgreementSummary, AgreementTally, JurySummary
 from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
 from agentjudge.harness._pairwise_summary import PairwiseTally
 
@@ -152,6 +156,10 @@ class JudgeSummary(BaseModel):
     """95% Wilson interval of ``pass_rate``; None when there was no PASS or FAIL."""
     pass_rate_n: int = 0
     """PASS + FAIL: the number ``pass_rate`` is over."""
+    agreement: AgreementSummary | None = None
+    """Agreement with the dataset's human labels; None when no case carries one."""
+    pairwise: dict[str, Any] | None = None
+    """A pairwise judge's win rates, position consistency and ranking (`_pairwise_summary`)."""
 
     @property
     def count(self) -> int:
@@ -294,6 +302,8 @@ class RunSummary(BaseModel):
     judges: dict[str, JudgeSummary]
     verdict: JudgeSummary | None = None
     """Aggregates of the case verdicts (the jury / cascade outcome)."""
+    juries: dict[str, JurySummary] = Field(default_factory=dict)
+    """Every jury of two or more members, with the agreement among its members."""
     cases: CasesSummary
     gates: list[GateOutcome] = Field(default_factory=list)
     baseline: BaselineOutcome | None = None
@@ -402,6 +412,7 @@ class RunAggregate:
         self.verdict = _Stat()
         self.cost = CostTally()
         self.pairwise = PairwiseTally()
+        self.trust = AgreementTally()
 
     def add_row(self, row: Mapping[str, Any]) -> None:
         """Fold one results row in."""
@@ -425,9 +436,13 @@ class RunAggregate:
         verdict = row.get("verdict")
         if verdict is not None:
             self.verdict.add(verdict)
+        self.trust.add_row(row)
 
-    def add_case(self, verdict: Verdict | None, error: str | None) -> None:
-        """Fold one finished case in: what `add_row` does with the row it is written as."""
+    def add_case(self, verdict: Verdict | None, error: str | None, human: Any = None) -> None:
+        """Fold one finished case in: what `add_row` does with the row it is written as.
+
+        ``human`` is the case's human label (None: unlabelled).
+        """
         self.total += 1
         if error is not None:
             self.errors += 1
@@ -437,6 +452,7 @@ class RunAggregate:
         judges = self.judges
         judged = False
         cost = self.cost
+        ratings: list[Any] = []  # the jury's ratings, for `AgreementTally.add_ratings`
         for result in verdict.results:
             stat = judges.get(result.name)
             if stat is None:
@@ -450,9 +466,16 @@ class RunAggregate:
             )
             stat.add_judgment(judgment)
             self.pairwise.add_judgment(result.name, judgment)
-            judged = judged or (judgment is not None and judgment.status in _DECIDED)
+            if judgment is not None:
+                # ``_value_``: the plain str (an Enum member's hash is a Python-level call)
+                ratings += (result.name, judgment.status._value_, judgment.label)
+                judged = judged or judgment.status in _DECIDED
         self.judged += judged
         self.verdict.add_judgment(verdict.judgment)
+        if len(verdict.results) > 1:
+            self.trust.add_ratings(tuple(ratings), verdict.results)
+        if human is not None:
+            self.trust.add_labelled(verdict, human)
 
     def merge(self, other: RunAggregate) -> None:
         """Fold in the aggregates of other cases (a worker process's share of a parallel run).
@@ -471,6 +494,7 @@ class RunAggregate:
         self.verdict.merge(other.verdict)
         self.cost.merge(other.cost)
         self.pairwise.merge(other.pairwise)
+        self.trust.merge(other.trust)
 
     def names(self) -> list[str]:
         """Judge names: configured order first, then any others sorted."""
@@ -478,15 +502,25 @@ class RunAggregate:
         return known + sorted(n for n in self.judges if n not in set(self.judge_order))
 
     def judge_summaries(self) -> dict[str, JudgeSummary]:
-        """Per-judge aggregates, in `names` order (pairwise judges get a ``pairwise`` block)."""
-        summaries = {name: self.judges[name].summary(self.seed) for name in self.names()}
-        for name, block in self.pairwise.blocks().items():  # see _pairwise_summary
-            setattr(summaries[name], "pairwise", block)  # noqa: B010 (an extra field)
-        return summaries
+        """Per-judge aggregates in `names` order, with agreement and pairwise blocks."""
+        names = self.names()
+        agreement = self.trust.judge_agreement(names)
+        out = {name: self.judges[name].summary(self.seed) for name in names}
+        for name, summary in out.items():
+            summary.agreement = agreement.get(name)
+        for name, block in self.pairwise.blocks().items():
+            out[name].pairwise = block
+        return out
 
     def verdict_summary(self) -> JudgeSummary:
-        """Aggregates of the case verdicts."""
-        return self.verdict.summary(self.seed)
+        """Aggregates of the case verdicts (with their agreement with human labels)."""
+        summary = self.verdict.summary(self.seed)
+        summary.agreement = self.trust.verdict_agreement()
+        return summary
+
+    def jury_summaries(self) -> dict[str, JurySummary]:
+        """Every jury's members and inter-judge agreement."""
+        return self.trust.juries(self.names())
 
     def cost_summary(self) -> CostSummary:
         """Tokens and dollars of the judges' model calls."""

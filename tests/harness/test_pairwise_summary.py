@@ -89,7 +89,7 @@ async def test_suite_with_a_pairwise_judge_reports_win_rates_consistency_and_ran
     again = RunAggregate(["pref"])
     for row in iter_rows(project / "out" / "results.jsonl"):
         again.add_row(row)
-    folded = again.judge_summaries()["pref"].model_extra or {}
+    folded = again.judge_summaries()["pref"].model_dump(mode="json")
     assert json.loads(json.dumps(folded["pairwise"])) == block
 
 
@@ -115,5 +115,5 @@ async def test_two_systems_have_no_ranking_and_other_judges_no_block(tmp_path: P
     judges = json.loads((project / "out" / "summary.json").read_text())["judges"]
     assert "bradley_terry" not in judges["pref"]["pairwise"]
     assert judges["pref"]["pairwise"]["systems"]["x"]["wins"] == 1
-    assert "pairwise" not in judges["plain"]
+    assert judges["plain"]["pairwise"] is None  # other judges get no block
     assert summary.status == "completed"
