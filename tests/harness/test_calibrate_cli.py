@@ -165,7 +165,7 @@ def test_thresholded_run_reports_coverage_agreement_and_tier_shares(
 
 
 def test_suite_thresholds_key_resolves_against_the_suite_file(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`thresholds = "..."` in the suite file applies the thresholds like the flag."""
     calibrated(project, capsys)
@@ -173,6 +173,7 @@ def test_suite_thresholds_key_resolves_against_the_suite_file(
     suite.write_text(SUITE + 'thresholds = "calib/thresholds.json"\n', encoding="utf-8")
     elsewhere = project / "sub"
     elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the path is relative to the suite file, not the cwd
     assert main(["run", str(suite), "--progress", "off", "--out", str(project / "keyed")]) == 0
     block = json.loads((project / "keyed" / "summary.json").read_text("utf-8"))["cascade"]
     assert block["by_tier"]["cheap"]["decided"] == 60
