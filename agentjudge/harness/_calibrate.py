@@ -69,19 +69,24 @@ class CalibrationError(AgentJudgeError, ValueError):
 
 
 # ----------------------------------------------------------------------------- the rule
-def agrees_with_human(human: Any, status: str, label: str | None) -> bool:
-    """Whether a PASS/FAIL judgment (``status``, ``label``) agrees with a human label.
+def agrees_with_human(
+    human: Any, status: str, label: str | None, score: float | None = None
+) -> bool:
+    """Whether a PASS/FAIL judgment (``status``, ``label``, ``score``) agrees with a human label.
 
     The rule of the ``agreement`` blocks of ``summary.json``: a bool means ``"pass"``/``"fail"``
     and, like those words, is compared with the status; another string with the label when
-    set, else the status; a number with 1.0 for PASS and 0.0 for FAIL.
+    set, else the status; a number with the effective score (the score, else 1.0 for PASS and
+    0.0 for FAIL).
     """
     if isinstance(human, bool):
         human = "pass" if human else "fail"
     if isinstance(human, str):
         said = status if human in ("pass", "fail") or label is None else label
         return said == human
-    return float(human) == (1.0 if status == "pass" else 0.0)
+    if score is None:
+        score = 1.0 if status == "pass" else 0.0
+    return float(human) == float(score)
 
 
 # ----------------------------------------------------------------------------- run switch

@@ -55,7 +55,8 @@ class _Counts:
         self.by_tier[tier] += 1
         if "human" in row:
             self.labelled += 1
-            self.agreed += agrees_with_human(row["human"], status, verdict.get("label"))
+            human, label, score = row["human"], verdict.get("label"), verdict.get("score")
+            self.agreed += agrees_with_human(human, status, label, score)
 
     def block(self) -> dict[str, Any]:
         decided = self.n - self.abstained - self.errors

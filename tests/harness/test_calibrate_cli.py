@@ -275,3 +275,43 @@ def test_calibrate_command_as_a_program(project: Path) -> None:
         "cheap",
         "strong",
     }
+
+
+@pytest.mark.parametrize(
+    ("human", "status", "label", "score", "agrees"),
+    [
+        (True, "pass", "A", None, True),
+        (False, "pass", None, None, False),
+        ("fail", "fail", "B", None, True),
+        ("B", "fail", "B", None, True),
+        ("B", "pass", "A", None, False),
+        ("pass", "pass", None, None, True),
+        ("relevant", "pass", None, None, False),
+        (1, "pass", None, None, True),
+        (0, "pass", None, None, False),
+        (0.5, "pass", None, 0.5, True),
+    ],
+)
+def test_agreement_rule_follows_the_summary_rule(
+    human: object, status: str, label: str | None, score: float | None, agrees: bool
+) -> None:
+    """Bools and status words compare statuses, other strings labels, numbers scores."""
+    from agentjudge.harness._calibrate import agrees_with_human
+
+    assert agrees_with_human(human, status, label, score) is agrees
+
+
+def test_calibration_flag_ignores_the_suites_thresholds_and_the_keys_exclude(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--calibration runs despite a thresholds key; both keys in one suite is exit 2."""
+    suite = project / "agentjudge.toml"
+    suite.write_text(SUITE + 'thresholds = "missing.json"\n', encoding="utf-8")
+    assert run("--calibration", "--out", "calib") == 0
+    assert (
+        json.loads((project / "calib" / "summary.json").read_text("utf-8"))["config"]["thresholds"]
+        is None
+    )
+    suite.write_text(SUITE + 'calibration = true\nthresholds = "t.json"\n', encoding="utf-8")
+    assert run("--out", "x") == 2
+    assert "a calibration run takes no thresholds" in error_line(capsys)
