@@ -43,6 +43,7 @@ from agentjudge.calibration import CalibrationReport, calibrate_thresholds, eval
 from agentjudge.core import TierPolicy
 from agentjudge.engine import Cascade, Tier
 from agentjudge.exceptions import AgentJudgeError
+from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._resolve import RunConfigError
 from agentjudge.harness._results import ResultsError, iter_rows
 from agentjudge.harness._suite import Suite
@@ -160,6 +161,19 @@ def _thresholded(cascade: Cascade, thresholds: Mapping[str, float], path: Path) 
     return Cascade(tiers, name=cascade.name)
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object names a key twice (json.loads would keep the last one silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def load_thresholds(path: Path) -> dict[str, float]:
     """The ``thresholds`` object of a thresholds file: tier name -> threshold in [0, 1].
 
@@ -168,9 +182,11 @@ def load_thresholds(path: Path) -> dict[str, float]:
             field named).
     """
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
     except FileNotFoundError:
         raise CalibrationError(f"thresholds file not found: {path}") from None
+    except _DuplicateKey as exc:
+        raise CalibrationError(f"{path}: key {exc.args[0]!r} appears twice") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CalibrationError(f"cannot read thresholds file {path}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -196,19 +212,13 @@ def load_thresholds(path: Path) -> dict[str, float]:
     return {name: float(value) for name, value in table.items()}
 
 
-def check_labelled(suite: Suite) -> None:
+def check_labelled(suite: Suite, dataset: Dataset) -> None:
     """Refuse a calibration run on a dataset without any ``human`` label (file named).
 
     Raises:
-        RunConfigError: no dataset, or no row of it carries ``human``.
-        DatasetError: a malformed row (as for the run itself).
+        RunConfigError: ``suite.calibration`` is set and no row of ``dataset`` carries ``human``.
     """
-    from agentjudge.harness._dataset import Dataset
-
-    if suite.dataset is None:
-        return  # the run itself says a dataset is missing
-    dataset = Dataset.open(suite.path(suite.dataset))
-    if dataset.labelled == 0:
+    if suite.calibration and dataset.labelled == 0:
         raise RunConfigError(
             f"--calibration needs human labels: no row of {dataset.path} carries 'human' "
             f"({dataset.rows} rows)"

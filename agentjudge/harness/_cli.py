@@ -311,13 +311,6 @@ def _run(args: argparse.Namespace) -> int:
         return _error(str(exc))
     if args.dry_run:
         return _dry_run(suite, args.json)
-    if suite.calibration:
-        from agentjudge.harness._calibrate import check_labelled
-
-        try:
-            check_labelled(suite)
-        except ValueError as exc:
-            return _error(str(exc))
     out = Path(args.out) if args.out is not None else default_out(suite)
     run = _Invocation(suite, out, args)
     try:

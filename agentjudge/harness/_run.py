@@ -33,7 +33,7 @@ from agentjudge.harness._batch_mode import (
     online_resume_warnings,
     remove_state_files,
 )
-from agentjudge.harness._calibrate import cascade_settings
+from agentjudge.harness._calibrate import cascade_settings, check_labelled
 from agentjudge.harness._cascade_summary import cascade_block
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
@@ -225,6 +225,7 @@ class _Run:
         suite = self.suite
         assert suite.dataset is not None
         self.dataset = Dataset.open(suite.path(suite.dataset))
+        check_labelled(suite, self.dataset)  # a calibration run needs human labels
         if self.out.exists() and not self.out.is_dir():
             raise RunConfigError(f"output path exists and is not a folder: {self.out}")
         if self.results_path.exists():

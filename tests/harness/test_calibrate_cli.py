@@ -235,6 +235,7 @@ def test_calibrate_refuses_a_tier_without_confidence(
         ('{"thresholds": {"cheap": true, "strong": 0.5}}', "'thresholds.cheap'"),
         ('{"thresholds": [0.5]}', "field 'thresholds'"),
         ("{oops", "line 1: not JSON"),
+        ('{"thresholds": {"cheap": 0.5, "strong": 0.5, "cheap": 0.9}}', "'cheap' appears twice"),
     ],
 )
 def test_a_bad_thresholds_file_is_a_clear_error(
