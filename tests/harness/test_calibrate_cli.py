@@ -55,10 +55,12 @@ TASK = """
 def answer(case):
     return {"i": case.input, "truth": case.input % 2 == 0}
 """
+# File references (not module names): the harness imports them under a name made from their
+# path, so these modules never shadow another test's `task` or `judges` in sys.modules.
 SUITE = """
 dataset = "data.jsonl"
-task = "task:answer"
-judges = "calib_judges:cascade"
+task = "calib_task.py:answer"
+judges = "calib_judges.py:cascade"
 concurrency = 8
 """
 
@@ -79,7 +81,7 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "calib_judges.py").write_text(JUDGES, encoding="utf-8")
-    (tmp_path / "task.py").write_text(TASK, encoding="utf-8")
+    (tmp_path / "calib_task.py").write_text(TASK, encoding="utf-8")
     (tmp_path / "agentjudge.toml").write_text(SUITE, encoding="utf-8")
     labelled = [{"id": f"c{i}", "input": i, "human": i % 2 == 0} for i in range(N)]
     write_rows(tmp_path / "data.jsonl", labelled)
@@ -189,7 +191,7 @@ def test_calibration_refuses_judges_that_are_not_a_cascade(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--calibration with a list of judges exits 2 with one line saying a Cascade is needed."""
-    assert run("--calibration", "--judges", "calib_judges:not_a_cascade", "--out", "x") == 2
+    assert run("--calibration", "--judges", "calib_judges.py:not_a_cascade", "--out", "x") == 2
     assert "needs the suite's judges to be a single Cascade" in error_line(capsys)
 
 
@@ -220,7 +222,7 @@ def test_calibrate_refuses_a_tier_without_confidence(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A tier whose judges never give a confidence cannot be calibrated: named, exit 2."""
-    assert run("--calibration", "--judges", "calib_judges:unsure", "--out", "u") == 0
+    assert run("--calibration", "--judges", "calib_judges.py:unsure", "--out", "u") == 0
     assert main(["calibrate", "u", "--alpha", "0.1", "--delta", "0.1"]) == 2
     line = error_line(capsys)
     assert "tier 'plain' has no confidence" in line and "cannot be calibrated" in line
