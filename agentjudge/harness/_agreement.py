@@ -55,6 +55,8 @@ __all__ = [
     "InterJudgeSummary",
     "JurySummary",
     "PairAgreement",
+    "agrees_with_human",
+    "compared_as",
 ]
 
 ROOT_JURY = "jury"
@@ -164,6 +166,34 @@ def _human(value: Any) -> Human | None:
     if isinstance(value, bool):
         return "pass" if value else "fail"
     return value  # type: ignore[no-any-return]
+
+
+def compared_as(human: Human, status: str, label: str | None, score: float | None) -> Rating:
+    """What a PASS/FAIL judgment is compared with a human label as: THE agreement rule.
+
+    ``human`` is a tally label (a bool already turned into its status word): the words
+    ``"pass"``/``"fail"`` compare with the status, another string with the label when set,
+    else the status; a number with the effective ``score`` (required then).
+    """
+    if isinstance(human, str):
+        return status if human in _STATUS_WORDS or label is None else label
+    assert score is not None  # a PASS/FAIL judgment always has an effective score
+    return score
+
+
+def agrees_with_human(
+    human: Any, status: str, label: str | None, score: float | None = None
+) -> bool:
+    """Whether a PASS/FAIL judgment agrees with a dataset row's ``human`` (`compared_as`).
+
+    A bool means ``"pass"``/``"fail"``; for a number, a missing ``score`` is the effective
+    score of the status (1.0 for PASS, 0.0 for FAIL).
+    """
+    label_of = _human(human)
+    assert label_of is not None  # only labelled cases are compared
+    if not isinstance(label_of, str) and score is None:
+        score = 1.0 if status == "pass" else 0.0
+    return compared_as(label_of, status, label, score) == label_of
 
 
 def _item(name: str, tier: str | None, j: Judgment, numeric: bool) -> _Item:
@@ -333,14 +363,9 @@ class _Pairs:
         if status in _ABSTAINED:
             self.abstained[status] += count
             return
-        pair: tuple[Rating, Rating]
         if isinstance(human, str):
             self.numeric_only = False
-            pair = (human, status if human in _STATUS_WORDS or label is None else label)
-        else:
-            assert score is not None  # a PASS/FAIL judgment always has an effective score
-            pair = (human, score)
-        self.pairs[pair] += count
+        self.pairs[(human, compared_as(human, status, label, score))] += count
 
     def summary(self, labelled: int) -> AgreementSummary:
         n = sum(self.pairs.values())

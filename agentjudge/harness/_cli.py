@@ -6,7 +6,8 @@ check failed (no case judged PASS/FAIL, or a judge that errored on every case);
 3 the run was aborted (Ctrl-C, SIGTERM, a crash, a full disk, cases lost, or the
 ``--max-cost`` budget ran out) - the results file stays valid, ``--resume`` goes on.
 ``run --dry-run`` exits 0 after printing its estimate (2 on a configuration error).
-``agentjudge report``, ``compare`` and ``schema`` exit 0 (2 when their input is unusable).
+``agentjudge report``, ``compare``, ``schema`` and ``calibrate`` exit 0 (2 when their input is
+unusable).
 
 As a program (`cli`, ``python -m agentjudge``) the process exits as soon as its output is
 flushed: threads a timed-out sync task or judge left running do not keep it alive (`exit_now`).
@@ -178,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between plain progress lines (default 5)",
     )
     run.add_argument("--json", action="store_true", help="print summary.json instead of a table")
+    _add_calibration_flags(run)
 
     report = sub.add_parser("report", help="print a run's report (per judge and per tag)")
     report.add_argument("run_dir", metavar="DIR", help="a run's output folder")
@@ -187,7 +189,43 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", metavar="B", help="the second run folder (or its summary.json)")
 
     sub.add_parser("schema", help="print the JSON schema of a dataset row")
+    _add_calibrate_command(sub)
     return parser
+
+
+def _add_calibration_flags(run: argparse.ArgumentParser) -> None:
+    cascade = run.add_mutually_exclusive_group()
+    cascade.add_argument(
+        "--calibration",
+        action="store_true",
+        help="run the suite's Cascade without short-circuiting (every tier judges every "
+        "case) on a dataset with human labels, for `agentjudge calibrate`",
+    )
+    cascade.add_argument(
+        "--thresholds",
+        metavar="FILE",
+        help="run the suite's Cascade with the thresholds `agentjudge calibrate` wrote",
+    )
+
+
+def _add_calibrate_command(sub: Any) -> None:
+    calibrate = sub.add_parser(
+        "calibrate",
+        help="confidence thresholds for a cascade from a `run --calibration` folder",
+        description="Fixed-sequence testing (Jung et al., 2024): thresholds such that, with "
+        "probability >= 1 - DELTA, the cascade's non-abstaining verdicts agree with the human "
+        "labels at a rate >= 1 - ALPHA.",
+    )
+    calibrate.add_argument("run_dir", metavar="RUN_DIR", help="a `run --calibration` folder")
+    calibrate.add_argument("--alpha", type=float, required=True, help="tolerated disagreement")
+    calibrate.add_argument("--delta", type=float, required=True, help="tolerated failure odds")
+    calibrate.add_argument("--out", metavar="FILE", help="default RUN_DIR/thresholds.json")
+    calibrate.add_argument(
+        "--min-support", type=_positive_int, default=30, metavar="N", help="(default 30)"
+    )
+    calibrate.add_argument(
+        "--grid", type=_int_at_least(2), default=5000, metavar="G", help="(default 5000)"
+    )
 
 
 def _add_cost_flags(run: argparse.ArgumentParser) -> None:
@@ -230,7 +268,11 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         suite = load_suite(_SUITE_FILE)
     else:
         suite = Suite()
+    if args.calibration:  # a calibration run ignores the suite's thresholds
+        suite = suite.model_copy(update={"thresholds": None})
     return suite.with_overrides(
+        calibration=args.calibration or None,
+        thresholds=_cwd_path(args.thresholds),
         dataset=_cwd_path(args.dataset),
         task=args.task,
         task_url=args.task_url,
@@ -404,6 +446,24 @@ def _compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from agentjudge.harness._calibrate import calibrate_run, format_calibration
+
+    try:
+        written = calibrate_run(
+            args.run_dir,
+            alpha=args.alpha,
+            delta=args.delta,
+            min_support=args.min_support,
+            grid=args.grid,
+            out=args.out,
+        )
+    except ValueError as exc:
+        return _error(str(exc))
+    print(format_calibration(written))
+    return EXIT_OK
+
+
 def _schema(args: argparse.Namespace) -> int:
     from agentjudge.harness._case import Case
 
@@ -415,7 +475,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"run": _run, "report": _report, "compare": _compare, "schema": _schema}
+    handlers = {
+        "run": _run,
+        "report": _report,
+        "compare": _compare,
+        "schema": _schema,
+        "calibrate": _calibrate,
+    }
     try:
         return handlers[args.command](args)
     except BrokenPipeError:  # e.g. `agentjudge report DIR | head`

@@ -14,6 +14,7 @@ from agentjudge.harness._baseline import (
     load_summary,
     summary_path,
 )
+from agentjudge.harness._cascade_summary import cascade_lines
 from agentjudge.harness._cost import CostLine, CostSummary
 from agentjudge.harness._pairwise_summary import pairwise_lines
 from agentjudge.harness._results import iter_rows
@@ -307,7 +308,7 @@ def render_report(run_dir: str | Path) -> str:
     """
     folder = Path(run_dir)
     summary = load_summary(folder)
-    parts = [format_summary(summary)]
+    parts = [format_summary(summary), *cascade_lines(summary)]
     results = summary_path(folder).parent / "results.jsonl"
     if results.is_file():
         tags = _tag_table(results, list(summary.judges), int(summary.config.get("seed", 0)))

@@ -63,11 +63,13 @@ def resolve_judges(suite: Suite) -> Any:
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
 
+    from agentjudge.harness._calibrate import cascade_settings  # calibration / thresholds
+
     if isinstance(spec, str):
-        return one(spec)
+        return cascade_settings(suite, one(spec))
     if isinstance(spec, list):
-        return [one(ref) for ref in spec]
-    return {name: one(ref) for name, ref in spec.items()}
+        return cascade_settings(suite, [one(ref) for ref in spec])
+    return cascade_settings(suite, {name: one(ref) for name, ref in spec.items()})
 
 
 def resolve_task(suite: Suite) -> Any:

@@ -33,6 +33,8 @@ from agentjudge.harness._batch_mode import (
     online_resume_warnings,
     remove_state_files,
 )
+from agentjudge.harness._calibrate import cascade_settings, check_labelled
+from agentjudge.harness._cascade_summary import cascade_block
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._cost import (
@@ -179,6 +181,8 @@ class _Run:
         # A parallel run's workers resolve the suite's references themselves; objects given
         # here reach them pickled (checked now, so an unpicklable one is a config error).
         self.task_blob = self.judges_blob = None
+        if judges is not None:  # the suite's calibration / thresholds settings apply to them too
+            judges = cascade_settings(suite, judges)
         try:
             if suite.workers > 1 and task is not None:
                 self.task_blob = pickled(task, "task", suite.workers)
@@ -221,6 +225,7 @@ class _Run:
         suite = self.suite
         assert suite.dataset is not None
         self.dataset = Dataset.open(suite.path(suite.dataset))
+        check_labelled(suite, self.dataset)  # a calibration run needs human labels
         if self.out.exists() and not self.out.is_dir():
             raise RunConfigError(f"output path exists and is not a folder: {self.out}")
         if self.results_path.exists():
@@ -475,6 +480,8 @@ class _Run:
                 suite.max_cost, suite.workers, self.aggregate.cost, self.cost_before, cases.total
             ),
         )
+        if suite.thresholds is not None and status != "running":  # coverage, agreement
+            summary.cascade = cascade_block(self.results_path)  # type: ignore[attr-defined]
         if status != "completed":
             return summary
         if self.baseline is not None and suite.baseline is not None:

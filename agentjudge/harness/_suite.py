@@ -15,6 +15,8 @@ judge_timeout = 60.0                 # seconds per judge attempt
 gates = ["citation_precision.mean>=0.9", "errors.rate<=0.02"]
 allow_errors = false                 # true: a run with no judged case still passes its gates
 batch = false                        # true: LLM judges' calls go through provider batch APIs
+calibration = false                  # true: the cascade judges every case with every tier
+thresholds = "thresholds.json"       # a cascade's calibrated thresholds (agentjudge calibrate)
 ```
 """
 
@@ -106,6 +108,12 @@ class Suite(BaseModel):
     instead of making its judgment ERROR (needs ``batch = true``)."""
     batch_poll_interval: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     """In batch mode, seconds before the second poll of a batch (doubling up to 300 s)."""
+    calibration: bool = False
+    """Run the suite's cascade without short-circuiting: every tier judges every case and is
+    recorded, for ``agentjudge calibrate`` (see ``agentjudge.harness._calibrate``)."""
+    thresholds: Path | None = None
+    """A thresholds file ``agentjudge calibrate`` wrote: the suite's cascade runs with its
+    non-final tiers ``STOP_ON_CONFIDENCE`` and its final tier ``FINAL`` at those thresholds."""
     base_dir: Path = Field(default_factory=Path.cwd, exclude=True)
     """Folder relative paths and ``file.py`` references resolve against."""
     source: Path | None = Field(default=None, exclude=True)
@@ -123,6 +131,13 @@ class Suite(BaseModel):
     def _needs_batch(cls, v: bool, info: ValidationInfo) -> bool:
         if v and not info.data.get("batch"):
             raise ValueError("needs batch = true (or --batch)")
+        return v
+
+    @field_validator("thresholds")
+    @classmethod
+    def _not_calibrating(cls, v: Path | None, info: ValidationInfo) -> Path | None:
+        if v is not None and info.data.get("calibration"):
+            raise ValueError("a calibration run takes no thresholds (calibration = true)")
         return v
 
     @field_validator("gates")
