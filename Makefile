@@ -42,10 +42,12 @@ cov: install ## Tests with branch coverage (subprocesses included); fails under 
 	$(RUN) coverage combine -q
 	$(RUN) coverage report --skip-covered --show-missing
 
-bench: install ## Run the benchmarks (engine, llm, harness)
+bench: install ## Run the benchmarks (engine, voting, llm, harness, cascade calibration)
 	$(RUN) python benchmarks/bench_engine.py
-	@if [ -f benchmarks/bench_llm.py ]; then $(RUN) python benchmarks/bench_llm.py; fi
-	@if [ -f benchmarks/bench_harness.py ]; then $(RUN) python benchmarks/bench_harness.py; fi
+	$(RUN) python benchmarks/bench_voting.py
+	$(RUN) python benchmarks/bench_llm.py
+	$(RUN) python benchmarks/bench_harness.py
+	$(RUN) python benchmarks/bench_cascade.py
 
 docs: install ## Build the docs (mkdocs, strict)
 	$(RUN) mkdocs build --strict --site-dir .site
