@@ -100,6 +100,19 @@ def _check_real(name: str, value: object, *, low: float, high: float | None = No
     return float(value)
 
 
+def as_template(template: object, name: str) -> PromptTemplate:
+    """``template`` as a `PromptTemplate` (a str is compiled under the judge's ``name``).
+
+    Raises:
+        TypeError: neither a PromptTemplate nor a str.
+    """
+    if isinstance(template, str):
+        template = PromptTemplate(template, name=name)
+    if not isinstance(template, PromptTemplate):
+        raise TypeError(f"template must be a PromptTemplate or str, got {type(template)}")
+    return template
+
+
 class ModelJudgeBase:
     """Shared machinery of the model-backed judges: attributes, the request, the metadata.
 
@@ -113,6 +126,8 @@ class ModelJudgeBase:
         metric_key: None (set it on the instance if results should report under a metric).
         sampling_rate: None (the Evaluator's default applies).
         description: One line for reports.
+        confidence: How the judge measures `Judgment.confidence` (None: it does not);
+            validated against the client (`check_confidence`).
     """
 
     kind: JudgeKind = JudgeKind.LLM
@@ -126,6 +141,7 @@ class ModelJudgeBase:
         temperature: float | None = None,
         max_tokens: int | None = None,
         description: str = "",
+        confidence: ConfidenceMethod | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"judge name must be a non-blank string, got {name!r}")
@@ -146,6 +162,7 @@ class ModelJudgeBase:
         ):
             raise ValueError(f"max_tokens must be an int >= 1 or None, got {max_tokens!r}")
         self.max_tokens = max_tokens
+        self.confidence = check_confidence(confidence, self.model)
 
     def build_request(self, prompt: str, schema: dict[str, Any] | None = None) -> ModelRequest:
         """The request for one judgment: an optional system message, then the prompt."""
@@ -283,13 +300,9 @@ class LLMJudge(ModelJudgeBase):
             temperature=temperature,
             max_tokens=max_tokens,
             description=description,
+            confidence=confidence,
         )
-        self.confidence = check_confidence(confidence, self.model)
-        if isinstance(template, str):
-            template = PromptTemplate(template, name=name)
-        if not isinstance(template, PromptTemplate):
-            raise TypeError(f"template must be a PromptTemplate or str, got {type(template)}")
-        self.template = template
+        self.template = as_template(template, name)
         if classifier is not None and output_model is not None:
             raise ValueError("give either classifier or output_model, not both")
         if classifier is not None and not isinstance(classifier, LabelClassifier):

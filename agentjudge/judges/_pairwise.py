@@ -45,12 +45,11 @@ from agentjudge.exceptions import TemplateError
 from agentjudge.judges._confidence import (
     ConfidenceMethod,
     VerdictPosition,
-    check_confidence,
     label_matcher,
     run_all,
     run_confidence,
 )
-from agentjudge.judges._llm import ModelJudgeBase, calls_metadata
+from agentjudge.judges._llm import ModelJudgeBase, as_template, calls_metadata
 from agentjudge.judges._template import PromptTemplate
 from agentjudge.judges._verdict import excerpt
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse
@@ -278,21 +277,15 @@ class PairwiseJudge(ModelJudgeBase):
             temperature=temperature,
             max_tokens=max_tokens,
             description=description,
+            confidence=confidence,
         )
-        if template is None:
-            template = DEFAULT_PAIRWISE_PROMPT
-        if isinstance(template, str):
-            template = PromptTemplate(template, name=name)
-        if not isinstance(template, PromptTemplate):
-            raise TypeError(f"template must be a PromptTemplate or str, got {type(template)}")
-        self.template = template
+        self.template = as_template(DEFAULT_PAIRWISE_PROMPT if template is None else template, name)
         if not isinstance(swap, bool):
             raise TypeError(f"swap must be a bool, got {type(swap).__name__}")
         self.swap = swap
         if on_inconsistent not in ("tie", "abstain"):
             raise ValueError(f'on_inconsistent must be "tie" or "abstain", got {on_inconsistent!r}')
         self.on_inconsistent: Inconsistent = on_inconsistent
-        self.confidence = check_confidence(confidence, self.model)
 
     def _prompt(self, ctx: Context, first: Any, second: Any) -> str:
         metadata = {**ctx.metadata, CANDIDATE_A: first, CANDIDATE_B: second}

@@ -31,7 +31,6 @@ from agentjudge.core import Context, ExecutionStatus, Judgment
 from agentjudge.judges._confidence import (
     ConfidenceMethod,
     VerdictPosition,
-    check_confidence,
     run_confidence,
 )
 from agentjudge.judges._llm import ModelJudgeBase, yes_no_position
@@ -150,9 +149,9 @@ class _VerdictJudge(ModelJudgeBase):
             temperature=temperature,
             max_tokens=max_tokens,
             description=description or (type(self).__doc__ or "").strip().split("\n")[0],
+            confidence=confidence,
         )
         self.structured = bool(structured)
-        self.confidence = check_confidence(confidence, self.model)
 
     def prompt(self, ctx: Context) -> str | Judgment:
         """The prompt for ``ctx``, or an ABSTAIN judgment when a required input is missing."""
