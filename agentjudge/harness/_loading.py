@@ -8,6 +8,7 @@ too, and an unknown provider is a config error naming the known ones, not a modu
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import inspect
 import sys
@@ -81,6 +82,35 @@ def _import_file(file: Path, ref: str, what: str) -> Any:
     return module
 
 
+def _import_module(module_name: str, folders: list[Path], ref: str, what: str) -> Any:
+    """``importlib.import_module``, unless that name is loaded from another file already.
+
+    Two suites in one process (a notebook, a test session) may both say ``task:answer`` with
+    their own ``task.py``: the second must get its own file, not the first one's module from
+    ``sys.modules``. Such a top-level module file is then imported under a name of its own
+    (as a ``.py`` path reference is); its own imports of same-named siblings still resolve
+    through ``sys.modules`` as Python does.
+    """
+    cached = sys.modules.get(module_name)
+    if cached is not None and "." not in module_name:
+        spec = importlib.machinery.PathFinder.find_spec(module_name, [str(f) for f in folders])
+        origin = None if spec is None else spec.origin
+        if (
+            origin is not None
+            and origin.endswith(".py")
+            and spec is not None
+            and spec.submodule_search_locations is None
+            and Path(origin).resolve() != _file_of(cached)
+        ):
+            return _import_file(Path(origin), ref, what)
+    return importlib.import_module(module_name)
+
+
+def _file_of(module: Any) -> Path | None:
+    file = getattr(module, "__file__", None)
+    return Path(file).resolve() if isinstance(file, str) else None
+
+
 def load_object(ref: str, *, what: str, base_dir: Path | None = None) -> Any:
     """Import ``module:attr`` (``attr`` may be dotted) and return the object.
 
@@ -122,7 +152,7 @@ def load_object(ref: str, *, what: str, base_dir: Path | None = None) -> Any:
             ) from exc
     else:
         try:
-            module = importlib.import_module(module_name)
+            module = _import_module(module_name, folders, ref, what)
         except ImportError as exc:
             where = f" (searched {base_dir} and the working directory)" if base_dir else ""
             hint = _providers_hint(ref, module_name) if what == "task" else ""

@@ -94,3 +94,25 @@ def test_load_object_reports_errors_raised_while_importing(tmp_path: Path) -> No
     (tmp_path / "suite_mod_broken.py").write_text("raise RuntimeError('nope')\n", encoding="utf-8")
     with pytest.raises(ValueError, match="raised RuntimeError: nope"):
         load_object("suite_mod_broken:f", what="judges", base_dir=tmp_path)
+
+
+def test_two_suites_with_same_named_modules_each_get_their_own(tmp_path: Path) -> None:
+    """A second suite's 'task:answer' loads its own task.py, not the first suite's module."""
+    import sys
+
+    name = "suite_same_named_task"
+    for label in ("first", "second"):
+        folder = tmp_path / label
+        folder.mkdir()
+        (folder / f"{name}.py").write_text(f"def answer(case):\n    return {label!r}\n")
+    try:
+        first = load_object(f"{name}:answer", what="task", base_dir=tmp_path / "first")
+        second = load_object(f"{name}:answer", what="task", base_dir=tmp_path / "second")
+        again = load_object(f"{name}:answer", what="task", base_dir=tmp_path / "first")
+        assert (first(None), second(None), again(None)) == ("first", "second", "first")
+    finally:
+        sys.modules.pop(name, None)
+        for folder in ("first", "second"):
+            entry = str((tmp_path / folder).resolve())
+            if entry in sys.path:
+                sys.path.remove(entry)
