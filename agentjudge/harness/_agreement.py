@@ -59,8 +59,6 @@ __all__ = [
     "compared_as",
 ]
 
-ROOT_JURY = "jury"
-"""The name of the top-level jury (a list or mapping of judges is ``Jury(judges)``)."""
 _STATUS_WORDS = frozenset(("pass", "fail"))
 _ABSTAINED = frozenset(("abstain", "error"))
 
@@ -303,8 +301,11 @@ class AgreementTally:
             pairs.add(human, verdict, count)
         return pairs.summary(labelled) if labelled else None
 
-    def juries(self, order: Sequence[str]) -> dict[str, JurySummary]:
-        """Every jury of two or more members, with its inter-judge agreement."""
+    def juries(self, order: Sequence[str], root: str = "jury") -> dict[str, JurySummary]:
+        """Every jury of two or more members, with its inter-judge agreement.
+
+        ``root`` names the top-level jury (its members' results carry no prefix).
+        """
         rank = {name: i for i, name in enumerate(order)}
         groups: dict[tuple[str, str | None], set[str]] = {}
         for name, tier in self.tiers.items():
@@ -314,7 +315,7 @@ class AgreementTally:
             if len(found) < 2:
                 continue
             members = sorted(found, key=lambda n: (rank.get(n, len(rank)), n))
-            out[_jury_name(parent, tier)] = JurySummary(
+            out[_jury_name(parent, tier, root)] = JurySummary(
                 members=members, tier=tier, inter_judge=self._inter_judge(members)
             )
         return out
@@ -334,9 +335,9 @@ class AgreementTally:
         return _inter_judge_summary(members, table)
 
 
-def _jury_name(parent: str, tier: str | None) -> str:
+def _jury_name(parent: str, tier: str | None, root: str) -> str:
     if tier is None:
-        return parent or ROOT_JURY
+        return parent or root
     return f"{parent}/{tier}" if parent else tier
 
 

@@ -9,13 +9,23 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from agentjudge.engine import Budget, Evaluator, RetryPolicy
+from agentjudge.engine import Budget, Evaluator, Jury, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._loading import load_object, names_model, takes_no_arguments
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._telemetry import Telemetry
 
-__all__ = ["RunConfigError", "build_evaluator", "resolve_judges", "resolve_task"]
+__all__ = [
+    "ROOT_JURY",
+    "RunConfigError",
+    "build_evaluator",
+    "resolve_judges",
+    "resolve_task",
+    "root_jury_name",
+]
+
+ROOT_JURY = "jury"
+"""The name of the top-level jury when the judges are a list or mapping (``Jury(judges)``)."""
 
 
 class RunConfigError(AgentJudgeError, ValueError):
@@ -41,6 +51,11 @@ def _instantiate(obj: Any, ref: str, what: str = "judges") -> Any:
             )
         return made
     return obj
+
+
+def root_jury_name(judges: Any) -> str:
+    """The top-level jury's name in summaries and gates: a root `Jury`'s, else ``"jury"``."""
+    return judges.name if isinstance(judges, Jury) else ROOT_JURY
 
 
 def resolve_judges(suite: Suite) -> Any:

@@ -55,6 +55,7 @@ from agentjudge.harness._resolve import (
     build_evaluator,
     resolve_judges,
     resolve_task,
+    root_jury_name,
 )
 from agentjudge.harness._results import iter_rows, scan_results
 from agentjudge.harness._suite import Suite
@@ -210,6 +211,7 @@ class _Run:
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
         self.aggregate = RunAggregate(self.judge_names, seed=suite.seed)
+        self.aggregate.root_jury = root_jury_name(judges)
         self.done_ids: set[str] = set()
         self.rerun_ids: set[str] = set()
         """Cases of the results file whose judgments a budget refused: they run again."""

@@ -413,6 +413,8 @@ class RunAggregate:
         self.cost = CostTally()
         self.pairwise = PairwiseTally()
         self.trust = AgreementTally()
+        self.root_jury = "jury"
+        """The top-level jury's name in `jury_summaries` (`_resolve.root_jury_name`)."""
 
     def add_row(self, row: Mapping[str, Any]) -> None:
         """Fold one results row in."""
@@ -520,7 +522,7 @@ class RunAggregate:
 
     def jury_summaries(self) -> dict[str, JurySummary]:
         """Every jury's members and inter-judge agreement."""
-        return self.trust.juries(self.names())
+        return self.trust.juries(self.names(), self.root_jury)
 
     def cost_summary(self) -> CostSummary:
         """Tokens and dollars of the judges' model calls."""

@@ -44,6 +44,7 @@ def c(ctx):
     return _answer(ctx, "c")
 
 trio = [a, b, c]
+panel = Jury([a, b, c], name="panel")
 one = [a]
 cascade = Cascade([Tier("cheap", Jury([a, b])), Tier("final", c)])
 """
@@ -152,6 +153,13 @@ def test_jury_inter_judge_agreement(tmp_path: Path) -> None:
     }  # fmt: skip
     assert (pairwise["a"]["c"]["n"], pairwise["a"]["c"]["agreement"]) == (5, 4 / 5)
     assert (pairwise["b"]["c"]["n"], pairwise["b"]["c"]["agreement"]) == (7, 2 / 7)
+
+
+def test_a_root_jury_is_named_by_its_own_name(tmp_path: Path) -> None:
+    """A root Jury(name="panel") appears as "panel" (a list of judges as "jury")."""
+    data = run_rows(tmp_path, trio_rows(), judges="panel")
+    assert list(data["juries"]) == ["panel"]
+    assert data["juries"]["panel"]["members"] == ["a", "b", "c"]
 
 
 def test_undefined_coefficients_are_null_with_a_reason(tmp_path: Path) -> None:
