@@ -1,7 +1,8 @@
 """Property: the fast path and the general path give identical results (issue 14).
 
 Hypothesis builds juries, nested juries and cascades (every voting strategy and tier policy,
-early stop, weights, sampling rates, resource limits, timeouts, retries) of judges that return
+early stop, weights, sampling rates, resource limits, timeouts, retries, confidence thresholds,
+cascades without short-circuit) of judges that return
 at once, suspend, raise before or after suspending, time out or are cancelled (early stop,
 short-circuits), including judges that are instant while the engine warms up and then suspend,
 hang or raise after suspending on the measured run. Each configuration runs on two evaluators,
@@ -9,7 +10,9 @@ one with the fast path and one without (`Evaluator(fast_path=False)`), with the 
 seed: every run's statuses, scores, names, order, attempts, error types, tier records and
 skipped members must match, and every limiter must be idle afterwards.
 
-CI runs it derandomized (tests/conftest.py); ``HYPOTHESIS_PROFILE=explore`` searches longer.
+CI runs it derandomized (tests/conftest.py); ``HYPOTHESIS_PROFILE=explore`` searches longer
+(500 examples, a few minutes: lift the per-test timeout, e.g.
+``HYPOTHESIS_PROFILE=explore pytest tests/engine/test_engine_equivalence.py --timeout 1800``).
 """
 
 from __future__ import annotations
