@@ -317,7 +317,8 @@ def judgment_problem(judgment: Judgment) -> str | None:
 
 def _parts_problem(values: dict[str, Any]) -> str | None:
     checks = values.get("checks")
-    if type(checks) is not tuple or not all(type(c) is Check for c in checks):
+    # ``checks and``: most judgments have none, and all() over a generator costs ~0.3 µs.
+    if type(checks) is not tuple or (checks and not all(type(c) is Check for c in checks)):
         return "checks must be a tuple of Check"
     metadata = values.get("metadata")
     if type(metadata) is not MappingProxyType:

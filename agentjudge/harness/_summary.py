@@ -455,23 +455,23 @@ class RunAggregate:
         judged = False
         cost = self.cost
         ratings: list[Any] = []  # the jury's ratings, for `AgreementTally.add_ratings`
+        rate = ratings.extend
         for result in verdict.results:
-            stat = judges.get(result.name)
+            name = result.name
+            stat = judges.get(name)
             if stat is None:
-                stat = judges[result.name] = _Stat()
+                stat = judges[name] = _Stat()
             judgment = result.judgment
-            cost.add(
-                result.name,
-                result.tier,
-                None if judgment is None else judgment.metadata,
-                result.error_type,
-            )
+            metadata = None if judgment is None else judgment.metadata
+            cost.add(name, result.tier, metadata, result.error_type)
             stat.add_judgment(judgment)
-            self.pairwise.add_judgment(result.name, judgment)
             if judgment is not None:
+                if metadata and "pairwise" in metadata:
+                    self.pairwise.add_judgment(name, judgment)
+                status = judgment.status
                 # ``_value_``: the plain str (an Enum member's hash is a Python-level call)
-                ratings += (result.name, judgment.status._value_, judgment.label)
-                judged = judged or judgment.status in _DECIDED
+                rate((name, status._value_, judgment.label))
+                judged = judged or status in _DECIDED
         self.judged += judged
         self.verdict.add_judgment(verdict.judgment)
         if len(verdict.results) > 1:
