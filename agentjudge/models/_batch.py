@@ -261,7 +261,7 @@ class BatchCollector:
                 logger.warning("%s; retrying it online", outcome)
                 return await self.client.complete(request)
             raise ModelError(str(outcome))
-        return self._response(outcome, schema, waited)
+        return self.client._finish(request, self._response(outcome, schema, waited))
 
     async def flush(self) -> None:
         """Submit the waiting requests now instead of after ``linger`` seconds."""

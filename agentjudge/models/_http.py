@@ -363,7 +363,7 @@ class HTTPModelClient:
             problem = None
             break
         assert reply is not None
-        return ModelResponse(
+        response = ModelResponse(
             text=reply.text,
             parsed=parsed,
             model=reply.model,
@@ -375,6 +375,11 @@ class HTTPModelClient:
             schema_error=problem,
             warnings=tuple(warnings),
         )
+        return self._finish(request, response)
+
+    def _finish(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """Provider touches on an answer, online or from a batch (`BatchCollector`): none here."""
+        return response
 
     def _estimate(self, request: ModelRequest, messages: list[Message]) -> int:
         chars = sum(len(m.content) for m in messages)

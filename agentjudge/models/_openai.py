@@ -44,7 +44,7 @@ class OpenAIChat(HTTPModelClient):
     A request with ``logprobs=k`` is sent with ``"logprobs": true`` (and ``"top_logprobs": k``
     when k > 0); ``choices[0].logprobs.content`` comes back as `ModelResponse.logprobs`. A
     malformed or missing logprobs list leaves it None with a line in ``warnings`` (the answer
-    itself is kept). Answers collected through a `BatchCollector` carry no logprobs.
+    itself is kept). Answers collected through a `BatchCollector` carry them too.
     """
 
     supports_logprobs: ClassVar[bool] = True
@@ -92,8 +92,8 @@ class OpenAIChat(HTTPModelClient):
         body.update(self.extra_body)
         return body
 
-    async def _complete(self, request: ModelRequest) -> ModelResponse:
-        response = await super()._complete(request)
+    def _finish(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+        """Attach the token logprobs the request asked for (online and batch answers alike)."""
         if request.logprobs is None:
             return response
         logprobs, problem = read_logprobs(response.raw)

@@ -241,3 +241,26 @@ def test_batch_answers_cost_batch_prices() -> None:
     batched = ModelResponse(text="x", usage=usage, model="m", batch=True)
     assert response_cost("openai:m", online, table=table) == 6.0
     assert response_cost("openai:m", batched, table=table) == 3.0
+
+
+async def test_batch_answers_carry_the_logprobs_a_confidence_judge_asked_for(
+    tmp_path: Path,
+) -> None:
+    """LogprobConfidence through an OpenAI batch: logprobs asked, read back, confidence set."""
+    from agentjudge.judges import LogprobConfidence
+
+    async with (
+        FakeModelServer(_verdict_by_output) as server,
+        OpenAIChat("gpt-4o-mini", base_url=server.base_url, api_key="k") as model,
+        BatchCollector(model, state_path=tmp_path / "b.json", max_batch_size=5, **FAST) as bc,
+    ):
+        judge = LLMJudge("correct", bc, TEMPLATE, confidence=LogprobConfidence(top=3))
+        results = await _evaluate(judge, _contexts(5))
+    [(_, ids)] = server.batches.created
+    assert len(ids) == 5
+    sent = [r.json for r in server.received if r.path == "/v1/chat/completions"]  # batch items
+    assert len(sent) == 5 and all(r["logprobs"] is True for r in sent)
+    for result in results:
+        assert result.judgment is not None and result.judgment.metadata["batch"] is True
+        assert "confidence_error" not in result.judgment.metadata
+        assert result.judgment.confidence is not None
