@@ -45,3 +45,27 @@ def test_llm_jury_example_runs_against_the_fake_server(tmp_path: Path) -> None:
     assert "Unclosed" not in proc.stderr
     rows = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
     assert len(rows) == 6
+
+
+def test_trust_example_calibrates_and_keeps_its_guarantee_on_held_out_cases(
+    tmp_path: Path,
+) -> None:
+    """examples/trust: calibration run, calibrate, thresholded run on the test split."""
+    suite = str(ROOT / "examples" / "trust" / "agentjudge.toml")
+    steps = [
+        ("run", suite, "--calibration", "--out", "calib"),
+        ("calibrate", "calib", "--alpha", "0.15", "--delta", "0.1"),
+        ("run", suite, "--thresholds", "calib/thresholds.json", "--out", "trusted",
+         "--dataset", str(ROOT / "examples" / "trust" / "test.jsonl")),
+    ]  # fmt: skip
+    for step in steps:
+        proc = run("-m", "agentjudge", *step, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    written = json.loads((tmp_path / "calib" / "thresholds.json").read_text())
+    assert {t["basis"] for t in written["statistics"]["by_tier"].values()} == {"tested"}
+    summary = json.loads((tmp_path / "trusted" / "summary.json").read_text())
+    block = summary["cascade"]
+    assert 0.0 < block["coverage"] < 1.0  # some held-out cases abstain rather than guess
+    _, high = block["selective_agreement_ci95"]
+    assert high >= 0.85  # 1 - alpha lies within (or below) the held-out interval
+    assert summary["judges"]["cheap"]["agreement"]["n"] == 400
