@@ -38,7 +38,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from agentjudge.core import Context, Judgment, thaw
 from agentjudge.exceptions import TemplateError
@@ -237,7 +237,7 @@ class PairwiseJudge(ModelJudgeBase):
     Args:
         name: Judge name.
         model: The model client.
-        template: A `PromptTemplate` or text; default `DEFAULT_PAIRWISE_PROMPT`.
+        template: A `PromptTemplate` or text; default `PairwiseJudge.DEFAULT_PROMPT`.
         swap: Ask a second time with the candidates swapped (default True).
         on_inconsistent: ``"tie"`` (PASS, label tie) or ``"abstain"`` (ABSTAIN) for a swapped
             pair whose two answers disagree.
@@ -255,6 +255,9 @@ class PairwiseJudge(ModelJudgeBase):
             returns no logprobs (`AnthropicMessages`).
         TypeError: ``confidence`` is not one of the confidence methods.
     """
+
+    DEFAULT_PROMPT: ClassVar[str] = DEFAULT_PAIRWISE_PROMPT
+    """The prompt used when none is given (read it to write your own)."""
 
     def __init__(
         self,
