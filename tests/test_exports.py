@@ -98,6 +98,9 @@ SUBPACKAGES = [
     "agentjudge.harness",
     "agentjudge.testing",
     "agentjudge.bridges",
+    "agentjudge.agreement",
+    "agentjudge.calibration",
+    "agentjudge.pairwise",
 ]
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "reference" / "public-api.md"
 PLUMBING = {
