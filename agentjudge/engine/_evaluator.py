@@ -198,6 +198,14 @@ class Evaluator:
         return tuple(leaf.name for leaf in self._plan.leaves)
 
     @property
+    def judge_tiers(self) -> tuple[str | None, ...]:
+        """The cascade tier of each judge, in `judge_names` order (None outside a cascade).
+
+        The same value its `JudgeResult.tier` carries.
+        """
+        return tuple(leaf.tier for leaf in self._plan.leaves)
+
+    @property
     def limiter(self) -> anyio.CapacityLimiter:
         """The global limiter (``max_concurrency`` tokens)."""
         return self._admission.limiter

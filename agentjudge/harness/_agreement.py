@@ -57,6 +57,7 @@ __all__ = [
     "PairAgreement",
     "agrees_with_human",
     "compared_as",
+    "jury_groups",
 ]
 
 _STATUS_WORDS = frozenset(("pass", "fail"))
@@ -306,19 +307,10 @@ class AgreementTally:
 
         ``root`` names the top-level jury (its members' results carry no prefix).
         """
-        rank = {name: i for i, name in enumerate(order)}
-        groups: dict[tuple[str, str | None], set[str]] = {}
-        for name, tier in self.tiers.items():
-            groups.setdefault((name.rpartition("/")[0], tier), set()).add(name)
-        out: dict[str, JurySummary] = {}
-        for (parent, tier), found in groups.items():
-            if len(found) < 2:
-                continue
-            members = sorted(found, key=lambda n: (rank.get(n, len(rank)), n))
-            out[_jury_name(parent, tier, root)] = JurySummary(
-                members=members, tier=tier, inter_judge=self._inter_judge(members)
-            )
-        return out
+        return {
+            name: JurySummary(members=members, tier=tier, inter_judge=self._inter_judge(members))
+            for name, (members, tier) in jury_groups(self.tiers.items(), order, root).items()
+        }
 
     def _inter_judge(self, members: list[str]) -> InterJudgeSummary:
         index = {name: i for i, name in enumerate(members)}
@@ -333,6 +325,28 @@ class AgreementTally:
             if any(r is not None for r in ratings):
                 table[tuple(ratings)] += count
         return _inter_judge_summary(members, table)
+
+
+def jury_groups(
+    judges: Iterable[tuple[str, str | None]], order: Sequence[str], root: str = "jury"
+) -> dict[str, tuple[list[str], str | None]]:
+    """The juries that ``judges`` (name, cascade tier) form: name -> (members, tier).
+
+    THE rule for naming juries (summaries and the gate check both use it): judges sharing the
+    name prefix before their last ``/`` and the same tier form one jury, if there are two or
+    more of them; members are in ``order``. The top-level jury is ``root``; a cascade tier's
+    jury is named after the tier (``"<path>/<tier>"`` when nested); a nested jury by its path.
+    """
+    rank = {name: i for i, name in enumerate(order)}
+    groups: dict[tuple[str, str | None], set[str]] = {}
+    for name, tier in judges:
+        groups.setdefault((name.rpartition("/")[0], tier), set()).add(name)
+    out: dict[str, tuple[list[str], str | None]] = {}
+    for (parent, tier), found in groups.items():
+        if len(found) >= 2:
+            members = sorted(found, key=lambda n: (rank.get(n, len(rank)), n))
+            out[_jury_name(parent, tier, root)] = (members, tier)
+    return out
 
 
 def _jury_name(parent: str, tier: str | None, root: str) -> str:

@@ -308,19 +308,26 @@ def _why(undefined: Mapping[str, str], stat: str) -> str:
 
 
 def check_gate_subjects(
-    gates: Iterable[Gate], judge_names: Iterable[str], *, baseline: bool = True
+    gates: Iterable[Gate],
+    judge_names: Iterable[str],
+    *,
+    baseline: bool = True,
+    juries: Iterable[str] | None = None,
 ) -> None:
-    """Refuse gates naming a judge the run does not have, or flips without a baseline.
+    """Refuse gates naming a judge or jury the run does not have, or flips without a baseline.
 
     Args:
         gates: The run's gates.
         judge_names: The run's judges.
         baseline: Whether the run compares with a baseline (``flips`` gates need one).
+        juries: The run's juries (`_agreement.jury_groups`), for ``inter_judge`` gates; None:
+            not known yet (such a gate on an unknown jury then fails with a reason at the end).
 
     Raises:
         ValueError: naming the gate and listing the valid subjects, or saying to pass a
             baseline.
     """
+    known_juries = None if juries is None else list(juries)
     names = list(judge_names)
     for gate in gates:
         if not baseline and gate.stat in BASELINE_STATS:
@@ -331,7 +338,10 @@ def check_gate_subjects(
         if gate.subject in (*_SUBJECTS, "verdict") or gate.subject in names:
             continue
         if gate.stat.startswith("inter_judge."):
-            continue  # juries are known from the results: an unknown one fails with a reason
+            if known_juries is None or gate.subject in known_juries:
+                continue
+            valid = ", ".join(known_juries) or "none (no jury of two or more judges)"
+            raise ValueError(f"gate {gate.expr!r}: unknown jury {gate.subject!r}; juries: {valid}")
         valid = ", ".join([*names, "verdict", *_SUBJECTS])
         raise ValueError(f"gate {gate.expr!r}: unknown judge {gate.subject!r}; valid: {valid}")
 

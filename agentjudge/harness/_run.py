@@ -25,6 +25,7 @@ import anyio
 import anyio.to_thread
 
 from agentjudge.exceptions import AgentJudgeError
+from agentjudge.harness._agreement import jury_groups
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._batch_mode import (
     batch_mode,
@@ -206,12 +207,20 @@ class _Run:
         self.evaluator = build_evaluator(suite, judges, self.telemetry, budget=self.budget)
         self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
+        root_jury = root_jury_name(judges)
+        juries = jury_groups(
+            zip(self.judge_names, self.evaluator.judge_tiers, strict=True),
+            self.judge_names,
+            root_jury,
+        )
         try:
-            check_gate_subjects(self.gates, self.judge_names, baseline=self.baseline is not None)
+            check_gate_subjects(
+                self.gates, self.judge_names, baseline=self.baseline is not None, juries=juries
+            )
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
         self.aggregate = RunAggregate(self.judge_names, seed=suite.seed)
-        self.aggregate.root_jury = root_jury_name(judges)
+        self.aggregate.root_jury = root_jury
         self.done_ids: set[str] = set()
         self.rerun_ids: set[str] = set()
         """Cases of the results file whose judgments a budget refused: they run again."""

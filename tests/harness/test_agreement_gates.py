@@ -85,19 +85,21 @@ def test_agreement_gates_read_the_summary(tmp_path: Path) -> None:
 
 def test_agreement_gate_without_labels_fails_with_a_reason(tmp_path: Path) -> None:
     """No human label anywhere: the agreement gate fails and says why (never vacuous)."""
-    summary = run(
-        tmp_path,
-        "out",
-        ["a.agreement.cohen_kappa>=0", "other.inter_judge.n>=0"],
-        labelled=False,
-    )
-    first, second = summary.gates
+    summary = run(tmp_path, "out", ["a.agreement.cohen_kappa>=0"], labelled=False)
+    [first] = summary.gates
     assert (first.value, first.passed) == (None, False)
     assert "no results row carries a human label" in first.model_extra["reason"]
-    assert (second.value, second.passed) == (None, False)
-    assert second.model_extra["reason"] == "no jury named 'other' in this run (juries: jury)"
     report = render_report(tmp_path / "out")
     assert "FAIL  a.agreement.cohen_kappa>=0  (value -)  no results row carries" in report
+
+
+def test_a_gate_on_an_unknown_jury_is_refused_before_any_case_runs(tmp_path: Path) -> None:
+    """A typo in a jury gate stops the run at start (exit 2), naming the run's juries."""
+    from agentjudge.harness import RunConfigError
+
+    with pytest.raises(RunConfigError, match=r"unknown jury 'juri'; juries: jury"):
+        run(tmp_path, "out", ["juri.inter_judge.krippendorff_alpha>=0.67"])
+    assert not (tmp_path / "out" / "results.jsonl").exists()
 
 
 @pytest.mark.parametrize(

@@ -236,6 +236,30 @@ def test_cascade_tier_juries_are_measured_by_tier(tmp_path: Path) -> None:
     assert jury["inter_judge"]["pairwise"]["a"]["b"]["agreement"] == 0.0
 
 
+@pytest.mark.parametrize("judges", ["trio", "panel", "cascade", "one"])
+def test_juries_known_at_start_are_the_ones_the_summary_reports(
+    tmp_path: Path, judges: str
+) -> None:
+    """The gate check's juries (from the plan) equal the summary's (from the results)."""
+    from agentjudge.engine import Evaluator
+    from agentjudge.harness._agreement import jury_groups
+    from agentjudge.harness._loading import load_object
+    from agentjudge.harness._resolve import root_jury_name
+
+    rows = [{"id": f"q{i}", "input": {"a": "pass", "b": "fail", "c": "pass"}} for i in range(2)]
+    data = run_rows(tmp_path, rows, judges=judges)
+    configured = load_object(f"judges.py:{judges}", what="judges", base_dir=tmp_path)
+    ev = Evaluator(configured)
+    planned = jury_groups(
+        zip(ev.judge_names, ev.judge_tiers, strict=True),
+        ev.judge_names,
+        root_jury_name(configured),
+    )
+    assert {name: list(members) for name, (members, _) in planned.items()} == {
+        name: jury["members"] for name, jury in data["juries"].items()
+    }
+
+
 def test_resumed_and_parallel_runs_give_the_same_agreement(tmp_path: Path) -> None:
     """Rows read back from results.jsonl (resume) and worker processes aggregate alike."""
     (tmp_path / "live").mkdir()
