@@ -121,10 +121,17 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
         when = parsedate_to_datetime(value.strip())
     except (TypeError, ValueError, IndexError):
         return None
+    return _seconds_until(when, now)
+
+
+def _seconds_until(when: datetime, now: datetime | None) -> float:
+    """Seconds from ``now`` (default: the current UTC time) to ``when``; 0 when past.
+
+    A ``when`` without a time zone is read as UTC.
+    """
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    current = now or datetime.now(UTC)
-    return max(0.0, (when - current).total_seconds())
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 def _finite_non_negative(text: str | None) -> float | None:
@@ -196,12 +203,9 @@ _UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 def parse_reset(text: str, *, now: datetime | None = None) -> float | None:
     """Seconds until a reset: ``"20ms"``, ``"1m30.5s"``, ``"2.5"`` or an RFC 3339 time."""
     text = text.strip()
-    try:
-        value = float(text)
-    except ValueError:
-        pass
-    else:
-        return value if math.isfinite(value) and value >= 0 else None
+    seconds = _finite_non_negative(text)
+    if seconds is not None:
+        return seconds
     parts = _DURATION.findall(text)
     if parts and "".join(n + u for n, u in parts) == text:
         return sum(float(n) * _UNIT[u] for n, u in parts)
@@ -209,19 +213,7 @@ def parse_reset(text: str, *, now: datetime | None = None) -> float | None:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-def _number(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
+    return _seconds_until(when, now)
 
 
 _PREFIXES = (
@@ -235,18 +227,20 @@ def parse_rate_hints(headers: Mapping[str, str]) -> RateHints | None:
     """The rate-limit headers of a response (the first family present), or None."""
     lowered = {k.lower(): v for k, v in headers.items()}
     for requests, tokens in _PREFIXES:
-        limit = _number(lowered.get(requests.format("limit")))
-        token_limit = _number(lowered.get(tokens.format("limit"))) if tokens else None
+        limit = _finite_non_negative(lowered.get(requests.format("limit")))
+        token_limit = _finite_non_negative(lowered.get(tokens.format("limit"))) if tokens else None
         if limit is None and token_limit is None:
             continue
         reset_text = lowered.get(requests.format("reset"))
         token_reset = lowered.get(tokens.format("reset")) if tokens else None
         return RateHints(
             limit=limit,
-            remaining=_number(lowered.get(requests.format("remaining"))),
+            remaining=_finite_non_negative(lowered.get(requests.format("remaining"))),
             reset=parse_reset(reset_text) if reset_text is not None else None,
             token_limit=token_limit,
-            token_remaining=_number(lowered.get(tokens.format("remaining"))) if tokens else None,
+            token_remaining=_finite_non_negative(lowered.get(tokens.format("remaining")))
+            if tokens
+            else None,
             token_reset=parse_reset(token_reset) if token_reset is not None else None,
         )
     return None
