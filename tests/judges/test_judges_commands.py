@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
+from process_support import wait_for_file, wait_until_gone
 
 from agentjudge.core import Context, Status
 from agentjudge.judges import BuildSuccess, CommandJudge
@@ -22,31 +22,6 @@ def script(path: Path, body: str, executable: bool = True) -> Path:
     mode = path.stat().st_mode
     path.chmod(mode | stat.S_IXUSR if executable else mode & ~stat.S_IXUSR & ~stat.S_IXGRP)
     return path
-
-
-def process_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")  # killed; a zombie waits only for its reaper
-
-
-async def wait_until_gone(pid: int) -> bool:
-    with anyio.move_on_after(10):
-        while not process_gone(pid):
-            await anyio.sleep(0.02)
-    return process_gone(pid)
-
-
-async def wait_for_file(path: Path) -> None:
-    with anyio.fail_after(10):
-        while not path.exists() or not path.read_text().strip():
-            await anyio.sleep(0.01)
 
 
 async def test_command_success_records_metadata(tmp_path: Path) -> None:

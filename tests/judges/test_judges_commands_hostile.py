@@ -9,37 +9,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from process_support import process_gone, wait_for_file, wait_until_gone
 
 from agentjudge.core import Context, Status
 from agentjudge.judges import BuildSuccess, CommandJudge
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-
-
-def process_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return True
-    return state in ("Z", "X")  # killed; a zombie waits only for its reaper
-
-
-async def wait_until_gone(pid: int) -> bool:
-    # Polls a condition with an upper bound (killing is asynchronous), no ordering by sleeping.
-    with anyio.move_on_after(10):
-        while not process_gone(pid):
-            await anyio.sleep(0.02)
-    return process_gone(pid)
-
-
-async def wait_for_file(path: Path) -> None:
-    with anyio.fail_after(10):
-        while not path.exists() or not path.read_text().strip():
-            await anyio.sleep(0.01)
 
 
 def kill_leftover(pid_file: Path) -> None:
