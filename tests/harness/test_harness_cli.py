@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_support import cli
 
 TASK = """
 import os, signal
@@ -67,17 +68,6 @@ def project(tmp_path: Path) -> Path:
 
 def write_rows(path: Path, data: list[dict[str, object]]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in data), encoding="utf-8")
-
-
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentjudge", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def result_ids(path: Path) -> list[str]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from cli_support import cli
 
 from agentjudge.agreement import wilson_interval
 from agentjudge.harness import RunConfigError, Suite, render_compare, render_report, run_suite
@@ -74,17 +73,6 @@ def make_project(
     base = 'dataset = "data.jsonl"\ntask = "task:answer"\njudges = "judges:exact_only"\n'
     (folder / "agentjudge.toml").write_text(base + textwrap.dedent(suite))
     return folder
-
-
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentjudge", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def run(folder: Path, out: str = "out", **settings: Any) -> Any:
