@@ -16,49 +16,95 @@ A case is decided by the tier that stopped the cascade (its record has ``stopped
 final tier when the verdict is PASS or FAIL; an ABSTAIN verdict (no tier confident enough) is an
 abstention and an ERROR verdict an error. Coverage is ``decided / n``. Selective agreement is the
 share of decided labelled cases whose verdict agrees with the human label (the rule of
-`agentjudge.harness._agreement.agrees_with_human`). Intervals are Wilson 95%. It is computed
-from ``results.jsonl`` once the run ends (one more read of the file, only for such runs).
+`agentjudge.harness._agreement.agrees_with_human`). Intervals are Wilson 95%. `CascadeTally` is
+folded by `RunAggregate` like its other counts (live cases, resumed rows, worker shares), so
+the block needs no second read of ``results.jsonl``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentjudge.agreement import wilson_interval
+from agentjudge.core import Verdict
 from agentjudge.harness._agreement import agrees_with_human
-from agentjudge.harness._results import iter_rows
 
-__all__ = ["cascade_block", "cascade_lines"]
+__all__ = ["CascadeTally", "cascade_lines"]
 
 
-class _Counts:
+class CascadeTally:
+    """The counts behind the ``cascade`` block (cases whose verdict went through a cascade)."""
+
     def __init__(self) -> None:
         self.n = self.abstained = self.errors = self.labelled = self.agreed = 0
         self.by_tier: dict[str, int] = {}
 
-    def add(self, row: Mapping[str, Any]) -> None:
+    def add_row(self, row: Mapping[str, Any]) -> None:
+        """Fold in one results row (rows without tier records are not cascade cases)."""
         verdict, records = row.get("verdict"), row.get("tiers")
         if row.get("error") is not None or not isinstance(verdict, Mapping) or not records:
             return
+        stopped = [r["name"] for r in records if r.get("stopped")]
+        self._add(
+            [r["name"] for r in records],
+            stopped[0] if stopped else None,
+            str(verdict.get("status")),
+            row.get("human"),
+            verdict.get("label"),
+            verdict.get("score"),
+        )
+
+    def add_case(self, verdict: Verdict, human: Any) -> None:
+        """Fold in one finished case (what `add_row` does with the row it is written as)."""
+        if not verdict.tiers:
+            return
+        stopped = [t.name for t in verdict.tiers if t.stopped]
+        j = verdict.judgment
+        self._add(
+            [t.name for t in verdict.tiers],
+            stopped[0] if stopped else None,
+            j.status.value,
+            human,
+            j.label,
+            j.score,
+        )
+
+    def _add(
+        self,
+        tiers: Sequence[str],
+        stopped: str | None,
+        status: str,
+        human: Any,
+        label: str | None,
+        score: float | None,
+    ) -> None:
         self.n += 1
-        for record in records:
-            self.by_tier.setdefault(record["name"], 0)
-        status = str(verdict.get("status"))
+        for name in tiers:
+            self.by_tier.setdefault(name, 0)
         if status in ("abstain", "error"):
             self.abstained += status == "abstain"
             self.errors += status == "error"
             return
-        stopped = [r["name"] for r in records if r.get("stopped")]
-        tier = stopped[0] if stopped else records[-1]["name"]
-        self.by_tier[tier] += 1
-        if "human" in row:
+        self.by_tier[stopped if stopped is not None else tiers[-1]] += 1
+        if human is not None:
             self.labelled += 1
-            human, label, score = row["human"], verdict.get("label"), verdict.get("score")
             self.agreed += agrees_with_human(human, status, label, score)
 
-    def block(self) -> dict[str, Any]:
+    def merge(self, other: CascadeTally) -> None:
+        """Fold in another tally (of other cases)."""
+        self.n += other.n
+        self.abstained += other.abstained
+        self.errors += other.errors
+        self.labelled += other.labelled
+        self.agreed += other.agreed
+        for name, count in other.by_tier.items():
+            self.by_tier[name] = self.by_tier.get(name, 0) + count
+
+    def block(self) -> dict[str, Any] | None:
+        """The ``cascade`` block; None when no case went through a cascade."""
+        if not self.n:
+            return None
         decided = self.n - self.abstained - self.errors
         n, labelled = self.n, self.labelled
         return {
@@ -79,19 +125,6 @@ class _Counts:
             ),
             "selective_agreement_n": labelled,
         }
-
-
-def cascade_block(results: Path) -> dict[str, Any] | None:
-    """The ``cascade`` block of a thresholded cascade run (None when no row went through one).
-
-    Raises:
-        ResultsError: a line other than the last of ``results`` is not a JSON row.
-    """
-    counts = _Counts()
-    if results.is_file():
-        for row in iter_rows(results):
-            counts.add(row)
-    return counts.block() if counts.n else None
 
 
 def _pct(value: float | None) -> str:

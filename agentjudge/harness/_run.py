@@ -35,7 +35,6 @@ from agentjudge.harness._batch_mode import (
     remove_state_files,
 )
 from agentjudge.harness._calibrate import cascade_settings, check_labelled
-from agentjudge.harness._cascade_summary import cascade_block
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._cost import (
@@ -492,7 +491,7 @@ class _Run:
             ),
         )
         if suite.thresholds is not None and status != "running":  # coverage, agreement
-            summary.cascade = cascade_block(self.results_path)  # type: ignore[attr-defined]
+            summary.cascade = self.aggregate.cascade.block()  # type: ignore[attr-defined]
         if status != "completed":
             return summary
         if self.baseline is not None and suite.baseline is not None:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentjudge.agreement import wilson_interval
 from agentjudge.core import Judgment, Verdict
 from agentjudge.harness._agreement import AgreementSummary, AgreementTally, JurySummary
+from agentjudge.harness._cascade_summary import CascadeTally
 from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
 from agentjudge.harness._pairwise_summary import PairwiseTally
 
@@ -413,6 +414,7 @@ class RunAggregate:
         self.cost = CostTally()
         self.pairwise = PairwiseTally()
         self.trust = AgreementTally()
+        self.cascade = CascadeTally()
         self.root_jury = "jury"
         """The top-level jury's name in `jury_summaries` (`_resolve.root_jury_name`)."""
 
@@ -439,6 +441,7 @@ class RunAggregate:
         if verdict is not None:
             self.verdict.add(verdict)
         self.trust.add_row(row)
+        self.cascade.add_row(row)
 
     def add_case(self, verdict: Verdict | None, error: str | None, human: Any = None) -> None:
         """Fold one finished case in: what `add_row` does with the row it is written as.
@@ -478,6 +481,8 @@ class RunAggregate:
             self.trust.add_ratings(tuple(ratings), verdict.results)
         if human is not None:
             self.trust.add_labelled(verdict, human)
+        if verdict.tiers:
+            self.cascade.add_case(verdict, human)
 
     def merge(self, other: RunAggregate) -> None:
         """Fold in the aggregates of other cases (a worker process's share of a parallel run).
@@ -497,6 +502,7 @@ class RunAggregate:
         self.cost.merge(other.cost)
         self.pairwise.merge(other.pairwise)
         self.trust.merge(other.trust)
+        self.cascade.merge(other.cascade)
 
     def names(self) -> list[str]:
         """Judge names: configured order first, then any others sorted."""

@@ -69,3 +69,11 @@ def test_trust_example_calibrates_and_keeps_its_guarantee_on_held_out_cases(
     _, high = block["selective_agreement_ci95"]
     assert high >= 0.85  # 1 - alpha lies within (or below) the held-out interval
     assert summary["judges"]["cheap"]["agreement"]["n"] == 400
+    # The block is tallied live; folding the results file gives the same (resume, reports).
+    from agentjudge.harness._results import iter_rows
+    from agentjudge.harness._summary import RunAggregate
+
+    folded = RunAggregate(list(summary["judges"]))
+    for row in iter_rows(tmp_path / "trusted" / "results.jsonl"):
+        folded.add_row(row)
+    assert folded.cascade.block() == block
