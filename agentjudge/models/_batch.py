@@ -7,18 +7,26 @@ does not call the model: it adds the request to the next batch and waits for the
 - **Flushing**: the collected requests are submitted as one provider batch (OpenAI ``/files`` +
   ``/batches``; Anthropic Message Batches) when ``max_batch_size`` are waiting, when no new
   request arrived for ``linger`` seconds, or when `BatchCollector.flush` is called.
+- **One item per call**: every `complete` call is its own batch item, as it is its own HTTP
+  request online. The ``custom_id`` hashes the request body, its ``sample_index`` and how many
+  identical calls came before it in this collector, so the samples of `SelfConsistency` (and a
+  judge retried by the Evaluator) are separate items with separate answers. OpenAI items of
+  sample ``i > 0`` also carry ``seed = i`` in the body (unless the client's ``extra_body`` sets
+  a seed); the Anthropic Messages API has no seed parameter, so there the ``custom_id`` alone
+  keeps samples apart and the provider samples each item on its own.
 - **Polling**: each batch is polled with exponential backoff (``poll_interval`` doubling up to
-  ``max_poll_interval``). When it ends, each answer goes back to the call waiting for it by
-  ``custom_id``.
+  ``max_poll_interval``). When it ends, its result files are downloaded once and each answer
+  goes back to the call waiting for it by ``custom_id``. A result line that cannot be read
+  fails only the requests without another line (the error says how many lines were
+  unreadable); a ``custom_id`` reported twice keeps its success line.
 - **Failures are data**: an expired, errored or cancelled request, a batch that failed
   validation, a submission the provider refused, or ``max_poll_errors`` failed polls in a row
-  raise `ModelError` in the waiting call with the provider's reason, so the judge becomes an
-  ERROR result. With ``retry_online=True`` such a request is sent once more through the
-  wrapped client instead.
+  raise `ModelError` in the waiting call with the provider's reason (redacted like online error
+  bodies: the client's secrets become ``[REDACTED]``), so the judge becomes an ERROR result.
+  With ``retry_online=True`` such a request is sent once more through the wrapped client.
 - **Resume**: batch ids and their custom ids are written to ``state_path`` (JSON) as soon as a
   batch is created. A new collector given the same file polls those batches again instead of
-  resubmitting: a request whose ``custom_id`` (a hash of the request body) is in a saved batch
-  waits for that batch.
+  resubmitting: a request whose ``custom_id`` is in a saved batch waits for that batch.
 - **Cost**: every answer carries ``ModelResponse.batch=True`` (and ``metadata["batch"]`` in
   the judgment) so cost accounting uses batch prices. The time from `complete` to the answer
   is reported as queueing (``JudgeResult.queued_s``), not as the judge's working time.
@@ -35,6 +43,7 @@ import json
 import logging
 import math
 import os
+from collections import Counter
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -47,7 +56,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.judging import add_queued
 from agentjudge.models._anthropic import AnthropicMessages
-from agentjudge.models._batch_api import AnthropicBatchAPI, BatchAPI, OpenAIBatchAPI, Outcome
+from agentjudge.models._batch_api import (
+    AnthropicBatchAPI,
+    BatchAPI,
+    OpenAIBatchAPI,
+    Outcome,
+    Results,
+)
 from agentjudge.models._http import RETRYABLE_STATUSES, _plain
 from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._schema import SchemaViolation
@@ -85,9 +100,17 @@ class _Waiting:
         self.done = anyio.Event()
 
 
-def custom_id(body: dict[str, Any]) -> str:
-    """The batch ``custom_id`` of a request body: stable across runs (the resume key)."""
+def custom_id(body: dict[str, Any], sample_index: int = 0, repeat: int = 0) -> str:
+    """The batch ``custom_id`` of a call: stable across runs (the resume key).
+
+    Args:
+        body: The request body as sent.
+        sample_index: The request's ``sample_index`` (repeated samples are separate items).
+        repeat: How many identical calls (same body and sample index) came before this one.
+    """
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if sample_index or repeat:  # the first call of a request keeps the id it always had
+        canonical += f"\n{sample_index}\n{repeat}"
     return "aj-" + hashlib.sha256(canonical.encode()).hexdigest()[:40]
 
 
@@ -183,6 +206,7 @@ class BatchCollector:
         self._pending: dict[str, _Waiting] = {}
         self._submitted: set[str] = set()
         self._outcomes: dict[str, Outcome] = {}
+        self._calls: Counter[str] = Counter()  # calls so far per (body, sample index)
         self._changed: anyio.Event
         self._flush_requested = False
 
@@ -242,8 +266,7 @@ class BatchCollector:
         if self._task_group is None:
             raise RuntimeError("BatchCollector is not running: use `async with BatchCollector()`")
         schema = _plain(request.response_schema) if request.response_schema is not None else None
-        body = self.client._body(request, list(request.messages), schema)
-        cid = custom_id(body)
+        cid, body = self._item(request, schema)
         started = anyio.current_time()
         if cid not in self._outcomes:
             waiting = self._waiting.get(cid)
@@ -263,6 +286,17 @@ class BatchCollector:
             raise ModelError(str(outcome))
         return self.client._finish(request, self._response(outcome, schema, waited))
 
+    def _item(
+        self, request: ModelRequest, schema: dict[str, Any] | None
+    ) -> tuple[str, dict[str, Any]]:
+        """The ``custom_id`` and body of this call: its own item, never another call's."""
+        body = self.client._body(request, list(request.messages), schema)
+        body = self._api.sample_body(body, request.sample_index)
+        first = custom_id(body, request.sample_index)
+        repeat = self._calls[first]
+        self._calls[first] += 1
+        return custom_id(body, request.sample_index, repeat), body
+
     async def flush(self) -> None:
         """Submit the waiting requests now instead of after ``linger`` seconds."""
         self._flush_requested = True
@@ -274,8 +308,9 @@ class BatchCollector:
         try:
             reply = self.client._parse(body)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
+            reason = self._api.secrets.redact(str(exc))
             raise ModelResponseError(
-                f"{self.name}: a batch answer is not a {self.client.provider} completion ({exc})"
+                f"{self.name}: a batch answer is not a {self.client.provider} completion ({reason})"
             ) from None
         parsed: dict[str, Any] | None = None
         problem: str | None = None
@@ -283,7 +318,7 @@ class BatchCollector:
             try:
                 parsed = self.client._structured(reply, schema)
             except SchemaViolation as exc:
-                problem = str(exc)
+                problem = self._api.secrets.redact(str(exc))
         return ModelResponse(
             text=reply.text,
             parsed=parsed,
@@ -348,7 +383,7 @@ class BatchCollector:
             try:
                 polled = await self._api.poll(self._http, saved.id)
                 if polled.ended:
-                    outcomes = await self._api.results(self._http, saved.id, polled.info)
+                    results = await self._api.results(self._http, saved.id, polled.info)
                     break
             except Exception as exc:
                 errors += 1
@@ -367,18 +402,28 @@ class BatchCollector:
         saved.status = polled.status
         saved.polls += 1
         for cid in saved.custom_ids:
-            outcome = outcomes.get(cid)
+            outcome = results.outcomes.get(cid)
             if outcome is None:
-                reason = self._api.missing_reason(polled.status, polled.info)
-                outcome = ModelError(f"{self.name}: batch {saved.id}, request {cid}: {reason}")
+                outcome = self._missing(saved, cid, polled.status, polled.info, results)
             self._resolve(cid, outcome)
         await self._save()
+
+    def _missing(
+        self, saved: _SavedBatch, cid: str, status: str, info: dict[str, Any], results: Results
+    ) -> ModelError:
+        reason = self._api.missing_reason(status, info)
+        if results.unreadable:
+            reason += f" ({results.unreadable} result lines could not be read)"
+        return ModelError(f"{self.name}: batch {saved.id}, request {cid}: {reason}")
 
     def _fail(self, saved: _SavedBatch, reason: str) -> None:
         for cid in saved.custom_ids:
             self._resolve(cid, ModelError(f"{self.name}: {reason}"))
 
     def _resolve(self, cid: str, outcome: Outcome) -> None:
+        """Give ``cid`` its outcome; every error text passes the client's redaction here."""
+        if isinstance(outcome, ModelError):
+            outcome = self._api.secrets.scrub(outcome)
         self._outcomes[cid] = outcome
         self._pending.pop(cid, None)
         waiting = self._waiting.pop(cid, None)

@@ -3,6 +3,12 @@
 Each adapter submits a list of ``(custom_id, request body)``, tells whether a batch has ended
 and downloads its results as ``custom_id -> completion body`` or ``custom_id -> ModelError``
 (the provider's reason: expired, errored, cancelled, failed validation).
+
+Result files are read line by line: a line that is not a JSON object with a ``custom_id`` (garbage,
+or a file cut mid-line) is counted in `Results.unreadable` and skipped, so it fails only the
+requests that have no other line; a ``custom_id`` reported twice keeps its success line. Every
+request goes only to the client's own ``base_url`` (the Anthropic results too: the batch's
+``results_url`` is not followed, so the API key never travels to another origin).
 """
 
 from __future__ import annotations
@@ -16,10 +22,55 @@ import httpx
 from agentjudge.exceptions import ModelError, ModelHTTPError
 from agentjudge.models._secrets import Secrets
 
-__all__ = ["AnthropicBatchAPI", "BatchAPI", "OpenAIBatchAPI", "Outcome", "PollResult"]
+__all__ = [
+    "AnthropicBatchAPI",
+    "BatchAPI",
+    "OpenAIBatchAPI",
+    "Outcome",
+    "PollResult",
+    "Results",
+]
 
 Outcome = dict[str, Any] | ModelError
 """A completion body (the provider's single-request answer), or why there is none."""
+
+
+class Results:
+    """The outcomes read from an ended batch's result files.
+
+    Attributes:
+        outcomes: ``custom_id -> outcome``; a success line wins over an error line for the
+            same ``custom_id``, whichever came first.
+        unreadable: Lines that were not a JSON object with a ``custom_id`` (skipped).
+    """
+
+    __slots__ = ("outcomes", "unreadable")
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, Outcome] = {}
+        self.unreadable = 0
+
+    def add(self, cid: str, outcome: Outcome) -> None:
+        """Record ``outcome`` for ``cid`` unless a success is already recorded for it."""
+        if not isinstance(self.outcomes.get(cid), dict):
+            self.outcomes[cid] = outcome
+
+    def lines(self, text: str) -> list[tuple[str, dict[str, Any]]]:
+        """The ``(custom_id, line)`` pairs of a JSONL text; unusable lines are counted."""
+        found = []
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except ValueError:
+                value = None
+            cid = value.get("custom_id") if isinstance(value, dict) else None
+            if isinstance(cid, str) and cid:
+                found.append((cid, value))
+            else:
+                self.unreadable += 1
+        return found
 
 
 class PollResult:
@@ -67,9 +118,13 @@ class BatchAPI:
 
     async def results(
         self, http: httpx.AsyncClient, batch_id: str, info: dict[str, Any]
-    ) -> dict[str, Outcome]:
+    ) -> Results:
         """The outcome of every request of an ended batch that the provider reports."""
         raise NotImplementedError
+
+    def sample_body(self, body: dict[str, Any], sample_index: int) -> dict[str, Any]:
+        """The batch body of repeated sample ``sample_index`` of a request (as is here)."""
+        return body
 
     def missing_reason(self, status: str, info: dict[str, Any]) -> str:
         """Why a request of an ended batch (status ``status``) has no result."""
@@ -99,16 +154,6 @@ class BatchAPI:
 
     def _error(self, batch_id: str, custom_id: str, reason: str) -> ModelError:
         return ModelError(f"{self.name}: batch {batch_id}, request {custom_id}: {reason}")
-
-
-def _jsonl(text: str) -> list[dict[str, Any]]:
-    lines = []
-    for line in text.splitlines():
-        if line.strip():
-            value = json.loads(line)
-            if isinstance(value, dict):
-                lines.append(value)
-    return lines
 
 
 class OpenAIBatchAPI(BatchAPI):
@@ -150,18 +195,23 @@ class OpenAIBatchAPI(BatchAPI):
 
     async def results(
         self, http: httpx.AsyncClient, batch_id: str, info: dict[str, Any]
-    ) -> dict[str, Outcome]:
+    ) -> Results:
         """Read the output file (answers) and the error file (reasons)."""
-        outcomes: dict[str, Outcome] = {}
+        results = Results()
         for key in ("output_file_id", "error_file_id"):
             file_id = info.get(key)
             if not file_id:
                 continue
             response = await self._call(http, "GET", f"{self.base_url}/files/{file_id}/content")
-            for line in _jsonl(response.text):
-                cid = str(line.get("custom_id"))
-                outcomes[cid] = self._outcome(batch_id, cid, line)
-        return outcomes
+            for cid, line in results.lines(response.text):
+                results.add(cid, self._outcome(batch_id, cid, line))
+        return results
+
+    def sample_body(self, body: dict[str, Any], sample_index: int) -> dict[str, Any]:
+        """Sample ``i > 0`` asks for ``seed = i`` (unless the client's extra body sets one)."""
+        if sample_index == 0 or "seed" in body:
+            return body
+        return {**body, "seed": sample_index}
 
     def missing_reason(self, status: str, info: dict[str, Any]) -> str:
         """Why a request has no result; a failed batch gives its validation errors."""
@@ -208,19 +258,22 @@ class AnthropicBatchAPI(BatchAPI):
 
     async def results(
         self, http: httpx.AsyncClient, batch_id: str, info: dict[str, Any]
-    ) -> dict[str, Outcome]:
-        """Read ``results_url``: succeeded answers, or errored/expired/canceled reasons."""
-        url = info.get("results_url") or f"{self.base_url}/messages/batches/{batch_id}/results"
-        response = await self._call(http, "GET", str(url))
-        outcomes: dict[str, Outcome] = {}
-        for line in _jsonl(response.text):
-            cid = str(line.get("custom_id"))
+    ) -> Results:
+        """Read the results: succeeded answers, or errored/expired/canceled reasons.
+
+        The URL is built from ``base_url`` (as the official SDK does), never taken from the
+        batch's ``results_url``: the ``x-api-key`` header goes to the client's own origin only.
+        """
+        url = f"{self.base_url}/messages/batches/{batch_id}/results"
+        response = await self._call(http, "GET", url)
+        results = Results()
+        for cid, line in results.lines(response.text):
             result = line.get("result")
             result = result if isinstance(result, dict) else {}
             kind = result.get("type")
             message = result.get("message")
             if kind == "succeeded" and isinstance(message, dict):
-                outcomes[cid] = message
+                results.add(cid, message)
                 continue
             reason = f"the request {kind or 'has no result'}"
             error = result.get("error")
@@ -228,5 +281,5 @@ class AnthropicBatchAPI(BatchAPI):
                 inner = error.get("error", error)
                 if isinstance(inner, dict):
                     reason += f": {inner.get('type')}: {inner.get('message')}"
-            outcomes[cid] = self._error(batch_id, cid, reason)
-        return outcomes
+            results.add(cid, self._error(batch_id, cid, reason))
+        return results

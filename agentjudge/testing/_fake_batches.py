@@ -16,7 +16,10 @@ as if it had been posted to ``/v1/chat/completions`` or ``/v1/messages`` on its 
 script batch answers exactly like online ones. Progression is configurable on
 `FakeBatches` (``server.batches``): a batch ends on its ``complete_after``-th retrieval;
 custom ids listed in ``expire`` end expired and those in ``fail`` end errored; ``fail_batch``
-makes the next batch fail validation as a whole.
+makes the next batch fail validation as a whole. Hostile providers can be imitated too:
+``result_filter`` rewrites every result file as it is downloaded (a garbage line, a file cut
+mid-line), ``results_base`` points the Anthropic ``results_url`` at another server, and
+``downloads`` counts the result files served.
 """
 
 from __future__ import annotations
@@ -68,8 +71,13 @@ class FakeBatches:
         fail: Custom ids whose items end errored (``{"code": "server_error"}``).
         fail_batch: When set, the next created OpenAI batch fails validation with this
             message (status ``failed``, no output), then the setting clears.
+        result_filter: When set, every result file download (OpenAI output and error files,
+            Anthropic results) serves ``result_filter(content)`` instead of the content.
+        results_base: When set, the Anthropic ``results_url`` starts with this origin (e.g.
+            another server's ``url``) instead of this server's.
         created: Every batch created so far, as ``(batch id, custom ids)`` in order.
         polls: Retrievals of any batch so far.
+        downloads: Result file downloads so far.
     """
 
     def __init__(self, single: Single, base: Callable[[], str]) -> None:
@@ -82,8 +90,11 @@ class FakeBatches:
         self.expire: set[str] = set()
         self.fail: set[str] = set()
         self.fail_batch: str | None = None
+        self.result_filter: Callable[[bytes], bytes] | None = None
+        self.results_base: str | None = None
         self.created: list[tuple[str, list[str]]] = []
         self.polls = 0
+        self.downloads = 0
         self._created_event: anyio.Event | None = None
 
     async def wait_created(self, count: int = 1) -> None:
@@ -125,7 +136,8 @@ class FakeBatches:
             return _ok(self._file_object(parts[0]))
         if method == "GET" and len(parts) == 2 and parts[1] == "content":
             self._file_object(parts[0])
-            return 200, self._files[parts[0]][2], _JSONL
+            _, purpose, data = self._files[parts[0]]
+            return 200, self._served(data) if purpose == "batch_output" else data, _JSONL
         raise _NotFound(f"no route for {method} /v1/files/{'/'.join(parts)}")
 
     def _upload(self, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
@@ -238,7 +250,8 @@ class FakeBatches:
             await self._poll(batch)
             return _ok(self._anthropic_view(batch))
         if method == "GET" and parts[1:] == ["results"] and batch.status == "ended":
-            return 200, b"".join(json.dumps(r).encode() + b"\n" for r in batch.results), _JSONL
+            data = b"".join(json.dumps(r).encode() + b"\n" for r in batch.results)
+            return 200, self._served(data), _JSONL
         if method == "POST" and parts[1:] == ["cancel"]:
             await self._finish(batch, cancelled=True)
             return _ok(self._anthropic_view(batch))
@@ -259,10 +272,16 @@ class FakeBatches:
             "ended_at": _iso(batch.ended_at) if batch.ended_at else None,
             "archived_at": None,
             "cancel_initiated_at": None,
-            "results_url": f"{self._base()}/v1/messages/batches/{batch.id}/results"
+            "results_url": f"{self.results_base or self._base()}/v1/messages/batches/"
+            f"{batch.id}/results"
             if ended
             else None,
         }
+
+    def _served(self, data: bytes) -> bytes:
+        """A result file as downloaded: counted, and rewritten by ``result_filter``."""
+        self.downloads += 1
+        return self.result_filter(data) if self.result_filter is not None else data
 
     # -- progression ------------------------------------------------------------------------------
 
