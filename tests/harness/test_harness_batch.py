@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -40,6 +41,13 @@ def jury():
 def single():
     URL = url()
     return CorrectnessJudge(OpenAIChat("juror-a", base_url=URL, api_key="k"), name="a")
+
+
+def sampled():
+    from agentjudge.judges import SelfConsistency
+
+    model = OpenAIChat("juror-a", base_url=url(), api_key="k")
+    return CorrectnessJudge(model, name="a", confidence=SelfConsistency(samples=3))
 
 
 def cascade():
@@ -140,6 +148,41 @@ async def test_batch_run_gives_the_rows_and_summary_of_an_online_run(tmp_path: P
         "batches-anthropic_juror-b.json",
         "batches-openai_juror-a.json",
     ]
+
+
+class Sampler:
+    """Case ``<word>-i``: the first ``i % 4`` requests for its prompt say YES, the rest NO."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, data: dict[str, Any]) -> FakeResponse:
+        prompt = json.dumps(data["messages"])
+        k = self.seen[prompt] = self.seen.get(prompt, -1) + 1
+        case = int(re.findall(r"(?:alpha|omega)-(\d+)", prompt)[0])
+        if k < case % 4:
+            return FakeResponse(text="Answer: YES\nReasoning: matches")
+        return FakeResponse(text="Answer: NO\nReasoning: does not match")
+
+
+async def test_batch_run_samples_like_an_online_run(tmp_path: Path) -> None:
+    """--batch with SelfConsistency(3): 18 items for 6 cases, the rows an online run writes."""
+    project = make_project(tmp_path, judges="sampled")
+    async with FakeModelServer(default=Sampler()) as server:
+        code, stderr = await _cli(project, server, "--out", "online")
+        assert code == 0, stderr
+        online_calls = len(server.requests)
+        server.default = Sampler()
+        code, stderr = await _cli(project, server, "--out", "batched", "--batch")
+        assert code == 0, stderr
+    assert online_calls == 18
+    assert [len(ids) for _, ids in server.batches.created] == [18]
+    online, batched = _rows(project / "online"), _rows(project / "batched")
+    assert {k: _comparable(v) for k, v in batched.items()} == {
+        k: _comparable(v) for k, v in online.items()
+    }
+    confidences = [batched[f"q{i}"]["results"][0]["judgment"]["confidence"] for i in range(6)]
+    assert confidences == pytest.approx([1.0, 2 / 3, 2 / 3, 1.0, 1.0, 2 / 3])
 
 
 async def test_killed_batch_run_resumes_polling_without_resubmitting(tmp_path: Path) -> None:
