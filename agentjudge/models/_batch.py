@@ -10,10 +10,11 @@ does not call the model: it adds the request to the next batch and waits for the
 - **One item per call**: every `complete` call is its own batch item, as it is its own HTTP
   request online. The ``custom_id`` hashes the request body, its ``sample_index`` and how many
   identical calls came before it in this collector, so the samples of `SelfConsistency` (and a
-  judge retried by the Evaluator) are separate items with separate answers. OpenAI items of
-  sample ``i > 0`` also carry ``seed = i`` in the body (unless the client's ``extra_body`` sets
-  a seed); the Anthropic Messages API has no seed parameter, so there the ``custom_id`` alone
-  keeps samples apart and the provider samples each item on its own.
+  judge retried by the Evaluator after an error) are separate items with separate answers; a
+  call retried after its attempt was cancelled (a timeout) takes over the item it left. OpenAI
+  items of sample ``i > 0`` also carry ``seed = i`` in the body (unless the client's
+  ``extra_body`` sets a seed); the Anthropic Messages API has no seed parameter, so there the
+  ``custom_id`` alone keeps samples apart and the provider samples each item on its own.
 - **Polling**: each batch is polled with exponential backoff (``poll_interval`` doubling up to
   ``max_poll_interval``). When it ends, its result files are downloaded once and each answer
   goes back to the call waiting for it by ``custom_id``. A result line that cannot be read
@@ -207,6 +208,7 @@ class BatchCollector:
         self._submitted: set[str] = set()
         self._outcomes: dict[str, Outcome] = {}
         self._calls: Counter[str] = Counter()  # calls so far per (body, sample index)
+        self._released: dict[str, list[str]] = {}  # items of identical calls that gave up
         self._changed: anyio.Event
         self._flush_requested = False
 
@@ -266,16 +268,22 @@ class BatchCollector:
         if self._task_group is None:
             raise RuntimeError("BatchCollector is not running: use `async with BatchCollector()`")
         schema = _plain(request.response_schema) if request.response_schema is not None else None
-        cid, body = self._item(request, schema)
+        body = self.client._body(request, list(request.messages), schema)
+        body = self._api.sample_body(body, request.sample_index)
+        first, cid = self._claim(body, request.sample_index)
         started = anyio.current_time()
-        if cid not in self._outcomes:
-            waiting = self._waiting.get(cid)
-            if waiting is None:
-                waiting = self._waiting[cid] = _Waiting(body)
-                if cid not in self._submitted:
-                    self._pending[cid] = waiting
-                    self._notify()
-            await waiting.done.wait()
+        try:
+            if cid not in self._outcomes:
+                waiting = self._waiting.get(cid)
+                if waiting is None:
+                    waiting = self._waiting[cid] = _Waiting(body)
+                    if cid not in self._submitted:
+                        self._pending[cid] = waiting
+                        self._notify()
+                await waiting.done.wait()
+        except BaseException:  # cancelled (a timeout): a retry of this call takes its item over
+            self._released.setdefault(first, []).append(cid)
+            raise
         waited = anyio.current_time() - started
         add_queued(waited)
         outcome = self._outcomes[cid]
@@ -286,16 +294,22 @@ class BatchCollector:
             raise ModelError(str(outcome))
         return self.client._finish(request, self._response(outcome, schema, waited))
 
-    def _item(
-        self, request: ModelRequest, schema: dict[str, Any] | None
-    ) -> tuple[str, dict[str, Any]]:
-        """The ``custom_id`` and body of this call: its own item, never another call's."""
-        body = self.client._body(request, list(request.messages), schema)
-        body = self._api.sample_body(body, request.sample_index)
-        first = custom_id(body, request.sample_index)
+    def _claim(self, body: dict[str, Any], sample_index: int) -> tuple[str, str]:
+        """This call's item: ``(first call's custom_id, this call's custom_id)``.
+
+        Each call gets an item of its own, except that an item left by an identical call that
+        was cancelled while waiting (an attempt timed out) is taken over, not paid twice.
+        """
+        first = custom_id(body, sample_index)
+        left = self._released.get(first)
+        if left:
+            cid = left.pop()
+            if not left:
+                del self._released[first]
+            return first, cid
         repeat = self._calls[first]
         self._calls[first] += 1
-        return custom_id(body, request.sample_index, repeat), body
+        return first, custom_id(body, sample_index, repeat)
 
     async def flush(self) -> None:
         """Submit the waiting requests now instead of after ``linger`` seconds."""

@@ -117,6 +117,25 @@ async def test_a_repeated_identical_call_is_its_own_item(tmp_path: Path) -> None
     assert sorted(texts) == ["first", "second"]
 
 
+async def test_a_call_retried_after_a_timeout_takes_over_its_item(tmp_path: Path) -> None:
+    """An attempt cancelled while its item waits: the retry waits for that item, none new."""
+    async with (
+        FakeModelServer(FakeResponse(text="late")) as server,
+        OpenAIChat("m", base_url=server.base_url, api_key="k") as model,
+        BatchCollector(model, state_path=tmp_path / "b.json", max_batch_size=1, **FAST) as bc,
+    ):
+        server.batches.complete_after = 10**6
+        request = _requests(1)[0]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(bc.complete, request)
+            await server.batches.wait_created()
+            tg.cancel_scope.cancel()  # the attempt times out while its batch is in progress
+        server.batches.complete_after = server.batches.polls + 1
+        response = await bc.complete(request)
+    assert response.text == "late"
+    assert len(server.batches.created) == 1
+
+
 # -- result files that cannot all be read ---------------------------------------------------------
 
 
