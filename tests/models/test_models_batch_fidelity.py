@@ -94,6 +94,22 @@ async def test_self_consistency_in_a_batch_matches_online_call_for_call(
         assert seeds == {None: 4, 1: 4, 2: 4, 3: 4, 4: 4}
 
 
+async def test_a_seed_set_by_the_client_is_kept_for_every_sample(tmp_path: Path) -> None:
+    """extra_body={"seed": 7}: both samples keep seed 7 (as online) yet are separate items."""
+    async with (
+        FakeModelServer(FakeResponse(text="ok")) as server,
+        OpenAIChat("m", base_url=server.base_url, api_key="k", extra_body={"seed": 7}) as model,
+        BatchCollector(model, state_path=tmp_path / "b.json", max_batch_size=2, **FAST) as bc,
+    ):
+        request = _requests(1)[0]
+        async with anyio.create_task_group() as tg:
+            for i in range(2):
+                tg.start_soon(bc.complete, request.model_copy(update={"sample_index": i}))
+    [(_, ids)] = server.batches.created
+    assert len(set(ids)) == 2
+    assert [body["seed"] for body in _calls(server)] == [7, 7]
+
+
 async def test_a_repeated_identical_call_is_its_own_item(tmp_path: Path) -> None:
     """Two identical calls (same body, same sample index) are two items, two answers."""
     answers = iter(["first", "second"])
