@@ -8,7 +8,7 @@ W4: 1,000 chat requests at concurrency 100 to a server answering after 20 ms, th
     Target: the client and the judge within 2.0x of raw aiohttp, measured in the same run.
 
 429: a jury of 3 LLM judges (3 clients sharing one RateLimit) over 300 cases while the server
-    answers 429 with ``Retry-After: 0.2`` on 20% of calls. Target: zero ERROR results and never
+    answers 429 with ``retry-after-ms: 200`` on 20% of calls. Target: zero ERROR results and never
     more requests in any window than the configured budget (checked on server timestamps).
 
 W6: 1,000 LLM-judge calls through an `Evaluator` (max_concurrency=100) against a server with a
@@ -202,7 +202,7 @@ async def jury_429(cases: int, rpm: int, period: float, seed: int) -> None:
     def flaky(request: Any) -> FakeResponse:
         if rng.random() < 0.2:
             served["429"] += 1
-            return FakeResponse(status=429, headers={"Retry-After": "0.2"}, latency=LATENCY)
+            return FakeResponse(status=429, headers={"retry-after-ms": "200"}, latency=LATENCY)
         served["ok"] += 1
         return FakeResponse(text=ANSWER, latency=LATENCY)
 

@@ -37,27 +37,33 @@ for debugging a run.
 
 from __future__ import annotations
 
+import logging
 import math
 import random
-import re
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 
 import anyio
 
+from agentjudge.models._headers import (
+    RateHints,
+    fraction,
+    parse_rate_hints,
+    parse_retry_after,
+)
+
 __all__ = [
+    "MAX_RATE",
+    "MIN_RATE",
     "THROTTLE_STATUSES",
     "AdaptiveController",
     "CapacityDeadline",
-    "RateHints",
     "TracePoint",
     "feedback",
-    "parse_rate_hints",
-    "parse_retry_after",
 ]
+
+logger = logging.getLogger("agentjudge.models")
 
 THROTTLE_STATUSES = frozenset({429, 503, 529})
 """Statuses that mean "slow down": they drive the controller and its shared pause."""
@@ -68,7 +74,10 @@ _GROWTH = 0.03
 """After a cut the rate grows by this share of the rate before the cut, per second."""
 _CUT_SPACING = 1.0
 """Seconds between two cuts of a paced rate: scattered 429s must not spiral it down."""
-_MIN_RATE = 0.2
+MIN_RATE = 0.2
+"""The slowest paced rate, requests per second: pacing never spaces requests over 5 s apart."""
+MAX_RATE = 1e6
+"""The fastest paced rate (in effect unpaced); with `MIN_RATE` the rate's bounds."""
 _MIN_STEP = 1.0
 """The smallest additive increase of the rate, requests per second per second."""
 _MIN_SAMPLE = 5
@@ -88,7 +97,6 @@ _NOISE_FACTOR = 2.0
 _TOKEN_PAIRS = 32
 """Successive answers whose token headers give the tokens a request costs (a mean)."""
 _TOKEN_MIN_PAIRS = 4
-_LOW_REMAINING = 0.1
 _HINT_APPROACH = 0.05
 """Below the headers' refill rate (after a cut), each answer closes this share of the gap."""
 _HINT_ENGAGES = 0.5
@@ -96,154 +104,6 @@ _LATENCY_FACTOR = 3.0
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 _TRACE_POINTS = 4096
-
-
-# -- Retry-After ----------------------------------------------------------------------------------
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
-    """Seconds the server asked to wait: ``retry-after-ms``, else ``Retry-After``.
-
-    ``Retry-After`` may be delay-seconds (fractions accepted) or an HTTP date (a date in the
-    past means 0). Returns None when neither header is present or parseable.
-    """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    millis = _finite_non_negative(lowered.get("retry-after-ms"))
-    if millis is not None:
-        return millis / 1000.0
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    seconds = _finite_non_negative(value)
-    if seconds is not None:
-        return seconds
-    try:
-        when = parsedate_to_datetime(value.strip())
-    except (TypeError, ValueError, IndexError):
-        return None
-    return _seconds_until(when, now)
-
-
-def _seconds_until(when: datetime, now: datetime | None) -> float:
-    """Seconds from ``now`` (default: the current UTC time) to ``when``; 0 when past.
-
-    A ``when`` without a time zone is read as UTC.
-    """
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-def _finite_non_negative(text: str | None) -> float | None:
-    if text is None:
-        return None
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
-
-
-# -- the provider's rate-limit headers ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RateHints:
-    """What a response's rate-limit headers said (None where a header was missing).
-
-    Attributes:
-        limit: Requests allowed in the provider's window / bucket.
-        remaining: Requests left.
-        reset: Seconds until the request budget is full again.
-        token_limit: Tokens allowed.
-        token_remaining: Tokens left.
-        token_reset: Seconds until the token budget is full again.
-    """
-
-    limit: float | None = None
-    remaining: float | None = None
-    reset: float | None = None
-    token_limit: float | None = None
-    token_remaining: float | None = None
-    token_reset: float | None = None
-
-    @property
-    def request_rate(self) -> float | None:
-        """The refill rate the headers imply, requests per second (None if unknown)."""
-        return _refill_rate(self.limit, self.remaining, self.reset)
-
-    @property
-    def token_rate(self) -> float | None:
-        """The refill rate of the token budget the headers imply, tokens per second."""
-        return _refill_rate(self.token_limit, self.token_remaining, self.token_reset)
-
-    @property
-    def exhausted(self) -> bool:
-        """No request left, or fewer than 10% of the tokens: a refusal means a real limit."""
-        return (self.remaining is not None and self.remaining < 1) or self.low
-
-    @property
-    def low(self) -> bool:
-        """Fewer than 10% of the requests or of the tokens remain."""
-        return _fraction(self.remaining, self.limit) < _LOW_REMAINING or (
-            _fraction(self.token_remaining, self.token_limit) < _LOW_REMAINING
-        )
-
-
-def _fraction(remaining: float | None, limit: float | None) -> float:
-    if remaining is None or not limit:
-        return 1.0
-    return remaining / limit
-
-
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
-
-
-def parse_reset(text: str, *, now: datetime | None = None) -> float | None:
-    """Seconds until a reset: ``"20ms"``, ``"1m30.5s"``, ``"2.5"`` or an RFC 3339 time."""
-    text = text.strip()
-    seconds = _finite_non_negative(text)
-    if seconds is not None:
-        return seconds
-    parts = _DURATION.findall(text)
-    if parts and "".join(n + u for n, u in parts) == text:
-        return sum(float(n) * _UNIT[u] for n, u in parts)
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return _seconds_until(when, now)
-
-
-_PREFIXES = (
-    ("x-ratelimit-{}-requests", "x-ratelimit-{}-tokens"),
-    ("anthropic-ratelimit-requests-{}", "anthropic-ratelimit-tokens-{}"),
-    ("ratelimit-{}", None),
-)
-
-
-def parse_rate_hints(headers: Mapping[str, str]) -> RateHints | None:
-    """The rate-limit headers of a response (the first family present), or None."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    for requests, tokens in _PREFIXES:
-        limit = _finite_non_negative(lowered.get(requests.format("limit")))
-        token_limit = _finite_non_negative(lowered.get(tokens.format("limit"))) if tokens else None
-        if limit is None and token_limit is None:
-            continue
-        reset_text = lowered.get(requests.format("reset"))
-        token_reset = lowered.get(tokens.format("reset")) if tokens else None
-        return RateHints(
-            limit=limit,
-            remaining=_finite_non_negative(lowered.get(requests.format("remaining"))),
-            reset=parse_reset(reset_text) if reset_text is not None else None,
-            token_limit=token_limit,
-            token_remaining=_finite_non_negative(lowered.get(tokens.format("remaining")))
-            if tokens
-            else None,
-            token_reset=parse_reset(token_reset) if token_reset is not None else None,
-        )
-    return None
 
 
 # -- the controller -------------------------------------------------------------------------------
@@ -269,12 +129,22 @@ class TracePoint:
 
 
 class CapacityDeadline(Exception):
-    """Waiting for capacity would outlast the caller's deadline."""
+    """Waiting for capacity would outlast the caller's deadline.
 
-    def __init__(self, wait: float, left: float) -> None:
-        super().__init__(wait, left)
+    Attributes:
+        wait: Seconds the shared pause still lasts.
+        left: Seconds left before the deadline.
+        status: The throttling status (429, 503, 529) that set the pause.
+        asked: True when the provider asked for the pause (``Retry-After``); False for the
+            controller's own backoff.
+    """
+
+    def __init__(self, wait: float, left: float, status: int, asked: bool) -> None:
+        super().__init__(wait, left, status, asked)
         self.wait = wait
         self.left = left
+        self.status = status
+        self.asked = asked
 
 
 class AdaptiveController:
@@ -295,12 +165,15 @@ class AdaptiveController:
         self.in_flight = 0
         self.throttles = 0
         self.paused_until = -math.inf
+        self.pause_cause = (429, False)
+        """(status, asked by Retry-After) of the throttle that set `paused_until`."""
         self.trace: deque[TracePoint] = deque(maxlen=_TRACE_POINTS)
         self._slow_start = True
         self._next_start = -math.inf
         self._cut_at = -math.inf
         self._base = 0.0
         self._streak = 0
+        self._step_at = -math.inf
         self._accepted: deque[float] = deque()
         self._first_admit: float | None = None
         self._first_throttle: float | None = None
@@ -337,7 +210,9 @@ class AdaptiveController:
                 if wait <= 0:
                     return self._take(now)
                 if self.paused_until > now and self.paused_until >= deadline:
-                    raise CapacityDeadline(self.paused_until - now, deadline - now)
+                    raise CapacityDeadline(
+                        self.paused_until - now, deadline - now, *self.pause_cause
+                    )
                 changed = self._changed
                 with anyio.move_on_after(wait):
                     await changed.wait()
@@ -379,45 +254,81 @@ class AdaptiveController:
 
     def succeeded(self, started: float, headers: Mapping[str, str]) -> None:
         """The request was answered (not throttled) after starting at ``started``."""
-        now = anyio.current_time()
-        self._streak = 0
-        self._accepted.append(now)
-        while self._accepted[0] <= now - 1.0:
-            self._accepted.popleft()
-        self._outcomes.append((started, False))
-        self._observe_latency(now - started)
-        hints = parse_rate_hints(headers)
-        hold = self._latency > _LATENCY_FACTOR * self._min_latency
-        if hints is not None:
-            self._observe_tokens(started, hints)
-            hold = self._apply_hints(hints) or hold
-        if not hold:
-            self._grow()
-        self._release()
+        try:
+            now = anyio.current_time()
+            self._streak = 0
+            self._accepted.append(now)
+            while self._accepted[0] <= now - 1.0:
+                self._accepted.popleft()
+            self._outcomes.append((started, False))
+            self._observe_latency(now - started)
+            hints = parse_rate_hints(headers)
+            hold = self._latency > _LATENCY_FACTOR * self._min_latency
+            if hints is not None:
+                self._observe_tokens(started, hints)
+                hold = self._apply_hints(hints) or hold
+            if not hold:
+                self._grow()
+        finally:
+            self._release()
 
     def throttled(
-        self, started: float, retry_after: float | None, headers: Mapping[str, str] | None = None
+        self,
+        started: float,
+        headers: Mapping[str, str],
+        *,
+        status: int = 429,
+        max_wait: float = math.inf,
     ) -> None:
         """The request was refused with a throttling status; everyone pauses, and maybe a cut.
 
-        The cut happens only for a throttle that looks like a real limit (see `_congested`).
+        The pause is the ``Retry-After`` asked for when it is at most ``max_wait`` seconds, else
+        the backoff (see `_pause`). The cut happens only for a throttle that looks like a real
+        limit (see `_congested`).
         """
-        now = anyio.current_time()
-        self.throttles += 1
-        self._streak += 1
-        self._outcomes.append((started, True))
-        if self._first_throttle is None:
-            self._first_throttle = now
-        if retry_after is None:
-            bound = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2.0 ** (self._streak - 1))
-            retry_after = bound
-        pause = retry_after * random.uniform(1.0, 1.2)
-        self.paused_until = max(self.paused_until, now + pause)
-        spaced = self.rate is None or self._provisional or now - self._cut_at >= _CUT_SPACING
-        hints = parse_rate_hints(headers) if headers is not None else None
-        if started >= self._cut_at and spaced and self._congested(hints):
-            self._cut(now)
-        self._release()
+        try:
+            now = anyio.current_time()
+            self.throttles += 1
+            self._outcomes.append((started, True))
+            if self._first_throttle is None:
+                self._first_throttle = now
+            asked = parse_retry_after(headers)
+            if asked is not None and asked > max_wait:
+                asked = None  # not honoured: the backoff applies
+            self._pause(now, started, status, asked, max_wait)
+            spaced = self.rate is None or self._provisional or now - self._cut_at >= _CUT_SPACING
+            if started >= self._cut_at and spaced and self._congested(parse_rate_hints(headers)):
+                self._cut(now)
+        finally:
+            self._release()
+
+    def _pause(
+        self, now: float, started: float, status: int, asked: float | None, max_wait: float
+    ) -> None:
+        """Pause every request: ``asked`` seconds, else one step of the backoff.
+
+        Up to 20% jitter is added (within ``max_wait`` for an ``asked`` wait), so the queue does
+        not restart in lock-step.
+
+        One congestion event is one backoff step: a throttle of a request sent after the
+        current step began (the pause did not help) takes the next step, 50 ms doubling up to
+        5 s; one sent before it (a burst of answers to requests in flight) takes none, and
+        pauses only when it asks for a wait of its own.
+        """
+        if started > self._step_at:
+            self._streak += 1
+            self._step_at = now
+        elif asked is None:
+            return
+        if asked is None:
+            wait = min(_BACKOFF_MAX, _BACKOFF_FIRST * 2.0 ** min(self._streak - 1, 16))
+            wait *= random.uniform(1.0, 1.2)
+        else:
+            wait = min(asked * random.uniform(1.0, 1.2), max(asked, max_wait))
+        until = now + wait
+        if until > self.paused_until:
+            self.paused_until = until
+            self.pause_cause = (status, asked is not None)
 
     def _share(self, since: float = -math.inf) -> tuple[float, int]:
         """(throttled share, answers) of the recent requests started at or after ``since``."""
@@ -479,10 +390,11 @@ class AdaptiveController:
         previous = self.rate if self.rate is not None else accepted
         assert previous is not None
         if accepted is None:  # too few answers to measure (e.g. after a long pause): halve
-            target = max(0.5 * previous, _MIN_RATE)
+            target = max(0.5 * previous, MIN_RATE)
         else:
-            target = max(_BETA * accepted, 0.25 * previous, _MIN_RATE)
+            target = max(_BETA * accepted, 0.25 * previous, MIN_RATE)
         self._base = max(previous, accepted or 0.0)
+        target = _bounded(target)
         self.rate = target if self.rate is None else min(self.rate, target)
 
     def _accepted_rate(self, now: float) -> float | None:
@@ -514,7 +426,8 @@ class AdaptiveController:
             self.window = min(float(self.ceiling), self.window + step)
         if self.rate is not None:
             per_second = max(_GROWTH * max(self._base, self.rate), _MIN_STEP)
-            self.rate += per_second / self.rate  # one success each 1 / rate seconds
+            # one success each 1 / rate seconds
+            self.rate = min(self.rate + per_second / self.rate, MAX_RATE)
 
     def _observe_tokens(self, started: float, hints: RateHints) -> None:
         """Learn the token refill rate and what one request costs from the token headers.
@@ -547,10 +460,10 @@ class AdaptiveController:
         """(requests per second, fraction left) of the tighter budget: requests or tokens."""
         caps: list[tuple[float, float]] = []
         if self._hints:
-            caps.append((min(self._hints), _fraction(hints.remaining, hints.limit)))
+            caps.append((_bounded(min(self._hints)), fraction(hints.remaining, hints.limit)))
         tokens = self._token_cap()
         if tokens is not None:
-            caps.append((tokens, _fraction(hints.token_remaining, hints.token_limit)))
+            caps.append((_bounded(tokens), fraction(hints.token_remaining, hints.token_limit)))
         return min(caps) if caps else None
 
     def _apply_hints(self, hints: RateHints) -> bool:
@@ -590,20 +503,21 @@ def feedback(
 ) -> None:
     """Tell ``control`` what an answer (``status``, ``headers``) says about capacity.
 
-    A ``Retry-After`` longer than ``max_wait`` is not honoured (a growing backoff applies).
+    A ``Retry-After`` longer than ``max_wait`` is not honoured (the backoff applies). The
+    request's capacity is released whatever happens, and a failure reading the answer is
+    logged, never raised: it must not turn an answer into an error.
     """
-    if status in THROTTLE_STATUSES:
-        wait = parse_retry_after(headers)
-        control.throttled(begun, wait if wait is not None and wait <= max_wait else None, headers)
-    elif 200 <= status < 300:
-        control.succeeded(begun, headers)
-    else:
-        control.finished()
+    try:
+        if status in THROTTLE_STATUSES:
+            control.throttled(begun, headers, status=status, max_wait=max_wait)
+        elif 200 <= status < 300:
+            control.succeeded(begun, headers)
+        else:
+            control.finished()
+    except Exception:  # a bug here must cost the controller an update, not the request
+        logger.warning("the adaptive controller failed to read an answer", exc_info=True)
 
 
-def _refill_rate(limit: float | None, remaining: float | None, reset: float | None) -> float | None:
-    """``(limit - remaining) / reset``: the budget used up per second; None if unknown or 0."""
-    if limit is None or remaining is None or not reset:
-        return None
-    used = limit - remaining
-    return used / reset if used > 0 else None
+def _bounded(rate: float) -> float:
+    """``rate`` within [`MIN_RATE`, `MAX_RATE`] (NaN: `MIN_RATE`)."""
+    return min(rate, MAX_RATE) if rate >= MIN_RATE else MIN_RATE

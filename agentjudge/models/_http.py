@@ -40,8 +40,8 @@ from agentjudge.models._adaptive import (
     AdaptiveController,
     CapacityDeadline,
     feedback,
-    parse_retry_after,
 )
+from agentjudge.models._headers import parse_retry_after
 from agentjudge.models._loop import LoopLocal
 from agentjudge.models._options import ClientKeywords, ClientOptions
 from agentjudge.models._ratelimit import RateLease, RateLimit
@@ -442,17 +442,25 @@ class HTTPModelClient:
         return reply, attempts + throttled, queued
 
     async def _admit(self, control: AdaptiveController) -> float:
-        """Wait for the controller's capacity; a pause past the deadline is a 429 error."""
+        """Wait for the controller's capacity; a pause past the deadline is an HTTP error.
+
+        The error carries the status that set the pause and says what set its length.
+        """
         try:
             return await control.admit(anyio.current_effective_deadline())
         except CapacityDeadline as exc:
+            what = "rate limited" if exc.status == 429 else "the provider is overloaded"
+            cause = (
+                "the wait the provider asked for in Retry-After"
+                if exc.asked
+                else f"the backoff after HTTP {exc.status} answers"
+            )
             raise ModelHTTPError(
-                429,
+                exc.status,
                 self.name,
                 "",
-                f"rate limited: every request of this client waits {exc.wait:.1f} s more "
-                f"(the provider's Retry-After), longer than the {max(exc.left, 0.0):.1f} s left "
-                "before the timeout; not sent",
+                f"{what}: every request of this client waits {exc.wait:.1f} s more ({cause}), "
+                f"longer than the {max(exc.left, 0.0):.1f} s left before the timeout; not sent",
             ) from None
 
     def _retries_throttle(self, exc: _RetryableStatus) -> bool:

@@ -77,9 +77,11 @@ class ClientOptions:
         name: The client name (default ``"<provider>:<model>"``), also the Evaluator resource.
         headers: Extra HTTP headers sent with every request.
         extra_body: Extra top-level JSON fields sent with every request (e.g. ``seed``).
-        max_retry_after: Longest ``Retry-After`` honoured, seconds; longer waits fall back to
-            the policy's backoff. A wait longer than the time left before the caller's
-            deadline fails at once (`ModelHTTPError` saying so).
+        max_retry_after: Longest ``Retry-After`` honoured, seconds (finite); longer waits fall
+            back to the backoff (at most 6 s). No header pauses the client longer than this,
+            nor paces its requests more than 5 s apart. A wait
+            longer than the time left before the caller's deadline fails at once
+            (`ModelHTTPError` saying so).
         max_response_bytes: Largest response body read (default 16 MiB); a larger answer is
             a `ModelResponseError` (not retried).
         adaptive: Adapt concurrency and request rate to the provider's rate limits (429s,
@@ -119,8 +121,8 @@ class ClientOptions:
                 f"timeout must be a positive number of seconds or None, got {timeout!r}"
             )
         wait = self.max_retry_after
-        if isinstance(wait, bool) or not (isinstance(wait, int | float) and wait >= 0):
-            raise ValueError(f"max_retry_after must be a number >= 0, got {wait!r}")
+        if isinstance(wait, bool) or not (isinstance(wait, int | float) and 0 <= wait < math.inf):
+            raise ValueError(f"max_retry_after must be a finite number >= 0, got {wait!r}")
         if not isinstance(self.adaptive, bool):
             raise ValueError(f"adaptive must be True or False, got {self.adaptive!r}")
         _check_instance("retry", self.retry, RetryPolicy, "a RetryPolicy or None")

@@ -48,7 +48,7 @@ class FakeResponse:
             Anthropic receives it as the ``input`` of a ``tool_use`` block when the request
             forces a tool (else as text).
         status: The HTTP status to answer with.
-        headers: Extra response headers, e.g. ``{"Retry-After": "0.2"}``.
+        headers: Extra response headers, e.g. ``{"Retry-After": "2"}``.
         latency: Seconds to wait before answering.
         hang: Never answer (until the client gives up or the server stops).
         raw_body: Sent verbatim instead of a generated body (e.g. a malformed body).
@@ -92,7 +92,8 @@ class FakeResponse:
 class FakeRateLimit:
     """A provider-like rate limit the server enforces, hidden from clients (token buckets).
 
-    Requests beyond it are answered 429 with ``Retry-After`` (seconds), ``retry-after-ms`` and
+    Requests beyond it are answered 429 with ``Retry-After`` (whole seconds, rounded up, as RFC
+    9110 defines it), ``retry-after-ms`` (the exact wait) and
     OpenAI-style ``x-ratelimit-{limit,remaining,reset}-{requests,tokens}`` headers (also sent
     on answered requests when ``headers`` is True). ``limit-*`` is the bucket's capacity,
     ``remaining-*`` its whole tokens left and ``reset-*`` the time until it is full again (e.g.
@@ -402,7 +403,7 @@ class FakeModelServer:
             wait, limit_headers = self._limiter.check(_charge(data))
             if wait > 0:
                 self.throttled += 1
-                limit_headers["retry-after"] = f"{wait:.3f}"
+                limit_headers["retry-after"] = str(max(1, math.ceil(wait)))  # delay-seconds
                 limit_headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
                 message = "Rate limit reached; please try again later"
                 return (

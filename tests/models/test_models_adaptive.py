@@ -20,14 +20,14 @@ TEMPLATE = "Q: {{input}}\nA: {{output}}\nCorrect?"
 
 
 def first_refused(wait: str) -> Any:
-    """A responder answering 429 (Retry-After ``wait``) to the first request, PASS after."""
+    """A responder answering 429 (retry-after-ms ``wait``) to the first request, PASS after."""
     seen = 0
 
     def respond(_: Any) -> FakeResponse:
         nonlocal seen
         seen += 1
         if seen == 1:
-            return FakeResponse(status=429, headers={"Retry-After": wait})
+            return FakeResponse(status=429, headers={"retry-after-ms": wait})
         return FakeResponse(text="PASS")
 
     return respond
@@ -41,9 +41,9 @@ async def until_throttled(model: OpenAIChat) -> None:
 
 
 async def test_a_429_pauses_every_request_of_the_client() -> None:
-    """After one request gets a 429 (Retry-After 0.4 s), another request waits it out too."""
+    """After one request gets a 429 (retry-after-ms 400), another request waits it out too."""
     async with (
-        FakeModelServer(first_refused("0.4")) as server,
+        FakeModelServer(first_refused("400")) as server,
         OpenAIChat("m", base_url=server.base_url, retry=FAST) as model,
         anyio.create_task_group() as tg,
     ):
@@ -63,7 +63,7 @@ async def test_a_pause_beyond_the_deadline_fails_at_once_without_sending() -> No
             await model.complete(REQUEST)
 
     async with (
-        FakeModelServer(first_refused("30")) as server,
+        FakeModelServer(first_refused("30000")) as server,
         OpenAIChat("m", base_url=server.base_url, retry=FAST) as model,
         anyio.create_task_group() as tg,
     ):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from agentjudge.models._adaptive import parse_rate_hints, parse_reset
+from agentjudge.models._headers import parse_rate_hints, parse_reset
 from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
 
 BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -18,7 +18,9 @@ def test_openai_durations() -> None:
     assert parse_reset("20ms") == pytest.approx(0.02)
     assert parse_reset("1s") == 1.0
     assert parse_reset("1m30.5s") == pytest.approx(90.5)
-    assert parse_reset("2.5") == 2.5
+    assert parse_reset("0.5s") == 0.5
+    assert parse_reset("6m0s") == 360.0
+    assert parse_reset("2") == 2.0  # delay-seconds (the generic ratelimit-reset)
     assert parse_reset("soon") is None
 
 
@@ -69,7 +71,7 @@ async def test_fake_limit_refuses_beyond_the_burst_with_provider_headers() -> No
     assert answers[0].headers["x-ratelimit-limit-requests"] == "2"
     assert answers[0].headers["x-ratelimit-remaining-requests"] == "1"
     refused = answers[2]
-    assert float(refused.headers["retry-after"]) > 0
+    assert int(refused.headers["retry-after"]) >= 1  # delay-seconds: digits (RFC 9110)
     assert int(refused.headers["retry-after-ms"]) >= 1
     assert s.throttled == 1
 

@@ -46,12 +46,12 @@ async def test_401_becomes_an_error_result_with_the_hint() -> None:
 
 
 async def test_jury_under_429s_has_no_errors_and_keeps_the_budget() -> None:
-    """3 judges x 40 cases with 20% 429 (Retry-After 0.05): no ERROR, budget never exceeded."""
+    """3 judges x 40 cases with 20% 429 (retry-after-ms 50): no ERROR, budget never exceeded."""
     rng = random.Random(7)
 
     def flaky(request: Any) -> FakeResponse:
         if rng.random() < 0.2:
-            return FakeResponse(status=429, headers={"Retry-After": "0.05"})
+            return FakeResponse(status=429, headers={"retry-after-ms": "50"})
         return FakeResponse(text="Answer: YES")
 
     limit = RateLimit(rpm=40, period=0.25)

@@ -57,7 +57,8 @@ def test_an_unknown_keyword_lists_the_options(cls: type[OpenAIChat]) -> None:
 @pytest.mark.parametrize(
     ("option", "value", "match"),
     [
-        ("max_retry_after", True, "max_retry_after must be a number >= 0"),
+        ("max_retry_after", True, "max_retry_after must be a finite number >= 0"),
+        ("max_retry_after", float("inf"), "max_retry_after must be a finite number >= 0"),
         ("timeout", float("nan"), "timeout must be a positive number"),
         ("retry", 3, "retry must be a RetryPolicy or None"),
         ("max_concurrency", 0, "max_concurrency must be an integer >= 1"),

@@ -13,7 +13,7 @@ import pytest
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelHTTPError, ModelResponseError
 from agentjudge.models import OpenAIChat, RetryPolicy
-from agentjudge.models._http import parse_retry_after
+from agentjudge.models._headers import parse_retry_after
 from agentjudge.models._types import ModelRequest
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
@@ -29,10 +29,11 @@ def gap(server: FakeModelServer, i: int = 0) -> float:
 # -- Retry-After parsing -------------------------------------------------------------------------
 
 
-def test_retry_after_seconds_and_fractions() -> None:
-    """Retry-After in (fractional) seconds is read as-is."""
+def test_retry_after_seconds_and_milliseconds() -> None:
+    """Retry-After delay-seconds (digits) is read as-is; retry-after-ms may have a fraction."""
     assert parse_retry_after({"Retry-After": "2"}) == 2.0
-    assert parse_retry_after({"retry-after": "0.25"}) == 0.25
+    assert parse_retry_after({"retry-after": " 120 "}) == 120.0
+    assert parse_retry_after({"retry-after-ms": "250.5"}) == 0.2505
 
 
 def test_retry_after_ms_wins() -> None:
@@ -64,7 +65,7 @@ def test_retry_after_garbage_is_ignored() -> None:
 async def test_429_honours_retry_after_seconds() -> None:
     """A 429 with Retry-After: 0.3 is retried, and the retry arrives >= 0.3 s later."""
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
-        server.enqueue(FakeResponse(status=429, headers={"Retry-After": "0.3"}))
+        server.enqueue(FakeResponse(status=429, headers={"retry-after-ms": "300"}))
         async with OpenAIChat("m", base_url=server.base_url, retry=FAST) as model:
             response = await model.complete(REQUEST)
     assert response.text == "PASS"

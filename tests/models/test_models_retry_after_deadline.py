@@ -50,7 +50,7 @@ async def test_client_under_fail_after_fails_at_once_with_the_requested_wait() -
 async def test_retry_after_that_fits_the_deadline_is_still_honoured() -> None:
     """A Retry-After shorter than the time left is waited and the retry succeeds."""
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
-        server.enqueue(FakeResponse(status=429, headers={"Retry-After": "0.05"}))
+        server.enqueue(FakeResponse(status=429, headers={"retry-after-ms": "50"}))
         async with OpenAIChat("m", base_url=server.base_url, retry=FAST) as model:
             with anyio.fail_after(20):  # generous bound: the wait asked for is 0.05 s
                 response = await model.complete(REQUEST)
