@@ -200,22 +200,28 @@ class AdaptiveController:
     async def admit(self, deadline: float = math.inf) -> float:
         """Wait for capacity (pause, window, pacing) and take it; returns the start time.
 
+        A pause already known to last beyond ``deadline`` fails at once, without queueing
+        behind requests that wait for it.
+
         Raises:
             CapacityDeadline: The shared pause lasts beyond ``deadline``.
         """
+        if self.paused_until >= deadline:
+            self._check_pause(anyio.current_time(), deadline)
         async with self._lock:
             while True:
                 now = anyio.current_time()
                 wait = self._wait_needed(now)
                 if wait <= 0:
                     return self._take(now)
-                if self.paused_until > now and self.paused_until >= deadline:
-                    raise CapacityDeadline(
-                        self.paused_until - now, deadline - now, *self.pause_cause
-                    )
+                self._check_pause(now, deadline)
                 changed = self._changed
                 with anyio.move_on_after(wait):
                     await changed.wait()
+
+    def _check_pause(self, now: float, deadline: float) -> None:
+        if self.paused_until > now and self.paused_until >= deadline:
+            raise CapacityDeadline(self.paused_until - now, deadline - now, *self.pause_cause)
 
     def _wait_needed(self, now: float) -> float:
         """0 when a request may start now, else how long until it might (inf: a release)."""
