@@ -5,8 +5,9 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
 `RateLimit` the user set, which stay hard ceilings. It is driven by:
 
 - **Throttling** (429, 503, 529): every request of the controller waits for a shared pause
-  (the ``Retry-After`` / ``retry-after-ms`` asked for, else a growing backoff with jitter), not
-  only the one that was refused. Once per congestion event (a throttle of a request that
+  (the ``Retry-After`` / ``retry-after-ms`` asked for, up to ``max_wait``, else a growing
+  backoff with jitter; one backoff step per congestion event, see `_pause`), not only the one
+  that was refused. Once per congestion event (a throttle of a request that
   started after the last cut; once paced, at most one cut a second) the concurrency window is
   halved and the request rate is cut to 90% of the rate the provider accepted over the last
   second (never below a quarter of the previous rate; halved when fewer than 5 answers came
@@ -15,7 +16,8 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
   (slow start); afterwards by ``1 / window`` per success, and the paced rate by 3% of the rate at
   the last cut (at least 1 request/s) per second.
 - **Rate-limit headers** (OpenAI ``x-ratelimit-*``, Anthropic ``anthropic-ratelimit-*``,
-  generic ``ratelimit-*``): the provider's refill rate is estimated as
+  generic ``ratelimit-*``, read strictly by `agentjudge.models._headers`): the provider's
+  refill rate is estimated as
   ``(limit - remaining) / reset`` (the smallest recent estimate, to discount rounding); once
   fewer than half the requests remain the rate is capped there (and, a second after a cut and
   while tokens are not low, drawn back up to it), and when fewer than 10% of the requests or
@@ -30,6 +32,11 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
 - **Latency**: when the recent latency exceeds three times its minimum, growth stops (the
   provider is queueing). It does not shrink the window: LLM latency also varies with answer
   length, and a shrinking window would then starve a healthy provider.
+
+Whatever the headers say, the paced rate stays within [`MIN_RATE`, `MAX_RATE`] (so pacing
+spaces requests at most 5 s apart), the window within [1, ceiling], and every admitted request
+releases its capacity (`succeeded` and `throttled` release in ``finally``; `feedback` never
+raises).
 
 `trace` keeps a bounded history of (time, window, rate, in flight, throttles) for benchmarks and
 for debugging a run.
