@@ -63,7 +63,7 @@ def test_retry_after_garbage_is_ignored() -> None:
 
 
 async def test_429_honours_retry_after_seconds() -> None:
-    """A 429 with Retry-After: 0.3 is retried, and the retry arrives >= 0.3 s later."""
+    """A 429 with retry-after-ms: 300 is retried, and the retry arrives >= 0.3 s later."""
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
         server.enqueue(FakeResponse(status=429, headers={"retry-after-ms": "300"}))
         async with OpenAIChat("m", base_url=server.base_url, retry=FAST) as model:
