@@ -290,8 +290,8 @@ class AdaptiveController:
         started: float,
         headers: Mapping[str, str],
         *,
-        status: int = 429,
-        max_wait: float = math.inf,
+        status: int,
+        max_wait: float,
     ) -> None:
         """The request was refused with a throttling status; everyone pauses, and maybe a cut.
 
