@@ -28,7 +28,8 @@ Decisions, for a reader of the numbers:
   a number with 1.0 for PASS and 0.0 for FAIL (the ``tiers`` records carry no score).
 * **Which runs qualify.** Every labelled row must carry a record of every tier with the same
   names in the same order; a run whose ``summary.json`` says it was not a calibration run is
-  refused before any row is read.
+  refused before any row is read. A row's ``human`` must be a usable label (as the dataset
+  checks it): ``null`` or another value is refused naming the file, row and field.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from agentjudge.core import TierPolicy
 from agentjudge.engine import Cascade, Tier
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._agreement import agrees_with_human
+from agentjudge.harness._case import human_label_problem
 from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._resolve import RunConfigError
 from agentjudge.harness._results import ResultsError, iter_rows
@@ -229,6 +231,7 @@ class _Table:
         if "human" not in row:
             self.unlabelled += 1
             return
+        _check_human(row["human"], where)
         records = row.get("tiers")
         if not isinstance(records, list) or not records:
             raise CalibrationError(
@@ -256,6 +259,21 @@ class _Table:
         if status not in ("pass", "fail") or confidence is None:
             return (0.0, False)
         return (float(confidence), agrees_with_human(human, status, record.get("label")))
+
+
+def _check_human(human: Any, where: str) -> None:
+    """Refuse a ``human`` value no agreement can be computed with (null included).
+
+    Raises:
+        CalibrationError: naming the file, the row and the field.
+    """
+    problem = "human is null" if human is None else human_label_problem(human)
+    if problem is not None:
+        raise CalibrationError(
+            f"{where}: field 'human': {problem}; expected a non-blank label string, a status "
+            "word, true/false (pass/fail) or a finite number (leave 'human' out of an "
+            "unlabelled row)"
+        )
 
 
 def _tier_cost(row: Mapping[str, Any], tier: str) -> float | None:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from agentjudge.engine import Budget
 from agentjudge.harness._suite import Suite
 from agentjudge.models import PriceTable, prices
+from agentjudge.models._prices import price_problem
 
 __all__ = [
     "BUDGET_ERROR",
@@ -307,7 +308,7 @@ def suite_price_table(suite: Suite) -> PriceTable | None:
 
 
 def suite_prices(
-    value: Path | Mapping[str, Mapping[str, float]] | None, where: str
+    value: Path | Mapping[str, Mapping[str, Any]] | None, where: str
 ) -> PriceTable | None:
     """The price table a suite's ``prices`` setting names (a file, or a table of models).
 
@@ -330,10 +331,7 @@ def suite_prices(
         try:
             table.set(name, fields)
         except ValidationError as exc:
-            problem = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
-                for e in exc.errors()
-            )
+            problem = "; ".join(price_problem(e) for e in exc.errors())
             raise ValueError(
                 f"{where}: setting 'prices.{name}': {problem}; expected a table "
                 "{input = USD, output = USD, cached_input = ..., batch_input = ..., "

@@ -96,10 +96,11 @@ class Suite(BaseModel):
     max_cost: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     """US dollars this invocation's judge model calls may spend (an `agentjudge.Budget`;
     split evenly across ``workers``). When it runs out the run ends "aborted" (exit 3)."""
-    prices: Path | dict[str, dict[str, float]] | None = None
+    prices: Path | dict[str, dict[str, Any]] | None = None
     """Model prices for this run: a price file (``.json`` / ``.toml``, the shape of the
     shipped ``prices.json``) or a table ``{"provider:model" = {input = ..., output = ...}}``
-    (USD per million tokens); they override the shipped prices while the run lasts."""
+    (USD per million tokens, numbers only: the price fields are checked strictly, so ``"0.15"``
+    and ``true`` are refused); they override the shipped prices while the run lasts."""
     batch: bool = False
     """Send the LLM judges' model calls through the providers' batch APIs (about half the
     price, minutes to hours of latency; see ``agentjudge.harness._batch_mode``)."""

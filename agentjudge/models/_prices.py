@@ -30,11 +30,11 @@ from os import PathLike
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from agentjudge.models._types import ModelResponse, Usage
 
-__all__ = ["ModelPrice", "PriceTable", "prices", "response_cost"]
+__all__ = ["ModelPrice", "PriceTable", "price_problem", "prices", "response_cost"]
 
 _PER_TOKEN = 1e-6
 _SEPARATE_CACHE_PROVIDERS = frozenset({"anthropic"})
@@ -47,7 +47,33 @@ def _price(value: float) -> float:
     return value
 
 
-Price = Annotated[float, AfterValidator(_price)]
+def _number(value: object) -> object:
+    """Strict numbers only: ``"0.15"`` and ``true`` are no price (an int is fine)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        message = f"a price must be a number of USD, got {_as_written(value)}"
+        if isinstance(value, str) and _is_number(value):
+            message += " (a string: write the number without quotes)"
+        raise ValueError(message)
+    return value
+
+
+def _as_written(value: object) -> str:
+    """``value`` as a price file writes it (``true``, ``"0.15"``), else its repr."""
+    try:
+        return json.dumps(value)[:80]
+    except (TypeError, ValueError):
+        return repr(value)[:80]
+
+
+def _is_number(text: str) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
+Price = Annotated[float, BeforeValidator(_number), AfterValidator(_price)]
+"""A price field: a JSON/TOML number (an int is fine); ``"0.15"`` and ``true`` are refused."""
 
 
 class ModelPrice(BaseModel):
@@ -100,6 +126,22 @@ class ModelPrice(BaseModel):
             + usage.output_tokens * output_price
         )
         return dollars * _PER_TOKEN
+
+
+def price_problem(error: Mapping[str, Any]) -> str:
+    """One pydantic error of a price file or table, naming the model and the field.
+
+    ``models.<name>.<field>`` locations become ``model '<name>' field '<field>'`` (a model
+    name may itself hold dots).
+    """
+    loc = [str(part) for part in error["loc"]]
+    if len(loc) >= 3 and loc[0] == "models":
+        where = f"model {loc[1]!r} field {'.'.join(loc[2:])!r}"
+    elif len(loc) == 1 and loc[0] in ModelPrice.model_fields:
+        where = f"field {loc[0]!r}"
+    else:
+        where = ".".join(loc) or "(top level)"
+    return f"{where}: {str(error['msg']).removeprefix('Value error, ')}"
 
 
 class _TableFile(BaseModel):
@@ -181,10 +223,7 @@ class PriceTable:
         try:
             shape = _TableFile.model_validate(data)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(top level)'}: {e['msg']}"
-                for e in exc.errors()[:5]
-            )
+            problems = "; ".join(price_problem(e) for e in exc.errors()[:5])
             raise ValueError(
                 f"{where}: invalid price file ({problems}); expected "
                 '{"as_of": "YYYY-MM-DD", "models": {"provider:model": {"input": USD, '

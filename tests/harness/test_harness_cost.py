@@ -251,6 +251,33 @@ def test_a_prices_table_in_the_suite_is_checked() -> None:
         suite_price_table(suite)
 
 
+def test_a_prices_table_in_the_suite_takes_numbers_only() -> None:
+    """An inline price written as a string or a boolean is refused, naming setting and field."""
+    from agentjudge.harness import Suite
+    from agentjudge.harness._cost import suite_price_table
+
+    suite = Suite(prices={"openai:x": {"input": "0.15", "output": True}})
+    with pytest.raises(ValueError) as caught:
+        suite_price_table(suite)
+    message = str(caught.value)
+    assert "setting 'prices.openai:x'" in message
+    assert "field 'input': a price must be a number of USD, got \"0.15\"" in message
+    assert "field 'output': a price must be a number of USD, got true" in message
+
+
+async def test_a_quoted_price_in_a_prices_file_is_a_usage_error(tmp_path: Path) -> None:
+    """--prices with "0.15" exits 2 naming the file, the model and the field; nothing is sent."""
+    project = make_project(tmp_path)
+    (project / "prices.toml").write_text(
+        '[models."openai:judge-model"]\ninput = "0.15"\noutput = 1\n'
+    )
+    async with FakeModelServer(default=YES) as server:
+        code, _, err = await cli(project, server.base_url, *RUN)
+        assert server.requests == []
+    assert code == 2
+    assert "prices.toml" in err and "model 'openai:judge-model' field 'input'" in err
+
+
 def test_cost_gates_parse_and_unknown_cost_stats_are_refused() -> None:
     """cost.<stat> gates parse; an unknown stat lists the valid ones."""
     assert parse_gate("cost.usd<=5").subject == "cost"

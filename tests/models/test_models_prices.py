@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,8 @@ def test_bad_price_files_name_file_line_and_field(tmp_path: Path) -> None:
         PriceTable.load(broken)
     wrong = tmp_path / "wrong.json"
     wrong.write_text('{"models": {"openai:x": {"input": "cheap", "output": 1}}}')
-    with pytest.raises(ValueError, match=r"wrong\.json: invalid price file \(models\.openai:x"):
+    expected = r"wrong\.json: invalid price file \(model 'openai:x' field 'input'"
+    with pytest.raises(ValueError, match=expected):
         PriceTable.load(wrong)
     bad_alias = tmp_path / "alias.json"
     bad_alias.write_text('{"aliases": {"openai:a": "openai:nowhere"}}')
@@ -124,6 +126,36 @@ def test_bad_price_files_name_file_line_and_field(tmp_path: Path) -> None:
         PriceTable.load(bad_alias)
     with pytest.raises(ValueError, match=r"missing\.json: cannot read the price file"):
         PriceTable.load(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(
+    ("written", "shown"),
+    [
+        ('"0.15"', r'got "0\.15" \(a string: write the number without quotes\)'),
+        ("true", "got true"),
+    ],
+)
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_price_files_take_numbers_only(
+    tmp_path: Path, written: str, shown: str, suffix: str
+) -> None:
+    """A quoted number or a boolean is no price: the error names the file, model and field."""
+    file = tmp_path / f"prices{suffix}"
+    if suffix == ".json":
+        file.write_text(f'{{"models": {{"openai:gpt-4.1": {{"input": 1, "output": {written}}}}}}}')
+    else:
+        file.write_text(f'[models."openai:gpt-4.1"]\ninput = 1\noutput = {written}\n')
+    with pytest.raises(ValueError) as caught:
+        PriceTable.load(file)
+    message = str(caught.value)
+    assert message.startswith(f"{file}: invalid price file")
+    assert re.search(rf"model 'openai:gpt-4\.1' field 'output': .*{shown}", message), message
+    in_code: Any = True if written == "true" else "0.15"
+    with pytest.raises(ValueError, match="a price must be a number of USD"):
+        PriceTable().set("openai:x", input=1, output=in_code)
+    # a whole number is a number
+    file.write_text(file.read_text().replace(written, "2"))
+    assert PriceTable.load(file).get("openai:gpt-4.1") == ModelPrice(input=1.0, output=2.0)
 
 
 async def test_llm_judge_records_usage_and_cost_over_http() -> None:
