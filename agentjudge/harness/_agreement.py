@@ -18,8 +18,11 @@ What is compared (per case; cases whose task errored are never judged and not co
   results themselves: results whose names share the prefix before their last ``/`` and the
   same cascade tier are the members of one jury (a flat list or mapping of judges is the jury
   ``"jury"``; a cascade tier's jury is named after the tier, prefixed by its cascade's path
-  when nested). A member's rating is its ``label`` when set, else its status value; ABSTAIN,
-  ERROR, unsampled and not-reached members are missing. ``fleiss_kappa`` uses the cases where
+  when nested). Members are compared on one scale (``scale``, `common_scale`): their labels
+  when they share one label vocabulary, else their status (PASS/FAIL), so an LLM judge
+  labelling ``"yes"``/``"no"`` and a plain judge rated pass/fail agree where their statuses
+  do (``scale_reason`` says why the scale was chosen). ABSTAIN, ERROR, unsampled and
+  not-reached members are missing. ``fleiss_kappa`` uses the cases where
   every member rated (``n``); ``krippendorff_alpha`` (nominal) uses every case, missing ratings
   included (cases with fewer than two ratings carry no information and drop out,
   ``alpha_n`` counts the others); ``pairwise[a][b]`` is the share of the cases both ``a`` and
@@ -41,7 +44,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,6 +59,7 @@ __all__ = [
     "JurySummary",
     "PairAgreement",
     "agrees_with_human",
+    "common_scale",
     "compared_as",
     "jury_groups",
 ]
@@ -65,6 +69,8 @@ _ABSTAINED = frozenset(("abstain", "error"))
 
 Human = str | bool | int | float
 Rating = str | float
+Scale = Literal["status", "label"]
+_Rated = tuple[str, str | None]  # (status, label) of one PASS/FAIL member rating
 # (name, tier, status, label, effective score or None): one judgment as the tally keeps it.
 _Item = tuple[str, str | None, str, str | None, float | None]
 _Profile = tuple[Human | None, _Item | None, tuple[_Item, ...]]
@@ -130,6 +136,11 @@ class InterJudgeSummary(BaseModel):
     """``pairwise[a][b]`` for members ``a`` before ``b`` in jury order."""
     undefined: dict[str, str] = Field(default_factory=dict)
     """Why a coefficient above is None, by its name."""
+    scale: Scale = "status"
+    """What was compared: ``"label"`` (the members share one label vocabulary) or
+    ``"status"`` (PASS/FAIL; each label mapped through the status its judge gave with it)."""
+    scale_reason: str = ""
+    """Why that scale (`common_scale`)."""
 
     @property
     def pairwise_min(self) -> float | None:
@@ -312,19 +323,63 @@ class AgreementTally:
             for name, (members, tier) in jury_groups(self.tiers.items(), order, root).items()
         }
 
-    def _inter_judge(self, members: list[str]) -> InterJudgeSummary:
+    def _member_ratings(self, members: list[str]) -> Iterator[tuple[list[_Rated | None], int]]:
+        """Per distinct case profile: each member's (status, label) or None, and its count."""
         index = {name: i for i, name in enumerate(members)}
-        table: Counter[tuple[str | None, ...]] = Counter()
         for flat, count in self.ratings.items():
-            ratings: list[str | None] = [None] * len(members)
+            ratings: list[_Rated | None] = [None] * len(members)
             for k in range(0, len(flat), 3):
                 i = index.get(flat[k])  # type: ignore[arg-type]
                 status, label = flat[k + 1], flat[k + 2]
                 if i is not None and status not in _ABSTAINED:
-                    ratings[i] = str(status) if label is None else label
+                    ratings[i] = (str(status), label)
             if any(r is not None for r in ratings):
-                table[tuple(ratings)] += count
-        return _inter_judge_summary(members, table)
+                yield ratings, count
+
+    def _inter_judge(self, members: list[str]) -> InterJudgeSummary:
+        scale, reason = common_scale(members, self._member_ratings(members))
+        table: Counter[tuple[str | None, ...]] = Counter()
+        for ratings, count in self._member_ratings(members):
+            key = tuple(None if r is None else r[1] if scale == "label" else r[0] for r in ratings)
+            table[key] += count
+        return _inter_judge_summary(members, table, scale, reason)
+
+
+def common_scale(
+    members: Sequence[str], profiles: Iterable[tuple[Sequence[_Rated | None], int]]
+) -> tuple[Scale, str]:
+    """THE rule for the scale jury members are compared on, and why (`InterJudgeSummary`).
+
+    ``"label"`` when the members share one label vocabulary: every PASS/FAIL rating carries a
+    label, the members that rated used the same set of labels, and no label stands for PASS
+    with one rating and FAIL with another. Otherwise ``"status"``: each label is mapped
+    through the status its judge gave with it (an LLM judge's ``"yes"`` is its PASS, a
+    classifier's pass labels are PASS), so judges with different vocabularies, or with none,
+    are compared on PASS/FAIL.
+    """
+    vocabularies: list[set[str]] = [set() for _ in members]
+    statuses: dict[str, set[str]] = {}
+    unlabelled: set[str] = set()
+    for ratings, _ in profiles:
+        for i, rated in enumerate(ratings):
+            if rated is None:
+                continue
+            status, label = rated
+            if label is None:
+                unlabelled.add(members[i])
+            else:
+                vocabularies[i].add(label)
+                statuses.setdefault(label, set()).add(status)
+    if unlabelled:
+        return "status", f"{', '.join(sorted(unlabelled))}: ratings without a label"
+    mixed = sorted(label for label, seen in statuses.items() if len(seen) > 1)
+    if mixed:
+        return "status", f"label {mixed[0]!r} stands for PASS and for FAIL"
+    used = [(name, v) for name, v in zip(members, vocabularies, strict=True) if v]
+    if any(v != used[0][1] for _, v in used):
+        shown = "; ".join(f"{name}: {'/'.join(sorted(v))}" for name, v in used)
+        return "status", f"the members' labels differ ({shown})"
+    return "label", "the members share one label vocabulary"
 
 
 def jury_groups(
@@ -454,7 +509,7 @@ def _coefficient(
 
 
 def _inter_judge_summary(
-    members: list[str], table: Counter[tuple[str | None, ...]]
+    members: list[str], table: Counter[tuple[str | None, ...]], scale: Scale, reason: str
 ) -> InterJudgeSummary:
     undefined: dict[str, str] = {}
     complete = [ratings for ratings, c in table.items() for _ in range(c) if None not in ratings]
@@ -480,6 +535,8 @@ def _inter_judge_summary(
         alpha_n=len(pairable),
         pairwise=_pairwise(members, table),
         undefined=undefined,
+        scale=scale,
+        scale_reason=reason,
     )
 
 

@@ -70,16 +70,22 @@ def _jury_lines(juries: dict[str, JurySummary], table: Table) -> list[str]:
             _num(jury.inter_judge.fleiss_kappa),
             str(jury.inter_judge.alpha_n),
             _num(jury.inter_judge.krippendorff_alpha),
+            jury.inter_judge.scale,
         ]
         for name, jury in juries.items()
     ]
     lines = [
         "",
         "agreement among jury members (fleiss: cases every member rated; alpha: nominal, "
-        "missing ratings allowed):",
-        table(["jury", "members", "n", "fleiss_kappa", "alpha n", "krippendorff_alpha"], rows),
+        "missing ratings allowed; scale: labels or PASS/FAIL status compared):",
+        table(
+            ["jury", "members", "n", "fleiss_kappa", "alpha n", "krippendorff_alpha", "scale"],
+            rows,
+        ),
     ]
     for name, jury in juries.items():
+        inter = jury.inter_judge
+        lines += [f"  {name} compared on {inter.scale}: {inter.scale_reason or '-'}"]
         lines += [f"  {name} pairwise agreement (share of cases both rated; 95% Wilson):"]
         lines += _pairs_text(jury.inter_judge)
         lines += _undefined(name, jury.inter_judge.undefined)

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from agentjudge.agreement import fleiss_kappa, krippendorff_alpha, wilson_interval
-from agentjudge.harness import Suite, iter_rows, run_suite
+from agentjudge.harness import Suite, iter_rows, render_report, run_suite
 from agentjudge.harness._summary import RunAggregate
 
 # Each judge answers what the case's input tells it to: {"a": "pass", "b": "fail", ...}.
@@ -30,6 +30,10 @@ def _answer(ctx, name):
         return Judgment.abstained("unsure")
     if word == "raise":
         raise RuntimeError("judge bug")
+    if word == "no":  # an LLM judge's verdict: FAIL labelled "no" ("yes" is PASS, below)
+        return Judgment.failed("n", label="no")
+    if word == "irrelevant":  # a classifier's fail label
+        return Judgment.failed("i", label="irrelevant")
     if isinstance(word, float):
         return Judgment.from_score(word)
     return Judgment.passed("labelled", label=word)
@@ -44,6 +48,7 @@ def c(ctx):
     return _answer(ctx, "c")
 
 trio = [a, b, c]
+duo = [a, b]
 panel = Jury([a, b, c], name="panel")
 one = [a]
 cascade = Cascade([Tier("cheap", Jury([a, b])), Tier("final", c)])
@@ -278,3 +283,48 @@ def test_resumed_and_parallel_runs_give_the_same_agreement(tmp_path: Path) -> No
     juries = {k: v.model_dump(mode="json") for k, v in replay.jury_summaries().items()}
     assert json.loads(json.dumps(juries)) == live["juries"]
     assert not math.isnan(live["juries"]["jury"]["inter_judge"]["fleiss_kappa"])
+
+
+def _agreeing_27_of_30(a_words: tuple[str, str], b_words: tuple[str, str]) -> list[dict[str, Any]]:
+    """30 cases, 15 PASS and 15 FAIL for judge b; judge a differs on cases 0, 10 and 20."""
+    rows = []
+    for i in range(30):
+        passed = i % 2 == 0
+        a_passed = not passed if i % 10 == 0 else passed
+        a, b = a_words[not a_passed], b_words[not passed]
+        rows.append({"id": f"q{i}", "input": {"a": a, "b": b, "c": "pass"}})
+    return rows
+
+
+def test_judges_with_different_vocabularies_are_compared_on_status(tmp_path: Path) -> None:
+    """An LLM judge's yes/no and a plain judge's pass/fail agree where their statuses do."""
+    rows = _agreeing_27_of_30(("yes", "no"), ("pass", "fail"))
+    gate = "jury.inter_judge.krippendorff_alpha>=0.75"
+    data = run_rows(tmp_path, rows, judges="duo", gates=[gate])
+    inter = data["juries"]["jury"]["inter_judge"]
+    assert (inter["pairwise"]["a"]["b"]["n"], inter["pairwise"]["a"]["b"]["agreement"]) == (30, 0.9)
+    assert inter["scale"] == "status"
+    assert "labels differ" in inter["scale_reason"] or "without a label" in inter["scale_reason"]
+    statuses = [
+        [("pass" if r["input"][k] in ("yes", "pass") else "fail") for r in rows] for k in "ab"
+    ]
+    assert inter["krippendorff_alpha"] == pytest.approx(krippendorff_alpha(statuses))
+    assert inter["fleiss_kappa"] == pytest.approx(fleiss_kappa(list(zip(*statuses, strict=True))))
+    assert inter["krippendorff_alpha"] > 0.75 and inter["fleiss_kappa"] > 0.75
+    assert data["gates"] == [{"expr": gate, "value": inter["krippendorff_alpha"], "passed": True}]
+    report = render_report(tmp_path / "out")
+    assert "jury compared on status: " in report
+    assert "a ~ b: 0.900 (n 30)" in report
+
+
+def test_a_shared_label_vocabulary_is_compared_on_labels(tmp_path: Path) -> None:
+    """Members with one vocabulary (two PASS labels) keep the finer label scale."""
+    rows = _agreeing_27_of_30(("relevant", "irrelevant"), ("relevant", "irrelevant"))
+    rows[1]["input"]["a"] = rows[1]["input"]["b"] = "partial"  # a second PASS label, shared
+    rows[2]["input"]["a"] = "partial"  # PASS for both, a different label
+    inter = run_rows(tmp_path, rows, judges="duo")["juries"]["jury"]["inter_judge"]
+    assert (inter["scale"], inter["scale_reason"]) == (
+        "label",
+        "the members share one label vocabulary",
+    )
+    assert inter["pairwise"]["a"]["b"]["agreement"] == pytest.approx(26 / 30)
