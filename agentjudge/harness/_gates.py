@@ -19,6 +19,11 @@ Subjects: a judge's name, ``verdict`` (the case verdicts), ``errors`` and ``case
   ``n``, ``fleiss_kappa``, ``krippendorff_alpha``, ``alpha_n``, ``pairwise_min`` (the lowest
   pairwise agreement). Juries are known only from the results, so an unknown jury name is not
   refused up front: the gate fails with a reason listing the juries there were;
+* a pairwise judge's block (``<judge>.pairwise.<stat>``, see `_pairwise_summary`):
+  ``position_consistency`` (the share of swapped pairs with the same answer in both orders),
+  ``position_consistency_ci95_low``, ``position_consistency_n``, ``n`` (comparisons in the
+  win rates), ``inconsistent``, ``undecided``. Undefined (the gate fails, with a reason) for
+  a judge without a pairwise block, and ``position_consistency*`` without swapped pairs;
 * ``errors.rate`` (errored cases / cases), ``errors.count``; ``cases.total``.
 * the judges' model calls (the summary's ``cost`` block): ``cost.usd`` (None, so the gate
   fails, when some call's model has no price), ``cost.priced_usd``, ``cost.input_tokens``,
@@ -31,7 +36,10 @@ never passes on missing data.
 
 The trust checks (`trust_checks`) apply to every completed run, gates or not: a run where no
 case got a PASS or FAIL, or where some judge errored on every judgment, fails unless
-``allow_errors`` is set.
+``allow_errors`` is set. A run with a pairwise judge also gets the warning-only check
+``position_consistency``: it does not hold when some pairwise judge's position consistency is
+below `POSITION_CONSISTENCY_WARNING` (0.5), and never fails the run (require a level with a
+gate).
 """
 
 from __future__ import annotations
@@ -39,12 +47,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from agentjudge.harness._agreement import AgreementSummary, InterJudgeSummary, JurySummary
 from agentjudge.harness._cost import COST_STATS, CostSummary
+from agentjudge.harness._pairwise_summary import POSITION_CONSISTENCY_WARNING, position_warning
 from agentjudge.harness._summary import (
     BaselineOutcome,
     CasesSummary,
@@ -98,9 +107,19 @@ INTER_JUDGE_STATS: dict[str, Callable[[InterJudgeSummary], float | None]] = {
     "pairwise_min": lambda i: i.pairwise_min,
 }
 """Jury stats of ``<jury>.inter_judge.<stat>`` gates."""
+PAIRWISE_STATS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
+    "position_consistency": lambda b: _consistency(b, "rate"),
+    "position_consistency_ci95_low": lambda b: _consistency(b, "ci95"),
+    "position_consistency_n": lambda b: _consistency(b, "n"),
+    "n": lambda b: b.get("n"),
+    "inconsistent": lambda b: b.get("inconsistent"),
+    "undecided": lambda b: b.get("undecided"),
+}
+"""Pairwise judge stats of ``<judge>.pairwise.<stat>`` gates (read from the summary's block)."""
 _GROUPED: dict[str, tuple[str, ...]] = {
     "agreement": tuple(AGREEMENT_STATS),
     "inter_judge": tuple(INTER_JUDGE_STATS),
+    "pairwise": tuple(PAIRWISE_STATS),
 }
 _NO_LABELS = (
     "no results row carries a human label (add 'human' to the dataset rows to measure agreement)"
@@ -116,6 +135,7 @@ GATE_STATS: Mapping[str, tuple[str, ...]] = {
         *JUDGE_STATS,
         *BASELINE_STATS,
         *(f"agreement.{stat}" for stat in AGREEMENT_STATS),
+        *(f"pairwise.{stat}" for stat in PAIRWISE_STATS),
     ),
     "verdict": (
         *JUDGE_STATS,
@@ -219,8 +239,10 @@ class Gate(BaseModel):
         verdict: JudgeSummary | None,
         juries: Mapping[str, JurySummary],
     ) -> tuple[float | None, str | None]:
-        """An ``agreement.*`` or ``inter_judge.*`` stat and, when it is undefined, why."""
+        """An ``agreement.*``, ``inter_judge.*`` or ``pairwise.*`` stat and, if undefined, why."""
         group, _, stat = self.stat.partition(".")
+        if group == "pairwise":
+            return _pairwise_value(self.subject, stat, judges.get(self.subject))
         if group == "inter_judge":
             jury = juries.get(self.subject)
             if jury is None:
@@ -302,6 +324,28 @@ def _grouped_gate(expr: str, subject: str, stat: str, op: str, threshold: float)
     )
 
 
+def _consistency(block: Mapping[str, Any], key: str) -> float | None:
+    rate = block.get("position_consistency")
+    if not isinstance(rate, Mapping):
+        return None
+    value = rate[key]
+    return float(value[0] if key == "ci95" else value)
+
+
+def _pairwise_value(
+    judge: str, stat: str, summary: JudgeSummary | None
+) -> tuple[float | None, str | None]:
+    """A ``pairwise.*`` stat of ``judge`` and, when it is undefined, why."""
+    if summary is None:
+        return None, f"{judge!r} gave no judgment in this run"
+    if summary.pairwise is None:
+        return None, f"{judge!r} is not a pairwise judge (its judgments carry no comparison)"
+    value = PAIRWISE_STATS[stat](summary.pairwise)
+    if value is None:
+        return None, "no pair was asked in both orders (swap=False, or no comparison)"
+    return value, None
+
+
 def _why(undefined: Mapping[str, str], stat: str) -> str:
     """Why an agreement stat is undefined (the summary's ``undefined`` entry, or n = 0)."""
     return undefined.get(stat) or "no case to compare (n = 0)"
@@ -363,7 +407,9 @@ def _baseline_value(subject: str, stat: str, baseline: BaselineOutcome | None) -
 _ACCEPT = "pass --allow-errors (allow_errors = true) to accept such a run"
 
 
-def _judged_check(judged: int, cases: CasesSummary, enforced: bool) -> CheckOutcome:
+def _judged_check(
+    judged: int, cases: CasesSummary, enforced: bool, inconsistent: int = 0
+) -> CheckOutcome:
     def outcome(passed: bool, message: str) -> CheckOutcome:
         return CheckOutcome(
             name="judged_cases", passed=passed, value=judged, message=message, enforced=enforced
@@ -380,7 +426,38 @@ def _judged_check(judged: int, cases: CasesSummary, enforced: bool) -> CheckOutc
             f"every judgment of the {cases.total - cases.errors} judged cases was ABSTAIN, "
             f"ERROR or unsampled ({cases.errors} task errors)"
         )
+        if inconsistent:
+            why += (
+                f"; {inconsistent} were pairwise comparisons whose answer changed when the "
+                "candidates were swapped (position bias: no decision)"
+            )
     return outcome(False, f"no case produced a judged (PASS/FAIL) result: {why}; {_ACCEPT}")
+
+
+def _position_check(judges: Mapping[str, JudgeSummary]) -> CheckOutcome | None:
+    """Warning-only: every pairwise judge's position consistency is at least the level."""
+    measured = {
+        name: s.pairwise
+        for name, s in judges.items()
+        if s.pairwise is not None and s.pairwise.get("position_consistency") is not None
+    }
+    if not measured:
+        return None
+    low = [w for name, block in measured.items() if (w := position_warning(name, block))]
+    message = (
+        "; ".join(low)
+        if low
+        else f"every pairwise judge kept its answer on at least {POSITION_CONSISTENCY_WARNING} "
+        "of the swapped pairs"
+    )
+    return CheckOutcome(
+        name="position_consistency",
+        passed=not low,
+        value=len(low),
+        message=message,
+        enforced=False,
+        warning=True,
+    )
 
 
 def _judge_errors_check(judges: Mapping[str, JudgeSummary], enforced: bool) -> CheckOutcome:
@@ -411,8 +488,10 @@ def trust_checks(
     """Whether a completed run can be trusted at all, whatever its gates say.
 
     ``judged_cases`` fails when no case got a PASS or FAIL from any judge (every task errored
-    or timed out, every judgment errored or abstained, or no case ran); ``judge_errors`` fails
-    when some judge errored on every judgment it made.
+    or timed out, every judgment errored or abstained, or no case ran; an inconsistent
+    pairwise comparison is an ABSTAIN); ``judge_errors`` fails when some judge errored on
+    every judgment it made. ``position_consistency`` (only with a pairwise judge asked in
+    both orders) is a warning: reported, never enforced.
 
     Args:
         judges: Per-judge aggregates.
@@ -421,7 +500,15 @@ def trust_checks(
         allow_errors: Report failed checks without enforcing them (``enforced`` False).
     """
     enforced = not allow_errors
-    return [_judged_check(judged, cases, enforced), _judge_errors_check(judges, enforced)]
+    inconsistent = sum(
+        int(s.pairwise.get("inconsistent", 0)) for s in judges.values() if s.pairwise
+    )
+    checks = [
+        _judged_check(judged, cases, enforced, inconsistent),
+        _judge_errors_check(judges, enforced),
+    ]
+    position = _position_check(judges)
+    return checks if position is None else [*checks, position]
 
 
 def conclude(

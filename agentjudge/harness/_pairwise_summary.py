@@ -3,15 +3,21 @@
 A judge is pairwise when its judgments carry ``metadata["pairwise"]`` (`PairwiseJudge` does).
 For each such judge, ``judges[name].pairwise`` holds:
 
-* ``n``: comparisons with a decision (PASS with label A, B or tie; an inconsistent swapped
-  pair recorded as a tie counts, as a tie); ``undecided``: ABSTAIN judgments (unreadable
-  answers, or inconsistent pairs under ``on_inconsistent="abstain"``). ERROR results have no
-  comparison and are only in the judge's ``counts``.
+* ``n``: comparisons in the win rates (PASS with label A, B or tie, and inconsistent swapped
+  pairs under ``on_inconsistent="tie"``, counted as ties); ``inconsistent``: swapped pairs
+  whose two orders disagreed (position bias). Those are ABSTAIN judgments, not decisions: they
+  are never a PASS, never make a case "judged" (the ``judged_cases`` check), and are counted
+  here apart. ``undecided``: the other ABSTAIN judgments left out of the win rates
+  (unreadable answers, inconsistent pairs under ``on_inconsistent="abstain"``). ERROR results
+  have no comparison and are only in the judge's ``counts``.
 * ``systems``: per system, ``n``, ``wins``, ``losses``, ``ties`` (apart), and two rates with
   their n and 95% Wilson interval: ``win_rate_decided`` (ties left out; null when every
   comparison was a tie) and ``win_rate_all`` (a tie is not a win). See `agentjudge.pairwise`.
 * ``position_consistency``: ``{successes, n, rate, ci95}`` over the judgments asked in both
-  orders (those with ``metadata["position_bias"]``), null when there were none.
+  orders (those with ``metadata["position_bias"]``), null when there were none. Below
+  `POSITION_CONSISTENCY_WARNING` (0.5: most swapped pairs changed their answer with the
+  order) the report and the ``position_consistency`` trust check warn; a gate
+  ``<judge>.pairwise.position_consistency>=X`` can require more.
 * ``bradley_terry``: when more than two systems appear, the Bradley-Terry fit of
   `agentjudge.pairwise.bradley_terry` (default prior 0.1; strengths sum to 1).
 
@@ -22,15 +28,20 @@ merge exactly.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentjudge.core import Judgment
 from agentjudge.pairwise import Comparison, bradley_terry, position_consistency, win_rates
 
-__all__ = ["PairwiseTally", "pairwise_lines"]
+__all__ = ["POSITION_CONSISTENCY_WARNING", "PairwiseTally", "pairwise_lines", "position_warning"]
 
 _DECIDED_LABELS = frozenset({"A", "B", "tie"})
+POSITION_CONSISTENCY_WARNING = 0.5
+"""Below this position consistency the report and the trust checks warn: most swapped pairs
+got a different answer when the order changed, so the judge's verdicts say more about the
+order than about the candidates (GPT-4-class judges are reported near 0.65; ask more of a
+judge with a ``<judge>.pairwise.position_consistency`` gate)."""
 
 
 class _JudgeTally:
@@ -48,6 +59,17 @@ class _JudgeTally:
         self.swapped += other.swapped
         self.consistent += other.consistent
 
+    def observe(self, status: str, label: object, bias: object, systems: Sequence[Any]) -> None:
+        """Fold in one judgment: its status, label, ``position_bias`` and the two systems."""
+        if isinstance(bias, bool):
+            self.swapped += 1
+            self.consistent += not bias
+        tie_by_policy = status == "abstain" and bias is True and label == "tie"
+        if label in _DECIDED_LABELS and (status == "pass" or tie_by_policy):
+            self.outcomes[(str(systems[0]), str(systems[1]), str(label))] += 1
+        elif status == "abstain":
+            self.undecided += 1
+
     def comparisons(self) -> Iterable[Comparison]:
         for (first, second, label), count in self.outcomes.items():
             winner = None if label == "tie" else first if label == "A" else second
@@ -58,6 +80,7 @@ class _JudgeTally:
         systems = win_rates(comparisons)
         block: dict[str, Any] = {
             "n": len(comparisons),
+            "inconsistent": self.swapped - self.consistent,
             "undecided": self.undecided,
             "systems": {name: rate.as_dict() for name, rate in systems.items()},
             "position_consistency": None
@@ -98,14 +121,7 @@ class PairwiseTally:
         tally = self.judges.get(judge)
         if tally is None:
             tally = self.judges[judge] = _JudgeTally()
-        bias = metadata.get("position_bias")
-        if isinstance(bias, bool):
-            tally.swapped += 1
-            tally.consistent += not bias
-        if status == "pass" and label in _DECIDED_LABELS:
-            tally.outcomes[(str(systems[0]), str(systems[1]), str(label))] += 1
-        elif status == "abstain":
-            tally.undecided += 1
+        tally.observe(status, label, metadata.get("position_bias"), systems)
 
     def merge(self, other: PairwiseTally) -> None:
         """Fold in the tallies of other cases."""
@@ -134,9 +150,11 @@ def pairwise_lines(judges: Mapping[str, Any]) -> list[str]:
         block = getattr(summary, "pairwise", None)
         if not isinstance(block, Mapping):
             continue
+        inconsistent = block.get("inconsistent", 0)
         lines += [
             "",
-            f"pairwise {name}: {block['n']} comparisons, {block['undecided']} undecided",
+            f"pairwise {name}: {block['n']} comparisons, {inconsistent} inconsistent (no "
+            f"decision: position bias), {block['undecided']} undecided",
             "  system: wins/losses/ties; win rate over decided [95% CI]; over all [95% CI]",
         ]
         for system, s in block["systems"].items():
@@ -145,8 +163,24 @@ def pairwise_lines(judges: Mapping[str, Any]) -> list[str]:
                 f"{_rate(s['win_rate_decided'])}; {_rate(s['win_rate_all'])}"
             )
         lines.append(f"  position consistency: {_rate(block['position_consistency'])}")
+        warning = position_warning(name, block)
+        if warning is not None:
+            lines.append(f"  warning: {warning}")
         fit = block.get("bradley_terry")
         if isinstance(fit, Mapping):
             ranked = ", ".join(f"{k} {v:.3f}" for k, v in fit["strengths"].items())
             lines.append(f"  Bradley-Terry strengths (sum 1, prior {fit['prior']:g}): {ranked}")
     return lines
+
+
+def position_warning(judge: str, block: Mapping[str, Any]) -> str | None:
+    """The warning for a pairwise block below `POSITION_CONSISTENCY_WARNING`, else None."""
+    consistency = block.get("position_consistency")
+    if not isinstance(consistency, Mapping) or consistency["rate"] >= POSITION_CONSISTENCY_WARNING:
+        return None
+    return (
+        f"judge {judge!r}: position consistency {consistency['rate']:.3f} "
+        f"({consistency['successes']} of {consistency['n']} swapped pairs gave the same answer "
+        f"in both orders) is below {POSITION_CONSISTENCY_WARNING}: its verdicts depend on the "
+        "order the candidates are shown in; inconsistent pairs are no decision"
+    )

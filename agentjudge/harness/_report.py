@@ -180,7 +180,13 @@ def format_summary(summary: RunSummary) -> str:
     if summary.checks:
         lines += ["", "trust checks:"]
         for c in summary.checks:
-            mark = "PASS" if c.passed else ("FAIL" if c.enforced else "FAIL (allowed)")
+            mark = (
+                "PASS"
+                if c.passed
+                else "WARN"
+                if c.warning
+                else ("FAIL" if c.enforced else "FAIL (allowed)")
+            )
             lines.append(f"  {mark}  {c.name}: {c.message}")
     if summary.passed is not None:
         lines += ["", _result_line(summary)]

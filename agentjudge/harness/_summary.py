@@ -273,17 +273,21 @@ class CheckOutcome(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     name: str
-    """``"judged_cases"`` (some case got a PASS or FAIL) or ``"judge_errors"`` (no judge
-    errored on every judgment it made)."""
+    """``"judged_cases"`` (some case got a PASS or FAIL), ``"judge_errors"`` (no judge
+    errored on every judgment it made) or ``"position_consistency"`` (a warning: no pairwise
+    judge's position consistency is below `POSITION_CONSISTENCY_WARNING`)."""
     passed: bool
     """Whether the check held."""
     value: int
     """What was counted: cases with a PASS or FAIL (``judged_cases``), judges that errored on
-    every judgment (``judge_errors``)."""
+    every judgment (``judge_errors``), pairwise judges below the level
+    (``position_consistency``)."""
     message: str
     """What was found, e.g. ``no case produced a judged (PASS/FAIL) result ...``."""
     enforced: bool = True
     """False when ``allow_errors`` is set: a failed check is reported but does not fail the run."""
+    warning: bool = False
+    """A warning-only check (``position_consistency``): reported, never enforced."""
 
 
 class RunSummary(BaseModel):

@@ -9,13 +9,16 @@ How a `Context` carries the candidates (``ctx.output``):
 Anything else is an ERROR judgment saying what was expected.
 
 The judgment: ``label`` is ``"A"`` (the first candidate won), ``"B"`` (the second) or ``"tie"``.
-The status says whether a decision was made: PASS when the judge reached one (a win or a tie),
-ABSTAIN when it could not (an answer that could not be read, or an inconsistent swapped pair
-with ``on_inconsistent="abstain"``). It never says whether a candidate is *good*.
+The status says whether the judge made a decision: PASS when it reached one (a win or a tie,
+the same in both orders), ABSTAIN when it did not (an answer that could not be read, or an
+inconsistent swapped pair). It never says whether a candidate is *good*.
 
 Position bias: by default the judge asks twice, concurrently, the second time with the
-candidates swapped. Consistent answers give that label; inconsistent ones give ``"tie"`` (or
-ABSTAIN) with ``metadata["position_bias"] = true``.
+candidates swapped. Consistent answers give that label (PASS); inconsistent ones are no
+decision, so never a PASS (a judge that always prefers the first slot must not look like one
+that judges every case): ABSTAIN with ``metadata["position_bias"] = true``, labelled ``"tie"``
+under ``on_inconsistent="tie"`` (the win rates of a run count it as a tie) and unlabelled
+under ``"abstain"`` (left out of the win rates).
 
 Confidence (``confidence=``, the methods of `agentjudge.judges._confidence`), per asked order:
 
@@ -239,8 +242,9 @@ class PairwiseJudge(ModelJudgeBase):
         model: The model client.
         template: A `PromptTemplate` or text; default `PairwiseJudge.DEFAULT_PROMPT`.
         swap: Ask a second time with the candidates swapped (default True).
-        on_inconsistent: ``"tie"`` (PASS, label tie) or ``"abstain"`` (ABSTAIN) for a swapped
-            pair whose two answers disagree.
+        on_inconsistent: How a swapped pair whose two answers disagree enters the win rates:
+            ``"tie"`` (ABSTAIN labelled tie: counted as a tie) or ``"abstain"`` (ABSTAIN
+            without a label: left out). Either way the judgment is ABSTAIN, not a decision.
         system: Optional system message.
         temperature: Sampling temperature (None: the server default).
         max_tokens: Response token cap (None: the server default).
@@ -371,7 +375,11 @@ class PairwiseJudge(ModelJudgeBase):
         reasoning = f"Position bias: the answer changed when the order was swapped ({said})"
         if self.on_inconsistent == "abstain":
             return Judgment.abstained(reasoning, metadata=metadata)
-        return Judgment.passed(reasoning + "; recorded as a tie", label="tie", metadata=metadata)
+        return Judgment.abstained(
+            reasoning + "; no decision, counted as a tie in the win rates",
+            label="tie",
+            metadata=metadata,
+        )
 
     @staticmethod
     def _reasoning(calls: list[_Call], label: str, systems: tuple[str, str]) -> str:

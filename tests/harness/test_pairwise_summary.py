@@ -6,8 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentjudge.agreement import wilson_interval
 from agentjudge.harness import Case, Suite, iter_rows, run_suite
+from agentjudge.harness._gates import parse_gate
 from agentjudge.harness._report import render_report
 from agentjudge.harness._summary import RunAggregate
 from agentjudge.judges import PairwiseJudge
@@ -66,7 +69,7 @@ async def test_suite_with_a_pairwise_judge_reports_win_rates_consistency_and_ran
         assert len(server.requests) == 10  # 5 cases x both orders
     assert summary.status == "completed"
     block = json.loads((project / "out" / "summary.json").read_text())["judges"]["pref"]["pairwise"]
-    assert block["n"] == 5 and block["undecided"] == 0
+    assert (block["n"], block["inconsistent"], block["undecided"]) == (5, 1, 0)
     x, y, z = (block["systems"][s] for s in "xyz")
     assert (x["wins"], x["losses"], x["ties"], x["n"]) == (3, 0, 0, 3)
     assert (y["wins"], y["losses"], y["ties"], y["n"]) == (1, 2, 1, 4)
@@ -81,7 +84,7 @@ async def test_suite_with_a_pairwise_judge_reports_win_rates_consistency_and_ran
     assert abs(sum(strengths.values()) - 1.0) < 1e-9
 
     report = render_report(project / "out")
-    assert "pairwise pref: 5 comparisons, 0 undecided" in report
+    assert "pairwise pref: 5 comparisons, 1 inconsistent (no decision: position bias), " in report
     assert "position consistency: 0.800" in report
     assert "Bradley-Terry strengths" in report
 
@@ -117,3 +120,79 @@ async def test_two_systems_have_no_ranking_and_other_judges_no_block(tmp_path: P
     assert judges["pref"]["pairwise"]["systems"]["x"]["wins"] == 1
     assert judges["plain"]["pairwise"] is None  # other judges get no block
     assert summary.status == "completed"
+
+
+def always_first(body: dict[str, Any]) -> FakeResponse:
+    """A grader that prefers whatever is shown first."""
+    return FakeResponse(text="The first one reads better.\nAnswer: A")
+
+
+async def test_a_judge_that_always_prefers_the_first_slot_judges_nothing(tmp_path: Path) -> None:
+    """Position bias is no decision: no PASS, judged_cases fails, the report and checks warn."""
+    project = _project(tmp_path)
+    gate = "pref.pairwise.position_consistency>=0.8"
+    suite = Suite(dataset=Path("data.jsonl"), task="unused:unused", base_dir=project, gates=[gate])
+    async with FakeModelServer(default=always_first) as server:
+        model = OpenAIChat("grader", base_url=server.base_url, api_key="k", retry=None)
+        async with model:
+            judge = PairwiseJudge("pref", model)
+            summary = await run_suite(suite, out=project / "out", task=_candidates, judges=judge)
+    pref = summary.judges["pref"]
+    assert pref.counts["pass"] == 0 and pref.counts["abstain"] == 5
+    assert pref.pass_rate is None  # was 1.000: every inconsistent pair read as a PASS tie
+    assert pref.pairwise is not None
+    assert (pref.pairwise["n"], pref.pairwise["inconsistent"]) == (5, 5)  # ties in the rates
+    assert pref.pairwise["position_consistency"]["rate"] == 0.0
+    checks = {c.name: c for c in summary.checks}
+    judged = checks["judged_cases"]
+    assert (judged.passed, judged.enforced, judged.value) == (False, True, 0)
+    assert "position bias" in judged.message
+    position = checks["position_consistency"]
+    assert (position.passed, position.enforced, position.warning) == (False, False, True)
+    assert "judge 'pref': position consistency 0.000 (0 of 5 swapped pairs" in position.message
+    assert [(g.expr, g.value, g.passed) for g in summary.gates] == [(gate, 0.0, False)]
+    assert summary.passed is False
+    report = render_report(project / "out")
+    assert "  warning: judge 'pref': position consistency 0.000" in report
+    assert "WARN  position_consistency: " in report
+    assert "FAIL  judged_cases: " in report
+
+
+async def test_position_consistency_gates_and_a_quiet_check_on_a_fair_judge(
+    tmp_path: Path,
+) -> None:
+    """A fair judge (4 of 5 pairs consistent) passes the check; gates read the block."""
+    project = _project(tmp_path)
+    gates = [
+        "pref.pairwise.position_consistency>=0.8",
+        "pref.pairwise.position_consistency_ci95_low>=0.5",
+        "pref.pairwise.inconsistent<=1",
+        "plain.pairwise.position_consistency>=0.8",
+    ]
+    suite = Suite(dataset=Path("data.jsonl"), task="unused:unused", base_dir=project, gates=gates)
+
+    def plain(ctx: Any) -> bool:
+        return True
+
+    async with FakeModelServer(default=grader) as server:
+        model = OpenAIChat("grader", base_url=server.base_url, api_key="k", retry=None)
+        async with model:
+            judges = [PairwiseJudge("pref", model), plain]
+            summary = await run_suite(suite, out=project / "out", task=_candidates, judges=judges)
+    outcomes = {g.expr: g for g in summary.gates}
+    assert (outcomes[gates[0]].value, outcomes[gates[0]].passed) == (0.8, True)
+    low = outcomes[gates[1]]
+    assert low.value == pytest.approx(wilson_interval(4, 5)[0]) and not low.passed
+    assert (outcomes[gates[2]].value, outcomes[gates[2]].passed) == (1.0, True)
+    assert outcomes[gates[3]].passed is False
+    assert "not a pairwise judge" in (outcomes[gates[3]].model_extra or {})["reason"]
+    position = next(c for c in summary.checks if c.name == "position_consistency")
+    assert position.passed and position.value == 0
+
+
+def test_unknown_pairwise_gate_stats_are_refused() -> None:
+    """<judge>.pairwise.<stat> parses; an unknown stat lists the valid ones."""
+    gate = parse_gate("pref.pairwise.position_consistency>=0.8")
+    assert (gate.subject, gate.stat) == ("pref", "pairwise.position_consistency")
+    with pytest.raises(ValueError, match="valid: position_consistency"):
+        parse_gate("pref.pairwise.consistency>=0.8")

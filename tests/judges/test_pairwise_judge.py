@@ -72,17 +72,18 @@ async def test_tuple_output_names_the_systems_a_and_b() -> None:
     assert "winner" not in tie.metadata["pairwise"]  # metadata holds no null: a tie has none
 
 
-async def test_position_bias_gives_a_tie_or_abstains() -> None:
-    """Answers that flip with the order are a tie (default) or ABSTAIN, flagged position_bias."""
+async def test_position_bias_is_never_a_decision() -> None:
+    """Answers that flip with the order are ABSTAIN (labelled tie by default), never a PASS."""
     async with FakeModelServer(default=always_first) as server, client(server) as model:
         ctx = Context(input="q", output={"x": GOOD, "y": BAD})
         tie = await PairwiseJudge("pref", model)(ctx)
         abstain = await PairwiseJudge("pref", model, on_inconsistent="abstain")(ctx)
-    assert (tie.status, tie.label, tie.confidence) == (Status.PASS, "tie", None)
+    assert (tie.status, tie.label, tie.confidence) == (Status.ABSTAIN, "tie", None)
     assert tie.metadata["position_bias"] is True
     assert "winner" not in tie.metadata["pairwise"]
-    assert "Position bias" in tie.reasoning
-    assert abstain.status is Status.ABSTAIN and abstain.metadata["position_bias"] is True
+    assert "Position bias" in tie.reasoning and "counted as a tie" in tie.reasoning
+    assert (abstain.status, abstain.label) == (Status.ABSTAIN, None)
+    assert abstain.metadata["position_bias"] is True
 
 
 async def test_swap_false_asks_once() -> None:
