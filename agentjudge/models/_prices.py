@@ -79,6 +79,9 @@ Price = Annotated[float, BeforeValidator(_number), AfterValidator(_price)]
 class ModelPrice(BaseModel):
     """What one model costs, in US dollars per million tokens.
 
+    Every price is a number >= 0 (an int or a float): a string such as ``"0.15"`` or a
+    boolean is refused, never read as a price.
+
     Attributes:
         input: Uncached input tokens.
         output: Output tokens (reasoning tokens included).
