@@ -72,10 +72,7 @@ def _optional_scope(node: ast.AST, body_of: ast.AST | None) -> bool:
 
 def _imports(file: Path, root: Path = ROOT) -> Iterator[Imported]:
     tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
-    parent: dict[ast.AST, ast.AST] = {}
-    for node in ast.walk(tree):
-        for child in ast.iter_child_nodes(node):
-            parent[child] = node
+    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
@@ -84,10 +81,10 @@ def _imports(file: Path, root: Path = ROOT) -> Iterator[Imported]:
         else:
             continue
         optional = False
-        child: ast.AST = node
-        while child in parent and not optional:
-            optional = _optional_scope(parent[child], child)
-            child = parent[child]
+        inner: ast.AST = node
+        while inner in parent and not optional:
+            optional = _optional_scope(parent[inner], inner)
+            inner = parent[inner]
         where = f"{file.relative_to(root)}:{node.lineno}"
         for module in modules:
             top = module.partition(".")[0]

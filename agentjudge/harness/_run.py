@@ -36,7 +36,7 @@ from agentjudge.harness._batch_mode import (
 )
 from agentjudge.harness._calibrate import cascade_settings, check_labelled
 from agentjudge.harness._case import Case
-from agentjudge.harness._clients import close_model_clients, find_model_clients
+from agentjudge.harness._clients import close_model_clients, find_model_clients, missing_keys
 from agentjudge.harness._cost import (
     budget_outcome,
     prices_applied,
@@ -79,6 +79,11 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 BATCH_BUFFER = 8
 """Batches of results lines from worker processes waiting for the writer."""
+MISSING_KEY_HINT = (
+    "set the variable, or pass api_key='' to a client whose server needs no key "
+    "(clients of servers on localhost need none)"
+)
+"""The advice after the lines of `missing_keys` (a run does not start without the keys)."""
 MISSING_SHOWN = 20
 """Missing case ids named in a `CasesLost` message (the rest are counted)."""
 
@@ -198,6 +203,8 @@ class _Run:
         if judges is None:
             judges = resolve_judges(suite)
             self.clients = find_model_clients(judges)
+        if problems := missing_keys(task, judges):
+            raise RunConfigError("\n".join([*problems, MISSING_KEY_HINT]))
         try:
             self.price_table = suite_price_table(suite)
         except ValueError as exc:

@@ -21,20 +21,23 @@ from __future__ import annotations
 
 import base64
 import copy
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 __all__ = [
-    "REDACTED",
-    "Secrets",
     "MIN_SECRET_CHARS",
     "PLACEHOLDER_KEYS",
+    "REDACTED",
+    "Secrets",
     "basic_authorization",
     "can_be_secret",
+    "is_local_url",
     "is_sensitive_header",
     "mask_url",
+    "missing_key_reason",
     "split_credentials",
 ]
 
@@ -86,6 +89,37 @@ def can_be_secret(value: str | None) -> bool:
     return len(value) >= MIN_SECRET_CHARS and value.lower() not in PLACEHOLDER_KEYS
 
 
+def is_local_url(url: str) -> bool:
+    """True when ``url`` names this machine: ``localhost`` (``*.localhost``) or a loopback IP.
+
+    Servers there (Ollama, vLLM, llama.cpp, a test double) commonly take no API key.
+    """
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified
+
+
+def missing_key_reason(
+    env: str, key: str | None, base_url: str, headers: Mapping[str, str]
+) -> str | None:
+    """``"<env> is not set"`` (or ``"is empty"``) for a client that has no key but needs one.
+
+    None when ``key`` is set, when ``headers`` hold a credential (`is_sensitive_header`) or
+    when ``base_url`` is on this machine (`is_local_url`). The harness refuses to start a run
+    while a model client of its task or judges reports a missing key.
+    """
+    if key or is_local_url(base_url):
+        return None
+    if any(value and is_sensitive_header(name) for name, value in headers.items()):
+        return None
+    return f"{env} is {'empty' if key == '' else 'not set'}"
+
+
 def basic_authorization(user: str, password: str) -> str:
     """The ``Authorization`` value for HTTP Basic authentication."""
     token = base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
@@ -134,7 +168,7 @@ class Secrets:
     def __init__(
         self, values: Iterable[str | None] = (), headers: Mapping[str, str] | None = None
     ) -> None:
-        found = {v for v in values if can_be_secret(v)}
+        found = {v for v in values if v is not None and can_be_secret(v)}
         for name, value in (headers or {}).items():
             if not is_sensitive_header(name) or not value:
                 continue
