@@ -36,7 +36,7 @@ from agentjudge.harness._batch_mode import (
 )
 from agentjudge.harness._calibrate import cascade_settings, check_labelled
 from agentjudge.harness._case import Case
-from agentjudge.harness._clients import close_model_clients, find_model_clients, missing_keys
+from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._cost import (
     budget_outcome,
     prices_applied,
@@ -53,6 +53,7 @@ from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._resolve import (
     RunConfigError,
     build_evaluator,
+    check_model_keys,
     resolve_judges,
     resolve_task,
     root_jury_name,
@@ -62,7 +63,15 @@ from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
-from agentjudge.harness._writer import ResultsWriter, WriteFailed, drop_rows, write_json_atomic
+from agentjudge.harness._writer import (
+    RESERVE_FILE,
+    ResultsWriter,
+    SpaceReserve,
+    WriteFailed,
+    drop_rows,
+    out_of_space,
+    write_json_atomic,
+)
 
 __all__ = [
     "CasesLost",
@@ -79,11 +88,6 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 BATCH_BUFFER = 8
 """Batches of results lines from worker processes waiting for the writer."""
-MISSING_KEY_HINT = (
-    "set the variable, or pass api_key='' to a client whose server needs no key "
-    "(clients of servers on localhost need none)"
-)
-"""The advice after the lines of `missing_keys` (a run does not start without the keys)."""
 MISSING_SHOWN = 20
 """Missing case ids named in a `CasesLost` message (the rest are counted)."""
 
@@ -163,6 +167,8 @@ class _Run:
         self.run_id = new_run_id(self.started)
         self.cases_in = 0
         """Cases handed out by this invocation (the accounting's "in")."""
+        self.reserve = SpaceReserve(out / RESERVE_FILE)
+        """Space for the summary on a full disk (held from `prepare_files` to the end)."""
 
     # ------------------------------------------------------------------ setup
     def prepare_config(self, task: Any = None, judges: Any = None) -> None:
@@ -203,8 +209,7 @@ class _Run:
         if judges is None:
             judges = resolve_judges(suite)
             self.clients = find_model_clients(judges)
-        if problems := missing_keys(task, judges):
-            raise RunConfigError("\n".join([*problems, MISSING_KEY_HINT]))
+        check_model_keys(task, judges)
         try:
             self.price_table = suite_price_table(suite)
         except ValueError as exc:
@@ -264,6 +269,7 @@ class _Run:
                 self.batch.check_state_files()
         except ValueError as exc:
             raise RunConfigError(f"cannot run in batch mode: {exc}") from exc
+        self.reserve.hold()  # released by _execute_run, whatever happens
 
     def _load_existing(self) -> None:
         done = self.done_ids
@@ -516,9 +522,20 @@ class _Run:
         return summary
 
     async def write_summary(self, summary: RunSummary) -> None:
-        """Write ``summary.json`` atomically (never a half-written file)."""
+        """Write ``summary.json`` atomically (never a half-written file).
+
+        On a full disk the space reserve is given up and the summary written into it.
+        """
         text = summary.model_dump_json(indent=2) + "\n"
-        await anyio.to_thread.run_sync(write_json_atomic, self.summary_path, text)
+        await anyio.to_thread.run_sync(self._write_summary_text, text)
+
+    def _write_summary_text(self, text: str) -> None:
+        try:
+            write_json_atomic(self.summary_path, text)
+        except WriteFailed as exc:
+            if not out_of_space(exc) or not self.reserve.release():
+                raise
+            write_json_atomic(self.summary_path, text)
 
 
 def _single_leaf(exc: BaseException) -> BaseException:
@@ -610,6 +627,16 @@ async def _execute_run(
     run: _Run, telemetry: Telemetry | None, pool: WorkerPool | None
 ) -> RunSummary:
     await anyio.to_thread.run_sync(run.prepare_files)
+    try:
+        return await _run_prepared(run, telemetry, pool)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(run.reserve.release)
+
+
+async def _run_prepared(
+    run: _Run, telemetry: Telemetry | None, pool: WorkerPool | None
+) -> RunSummary:
     if pool is not None and telemetry is not None:
         run.warnings.append(
             "per-case and per-judge telemetry is recorded only with workers = 1 "
