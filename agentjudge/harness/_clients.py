@@ -9,6 +9,11 @@ closes the clients of its own copy of the judges. Judges passed as objects to
 
 Closing is safe for a client that is used again later: the package's clients reopen their
 connections on the next request (an injected ``httpx.AsyncClient`` is never closed).
+
+Before a run starts, `missing_keys` asks every client reachable from the task and the judges
+(whoever built them) whether it lacks an API key: a client reports that with a ``missing_key``
+attribute (``"OPENAI_API_KEY is not set"``, None when it has a key or needs none; see
+`HTTPModelClient.missing_key`), so the run stops with exit 2 instead of failing every call.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 import anyio
 
-__all__ = ["CLOSE_TIMEOUT", "close_model_clients", "find_model_clients"]
+__all__ = ["CLOSE_TIMEOUT", "close_model_clients", "find_model_clients", "missing_keys"]
 
 CLOSE_TIMEOUT = 10.0
 """Seconds allowed for closing all of a run's clients (a hung close never hangs the run)."""
@@ -83,6 +88,32 @@ def _children(obj: Any) -> Iterator[Any]:
         yield from _slot_values(obj)
 
 
+def _own_name(obj: Any) -> str | None:
+    """The name of a judge or task (a callable with a ``name``, or a function), else None."""
+    if isinstance(obj, types.FunctionType):
+        return obj.__name__
+    name = getattr(obj, "name", None) if callable(obj) else None
+    return name if isinstance(name, str) and name.strip() else None
+
+
+def _walk(root: Any) -> Iterator[tuple[Any, str | None]]:
+    """Each model client reachable from ``root`` with the name of its nearest judge or task."""
+    seen: set[int] = set()
+    stack: list[tuple[Any, int, str | None]] = [(root, 0, None)]
+    while stack and len(seen) < MAX_VISITED:
+        obj, depth, owner = stack.pop()
+        if isinstance(obj, _ATOMS) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if _is_client(obj):
+            yield obj, owner
+            continue
+        if depth < MAX_DEPTH:
+            owner = _own_name(obj) or owner
+            children = [(child, depth + 1, owner) for child in _children(obj)]
+            stack.extend(reversed(children))
+
+
 def find_model_clients(judges: Any) -> list[Any]:
     """The model clients reachable from ``judges`` (each once, in the order found).
 
@@ -90,21 +121,25 @@ def find_model_clients(judges: Any) -> list[Any]:
     closure cells and defaults of functions; it does not descend into a client, a module's
     globals or a class. At most `MAX_VISITED` objects and `MAX_DEPTH` hops are examined.
     """
-    found: list[Any] = []
-    seen: set[int] = set()
-    stack: list[tuple[Any, int]] = [(judges, 0)]
-    while stack and len(seen) < MAX_VISITED:
-        obj, depth = stack.pop()
-        if isinstance(obj, _ATOMS) or id(obj) in seen:
-            continue
-        seen.add(id(obj))
-        if _is_client(obj):
-            found.append(obj)
-            continue
-        if depth < MAX_DEPTH:
-            children = [(child, depth + 1) for child in _children(obj)]
-            stack.extend(reversed(children))
-    return found
+    return [client for client, _ in _walk(judges)]
+
+
+def missing_keys(task: Any, judges: Any) -> list[str]:
+    """One line per model client of ``task`` or ``judges`` that needs an API key and has none.
+
+    E.g. ``judge 'Correctness' (openai:gpt-4o-mini): OPENAI_API_KEY is not set``: the nearest
+    judge (or task) holding the client, the client's name and its ``missing_key``.
+    """
+    lines: list[str] = []
+    for what, root in (("task", task), ("judge", judges)):
+        for client, owner in _walk(root):
+            reason = getattr(client, "missing_key", None)
+            if not isinstance(reason, str) or not reason:
+                continue
+            name = getattr(client, "name", type(client).__name__)
+            label = what if owner is None else f"{what} {owner!r}"
+            lines.append(f"{label}: {reason}" if owner == name else f"{label} ({name}): {reason}")
+    return lines
 
 
 async def close_model_clients(clients: list[Any], *, grace: float = CLOSE_TIMEOUT) -> list[str]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from agentjudge.engine import Budget, Evaluator, Jury, RetryPolicy
 from agentjudge.exceptions import AgentJudgeError
+from agentjudge.harness._clients import missing_keys
 from agentjudge.harness._loading import load_object, names_model, takes_no_arguments
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._telemetry import Telemetry
@@ -19,6 +20,7 @@ __all__ = [
     "ROOT_JURY",
     "RunConfigError",
     "build_evaluator",
+    "check_model_keys",
     "resolve_judges",
     "resolve_task",
     "root_jury_name",
@@ -118,6 +120,23 @@ def resolve_task(suite: Suite) -> Any:
     if not callable(task):
         raise RunConfigError(f"task {ref!r} is a {type(task).__name__}, not a callable")
     return task
+
+
+MISSING_KEY_HINT = (
+    "set the variable, or pass api_key='' to a client whose server needs no key "
+    "(clients of servers on localhost need none)"
+)
+"""The advice after the lines of `missing_keys`."""
+
+
+def check_model_keys(task: Any, judges: Any) -> None:
+    """Refuse to start a run while a model client of the task or the judges lacks its API key.
+
+    Raises:
+        RunConfigError: one line per such client (`missing_keys`), then `MISSING_KEY_HINT`.
+    """
+    if problems := missing_keys(task, judges):
+        raise RunConfigError("\n".join([*problems, MISSING_KEY_HINT]))
 
 
 def build_evaluator(

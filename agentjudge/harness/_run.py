@@ -53,6 +53,7 @@ from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._resolve import (
     RunConfigError,
     build_evaluator,
+    check_model_keys,
     resolve_judges,
     resolve_task,
     root_jury_name,
@@ -62,7 +63,15 @@ from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
-from agentjudge.harness._writer import ResultsWriter, WriteFailed, drop_rows, write_json_atomic
+from agentjudge.harness._writer import (
+    RESERVE_FILE,
+    ResultsWriter,
+    SpaceReserve,
+    WriteFailed,
+    drop_rows,
+    out_of_space,
+    write_json_atomic,
+)
 
 __all__ = [
     "CasesLost",
@@ -158,6 +167,8 @@ class _Run:
         self.run_id = new_run_id(self.started)
         self.cases_in = 0
         """Cases handed out by this invocation (the accounting's "in")."""
+        self.reserve = SpaceReserve(out / RESERVE_FILE)
+        """Space for the summary on a full disk (held from `prepare_files` to the end)."""
 
     # ------------------------------------------------------------------ setup
     def prepare_config(self, task: Any = None, judges: Any = None) -> None:
@@ -198,6 +209,7 @@ class _Run:
         if judges is None:
             judges = resolve_judges(suite)
             self.clients = find_model_clients(judges)
+        check_model_keys(task, judges)
         try:
             self.price_table = suite_price_table(suite)
         except ValueError as exc:
@@ -257,6 +269,7 @@ class _Run:
                 self.batch.check_state_files()
         except ValueError as exc:
             raise RunConfigError(f"cannot run in batch mode: {exc}") from exc
+        self.reserve.hold()  # released by _execute_run, whatever happens
 
     def _load_existing(self) -> None:
         done = self.done_ids
@@ -509,9 +522,20 @@ class _Run:
         return summary
 
     async def write_summary(self, summary: RunSummary) -> None:
-        """Write ``summary.json`` atomically (never a half-written file)."""
+        """Write ``summary.json`` atomically (never a half-written file).
+
+        On a full disk the space reserve is given up and the summary written into it.
+        """
         text = summary.model_dump_json(indent=2) + "\n"
-        await anyio.to_thread.run_sync(write_json_atomic, self.summary_path, text)
+        await anyio.to_thread.run_sync(self._write_summary_text, text)
+
+    def _write_summary_text(self, text: str) -> None:
+        try:
+            write_json_atomic(self.summary_path, text)
+        except WriteFailed as exc:
+            if not out_of_space(exc) or not self.reserve.release():
+                raise
+            write_json_atomic(self.summary_path, text)
 
 
 def _single_leaf(exc: BaseException) -> BaseException:
@@ -603,6 +627,16 @@ async def _execute_run(
     run: _Run, telemetry: Telemetry | None, pool: WorkerPool | None
 ) -> RunSummary:
     await anyio.to_thread.run_sync(run.prepare_files)
+    try:
+        return await _run_prepared(run, telemetry, pool)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(run.reserve.release)
+
+
+async def _run_prepared(
+    run: _Run, telemetry: Telemetry | None, pool: WorkerPool | None
+) -> RunSummary:
     if pool is not None and telemetry is not None:
         run.warnings.append(
             "per-case and per-judge telemetry is recorded only with workers = 1 "

@@ -4,10 +4,14 @@ Every row is written and flushed at once (``--resume`` trusts what is on disk); 
 cannot hold is written with ``backslashreplace`` and a warning; an OS write failure becomes
 `WriteFailed` naming the cause and the file. Split from `agentjudge.harness._results`, which
 encodes and reads rows.
+
+`SpaceReserve` keeps a little disk space for a run's last words: on a full disk the results
+file stops growing, but the summary saying "aborted" is still written from the reserve.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -20,7 +24,17 @@ from typing import Any, BinaryIO
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._results import ResultsError, _encoder, _iter_parsed
 
-__all__ = ["ResultsWriter", "WriteFailed", "drop_rows", "write_failed", "write_json_atomic"]
+__all__ = [
+    "RESERVE_BYTES",
+    "RESERVE_FILE",
+    "ResultsWriter",
+    "SpaceReserve",
+    "WriteFailed",
+    "drop_rows",
+    "out_of_space",
+    "write_failed",
+    "write_json_atomic",
+]
 
 
 class WriteFailed(AgentJudgeError):
@@ -37,6 +51,12 @@ _WRITE_CAUSES = {
     errno.EIO: "I/O error",
     errno.EROFS: "read-only file system",
 }
+
+
+def out_of_space(exc: WriteFailed) -> bool:
+    """True when ``exc`` failed for want of space (no space left, disk quota exceeded)."""
+    cause = exc.__cause__
+    return isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def write_failed(exc: OSError, path: Path | str) -> WriteFailed:
@@ -229,3 +249,44 @@ def _sync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+RESERVE_FILE = ".agentjudge-reserve"
+"""The ballast file `SpaceReserve` keeps in a run's output folder while the run lasts."""
+RESERVE_BYTES = 256 * 1024
+"""Bytes held back: several times the summary of a large run (tens of judges and juries)."""
+
+
+class SpaceReserve:
+    """Disk space held back for a run's summary: a ballast file, deleted when space runs out.
+
+    `hold` writes ``size`` incompressible bytes to ``path`` (so no compressing file system
+    stores it in less) when the run starts. When the summary cannot be written for want of
+    space, `release` deletes the file and the summary is written again into the space it
+    freed; at the end of the run, `release` removes it in any case. Best effort: a reserve
+    that cannot be written (the disk is full already, a file size limit) is not held, and
+    nothing of it is left behind. Blocking: call it from a worker thread.
+    """
+
+    def __init__(self, path: Path, size: int = RESERVE_BYTES) -> None:
+        self.path = path
+        self.size = size
+        self.held = False
+
+    def hold(self) -> bool:
+        """Write the ballast file; True when it was written whole."""
+        try:
+            with self.path.open("wb") as handle:
+                handle.write(os.urandom(self.size))
+        except OSError:
+            self.release()
+            return False
+        self.held = True
+        return True
+
+    def release(self) -> bool:
+        """Delete the ballast file; True when it was held (its space is free again)."""
+        held, self.held = self.held, False
+        with contextlib.suppress(OSError):
+            self.path.unlink(missing_ok=True)
+        return held

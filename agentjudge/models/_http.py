@@ -46,7 +46,13 @@ from agentjudge.models._loop import LoopLocal
 from agentjudge.models._options import ClientKeywords, ClientOptions
 from agentjudge.models._ratelimit import RateLease, RateLimit
 from agentjudge.models._schema import SchemaViolation, schema_errors
-from agentjudge.models._secrets import Secrets, basic_authorization, mask_url, split_credentials
+from agentjudge.models._secrets import (
+    Secrets,
+    basic_authorization,
+    mask_url,
+    missing_key_reason,
+    split_credentials,
+)
 from agentjudge.models._transport import (
     TRANSPORTS,
     HttpxPoster,
@@ -181,6 +187,7 @@ class HTTPModelClient:
         self.api_key = (
             given.api_key if given.api_key is not None else os.environ.get(self.api_key_env)
         )
+        self._key_given = given.api_key is not None
         self.extra_headers = dict(given.headers or {})
         self.max_concurrency = given.max_concurrency
         self.rate_limit = given.rate_limit if given.rate_limit is not None else RateLimit()
@@ -241,6 +248,17 @@ class HTTPModelClient:
                 "carries credentials, which are sent as the Authorization header (HTTP Basic), "
                 f"but {' and '.join(clashes)} would set that header too; give one of them"
             )
+
+    @property
+    def missing_key(self) -> str | None:
+        """What keeps this client from authenticating (``"OPENAI_API_KEY is not set"``), or None.
+
+        See `agentjudge.models._secrets.missing_key_reason`; ``api_key=`` given (``""`` sends none),
+        URL credentials and an injected ``client=`` (it may authenticate itself) count as keys.
+        """
+        if self._key_given or self._credentials or self._injected is not None:
+            return None
+        return missing_key_reason(self.api_key_env, self.api_key, self.base_url, self.extra_headers)
 
     @property
     def _secrets(self) -> Secrets:

@@ -13,6 +13,7 @@ from agentjudge.core import Context, Message
 from agentjudge.exceptions import ModelHTTPError
 from agentjudge.judges import LLMJudge
 from agentjudge.models import AnthropicMessages, ModelRequest, OpenAIChat
+from agentjudge.models._secrets import MIN_SECRET_CHARS, REDACTED, Secrets
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
 KEY = "sk-live-0123456789abcdef"
@@ -70,20 +71,22 @@ async def test_anthropic_key_echoed_by_retried_statuses_is_redacted_from_every_c
 
 async def test_credential_headers_are_redacted_too() -> None:
     """Values of credential headers given with headers= are redacted from error texts."""
-    echo = FakeResponse(status=400, text="rejected token Bearer hdr-tok-42 and api-key az-999")
+    echo = FakeResponse(
+        status=400, text="rejected token Bearer hdr-tok-42 and api-key az-0123456789"
+    )
     async with (
         FakeModelServer(echo) as server,
         OpenAIChat(
             "m",
             base_url=server.base_url,
             api_key="",
-            headers={"Authorization": "Bearer hdr-tok-42", "api-key": "az-999"},
+            headers={"Authorization": "Bearer hdr-tok-42", "api-key": "az-0123456789"},
         ) as model,
     ):
         with pytest.raises(ModelHTTPError) as caught:
             await model.complete(REQUEST)
     assert "hdr-tok-42" not in str(caught.value)
-    assert "az-999" not in str(caught.value)
+    assert "az-0123456789" not in str(caught.value)
     assert "rejected token [REDACTED] and api-key [REDACTED]" in str(caught.value)
 
 
@@ -170,3 +173,28 @@ async def test_transport_error_whose_cause_holds_the_key_is_raised_without_the_c
             await model.complete(REQUEST)
     await http.aclose()
     assert KEY not in _everything(caught.value)
+
+
+@pytest.mark.parametrize("dummy", ["k", "x", "EMPTY", "none", "sk-no-key-required"])
+async def test_a_dummy_key_leaves_error_texts_intact(dummy: str) -> None:
+    """A short or placeholder key (local servers) is not redacted: the words stay readable."""
+    body = f"Incorrect API key provided: {dummy}. Check your key; the lookup key is {dummy}."
+    async with (
+        FakeModelServer(FakeResponse(status=401, text=body)) as server,
+        OpenAIChat("m", base_url=server.base_url, api_key=dummy) as model,
+    ):
+        with pytest.raises(ModelHTTPError) as caught:
+            await model.complete(REQUEST)
+    assert body in str(caught.value)
+    assert REDACTED not in _everything(caught.value)
+
+
+def test_redaction_starts_at_the_documented_length() -> None:
+    """Values of MIN_SECRET_CHARS characters are redacted everywhere; shorter ones never."""
+    text = "token abcdefgh, again abcdefgh; short abcdefg; Bearer k okay"
+    long_value = "abcdefgh"[:MIN_SECRET_CHARS]
+    assert Secrets([long_value]).redact(text) == (
+        "token [REDACTED], again [REDACTED]; short abcdefg; Bearer k okay"
+    )
+    assert Secrets(["abcdefg"], {"Authorization": "Bearer k"}).redact(text) == text
+    assert not Secrets(["k", "EMPTY", None, ""], {"x-api-key": "none"})

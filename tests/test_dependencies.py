@@ -1,0 +1,144 @@
+"""Every third-party module the package imports is declared in pyproject.toml (issue 19, item 22).
+
+aiohttp was imported by the default transport but arrived only through httpx-aiohttp: an
+upgrade of that package could have broken every install. Here every ``import`` of
+``agentjudge/**/*.py`` is read with `ast` and its top-level name mapped to the distributions
+that provide it (`importlib.metadata.packages_distributions`):
+
+* an import that runs when its module is imported must come from ``[project] dependencies``;
+* an optional one (inside a function, under ``try: ... except ImportError`` or
+  ``if TYPE_CHECKING:``) from the dependencies or an extra (``[project.optional-dependencies]``),
+  or be listed in `UNDECLARED_OPTIONAL` with the reason it is declared nowhere.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib.metadata import packages_distributions
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "agentjudge"
+
+UNDECLARED_OPTIONAL = {
+    "tiktoken": "run --dry-run counts tokens exactly when it happens to be installed (chars/4 "
+    "otherwise); no feature needs it, so no extra installs it",
+}
+"""Optional imports no extra declares, each with the reason."""
+
+
+@dataclass(frozen=True)
+class Imported:
+    """One third-party import statement."""
+
+    top: str
+    """The top-level module name (``opentelemetry`` for ``opentelemetry.trace``)."""
+    where: str
+    """``file:line``."""
+    optional: bool
+    """Runs only on demand: in a function, an ImportError guard or ``if TYPE_CHECKING``."""
+
+
+def _guards_import_error(node: ast.Try) -> bool:
+    names: list[str] = []
+    for handler in node.handlers:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        names += [k.id for k in kinds if isinstance(k, ast.Name)]
+    return any(n in ("ImportError", "ModuleNotFoundError", "Exception") for n in names)
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _optional_scope(node: ast.AST, body_of: ast.AST | None) -> bool:
+    """True when statements in ``node`` (reached through ``body_of``) run only on demand."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return True
+    if isinstance(node, ast.Try) and body_of in node.body:
+        return _guards_import_error(node)
+    return isinstance(node, ast.If) and _is_type_checking(node) and body_of in node.body
+
+
+def _imports(file: Path, root: Path = ROOT) -> Iterator[Imported]:
+    tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
+    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [node.module]
+        else:
+            continue
+        optional = False
+        inner: ast.AST = node
+        while inner in parent and not optional:
+            optional = _optional_scope(parent[inner], inner)
+            inner = parent[inner]
+        where = f"{file.relative_to(root)}:{node.lineno}"
+        for module in modules:
+            top = module.partition(".")[0]
+            if top not in sys.stdlib_module_names and top != "agentjudge":
+                yield Imported(top, where, optional)
+
+
+def _declared() -> tuple[set[str], set[str]]:
+    """Canonical names of the distributions in dependencies, and in the extras."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+    def names(specs: list[str]) -> set[str]:
+        return {canonicalize_name(Requirement(spec).name) for spec in specs}
+
+    extras = project.get("optional-dependencies", {})
+    return names(project["dependencies"]), names([s for group in extras.values() for s in group])
+
+
+def test_every_imported_module_is_a_declared_dependency() -> None:
+    """Imports that always run come from dependencies; optional ones from an extra as well."""
+    required, extras = _declared()
+    providers = packages_distributions()
+    found = [i for file in sorted(PACKAGE.rglob("*.py")) for i in _imports(file)]
+    assert any(i.top == "aiohttp" for i in found)  # the scan sees lazy imports too
+    problems = []
+    for imported in found:
+        dists = {canonicalize_name(d) for d in providers.get(imported.top, [])}
+        allowed = required | extras if imported.optional else required
+        if dists & allowed or (imported.optional and imported.top in UNDECLARED_OPTIONAL):
+            continue
+        need = "dependencies or an extra" if imported.optional else "[project] dependencies"
+        problems.append(
+            f"{imported.where}: {imported.top} (from {sorted(dists) or 'nothing installed'}) "
+            f"is not declared in {need}"
+        )
+    assert not problems, "\n".join(problems)
+
+
+def test_the_scan_tells_optional_imports_from_required_ones(tmp_path: Path) -> None:
+    """Guards are recognised: function bodies, ImportError handlers, TYPE_CHECKING blocks."""
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "import yaml\n"
+        "try:\n    import rich\nexcept ImportError:\n    rich = None\n"
+        "try:\n    import ujson\nexcept ValueError:\n    pass\n"
+        "if TYPE_CHECKING:\n    import numpy\n"
+        "def f():\n    import pandas\n",
+        encoding="utf-8",
+    )
+    found = {i.top: i.optional for i in _imports(source, tmp_path)}
+    assert found == {
+        "yaml": False,
+        "rich": True,
+        "ujson": False,
+        "numpy": True,
+        "pandas": True,
+    }
