@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -16,6 +17,7 @@ from agentjudge.engine import Budget, Evaluator, Jury
 from agentjudge.judges import LLMJudge
 from agentjudge.judging import judge
 from agentjudge.models import OpenAIChat, SqliteCache, prices
+from agentjudge.models._spend import seen_by
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 # gpt-4o-mini: $0.15 in + $0.60 out per million. The judge caps answers at 750k tokens and the
@@ -43,6 +45,14 @@ async def priced_model(
 def capped(model: OpenAIChat, name: str = "j") -> LLMJudge:
     """The judge of these tests: answers capped at MAX_TOKENS (its calls' upper bound)."""
     return LLMJudge(name, model, "{{input}}", max_tokens=MAX_TOKENS)
+
+
+async def _run_cases(evaluator: Evaluator, inputs: list[str]) -> list[Status | None]:
+    """Statuses of one case per input, run one after the other."""
+    statuses = []
+    async for case in evaluator.run([Context(input=i) for i in inputs], concurrency=1):
+        statuses.extend(r.status for r in case.results)
+    return statuses
 
 
 async def _run(evaluator: Evaluator) -> list[Status | None]:
@@ -198,3 +208,50 @@ async def test_a_cheap_first_call_opens_no_wave_past_the_budget() -> None:
     assert sum(bill) <= 5.0 + 1e-9  # what the provider billed
     assert budget.spent_usd == pytest.approx(sum(bill))
     assert sum(bill) > 5.0 - 0.46  # at most one call's bound was left unspent
+
+
+@pytest.mark.usefixtures("wave_price")
+async def test_inputs_above_the_estimate_scale_later_reservations() -> None:
+    """Answers showing 3x the estimated input tokens make later reservations 3x as large."""
+    prompt = f"{LONG}."  # 1601 characters: estimated at 401 tokens
+    usage = {"prompt_tokens": 3 * 401, "completion_tokens": 50}
+    async with (
+        FakeModelServer(FakeResponse(text="Answer: YES", usage=usage)) as server,
+        OpenAIChat(WAVE_MODEL, base_url=server.base_url, api_key="k") as model,
+    ):
+        judge = LLMJudge("j", model, "{{input}}", max_tokens=50)
+        budget = Budget(usd=3.0)  # the first call reserves $0.451 and costs $1.253
+        statuses = await _run_cases(Evaluator(judge, budget=budget), [prompt] * 4)
+        assert seen_by(model).input_ratio == pytest.approx(3.0)
+    # afterwards each call reserves its real $1.253: the third would pass $3, so it is refused
+    assert statuses == [Status.PASS, Status.PASS, Status.ERROR, Status.ERROR]
+    assert budget.spent_usd == pytest.approx(2 * 1.253)
+
+
+@pytest.mark.usefixtures("wave_price")
+async def test_an_answer_without_usage_counts_its_whole_bound() -> None:
+    """A provider that reports no usage is charged the reserved bound, never nothing."""
+    body = {"choices": [{"message": {"role": "assistant", "content": "Answer: YES"}}]}
+    async with (
+        FakeModelServer(FakeResponse(raw_body=json.dumps(body))) as server,
+        OpenAIChat(WAVE_MODEL, base_url=server.base_url, api_key="k") as model,
+    ):
+        budget = Budget(usd=5.0, tokens=10_000)
+        judge = LLMJudge("j", model, "{{input}}", max_tokens=50)
+        assert await _run_cases(Evaluator(judge, budget=budget), ["abcd"]) == [Status.PASS]
+    assert budget.spent_tokens == 1 + 50  # "abcd" estimates as 1 token, plus max_tokens
+    assert budget.spent_usd == pytest.approx(51 / 1000)
+
+
+@pytest.mark.usefixtures("wave_price")
+async def test_a_failed_call_gives_its_reservation_back() -> None:
+    """A call that fails is not counted and leaves no reservation behind."""
+    async with (
+        FakeModelServer(FakeResponse(status=400, text="bad request")) as server,
+        OpenAIChat(WAVE_MODEL, base_url=server.base_url, api_key="k") as model,
+    ):
+        budget = Budget(usd=0.06)  # room for exactly one call's bound ($0.051) at a time
+        judge = LLMJudge("j", model, "{{input}}", max_tokens=50)
+        statuses = await _run_cases(Evaluator(judge, budget=budget, retry=None), ["abcd"] * 3)
+    assert statuses == [Status.ERROR] * 3 and len(server.requests) == 3
+    assert budget.spent_usd == 0.0 and not budget.exhausted
