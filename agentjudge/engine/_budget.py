@@ -1,101 +1,98 @@
 """`Budget`: a spending limit (US dollars and/or tokens) on the model calls of an Evaluator.
 
-The rule, per attempt of a model-backed judge (``kind`` LLM, or a judge with a ``client``):
+The rule, per model request of a metered judge (``kind`` LLM, or a judge with a ``client``):
 
-* The judge's *estimate* is its mean cost per finished call so far (dollars from
-  ``metadata["cost_usd"]``, tokens from ``metadata["usage"]``: input + output).
-* An attempt starts only if ``spent + reserved + estimate <= limit`` for every limit set (and
-  ``spent < limit``), where ``reserved`` is the estimate of every attempt still running. The
-  attempt then reserves its estimate until it finishes, when its actual cost replaces it.
-* Until a judge has a finished call with a known cost there is no estimate: one call of that
-  judge runs at a time (a probe); its other attempts wait for it (as queueing).
-* An attempt that may not start raises `BudgetExhausted`; the Evaluator records an ERROR
-  result with ``error_type="BudgetExhausted"`` and ``attempts=0`` (never a missing result).
-  Running calls always finish.
-* A dollar limit needs prices: once a judge's answer carries no ``cost_usd`` (its model has
-  no price), that judge's later attempts are refused, naming the model. A token limit likewise
-  needs the provider to report usage.
+* **Before a request is sent it reserves an upper bound of its cost**: its estimated input
+  tokens plus its ``max_tokens``, at the model's price (the model client prices it, see
+  `agentjudge.models._spend`; the engine hands the client this budget through
+  `agentjudge.judging.spend_gate` around each attempt).
+* It is sent only if ``spent + reserved + bound <= limit`` for every limit set. While requests
+  in flight hold the room it needs, it waits for them (reported as queueing); when even
+  ``spent + bound`` passes the limit it is refused with `BudgetExhausted`, and from then on the
+  budget is *exhausted*: every later request and attempt is refused at once.
+* When the answer arrives its real cost replaces the reservation (the whole bound counts when
+  the answer reports no usage). A request that fails or is cancelled gives its reservation
+  back (its cost is unknown and not counted).
+* A dollar limit needs prices: a request whose model has no price is refused before it is
+  sent, naming the model.
+* A refused attempt is an ERROR result with ``error_type="BudgetExhausted"`` (never a missing
+  result): ``attempts=0`` when the budget was already exhausted before it started; a judge
+  refused in the middle of its attempt (e.g. a later sample) has its earlier requests counted.
 
-A call that raises or times out leaves no known cost (the tokens it may have used are not
-counted); a cached answer costs nothing.
+**The bound.** Spending passes a limit only by what requests in flight when it ran out cost
+beyond their reservation. A request costs more than its reservation only when its input has
+more tokens than estimated (outputs are capped by ``max_tokens``) or it sets no
+``max_tokens``; estimates are scaled up by the worst ratio of real to estimated input tokens
+the client's answers have shown. A cached answer costs nothing and reserves nothing.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import anyio
 
-from agentjudge.core import Judgment
-from agentjudge.core._results import judgment_cost_usd, judgment_tokens
+from agentjudge.judging import SpendGate
 
 __all__ = ["Budget", "BudgetExhausted"]
 
 
 class BudgetExhausted(Exception):
-    """An attempt of a model-backed judge was refused because the budget would be exceeded."""
+    """A model request (or a judge attempt) was refused because the budget would be exceeded."""
 
 
 @dataclass(slots=True)
 class _Meter:
-    """One limit (dollars or tokens) and what was spent against it."""
+    """One limit (dollars or tokens) and what was spent and reserved against it."""
 
     unit: str
     limit: float
     spent: float = 0.0
     reserved: float = 0.0
-    samples: dict[str, tuple[int, float]] = field(default_factory=dict)
-    """Judge name -> (finished calls with a known amount, their total)."""
-    unknown: dict[str, str] = field(default_factory=dict)
-    """Judge name -> why its amounts cannot be known (its later attempts are refused)."""
-
-    def estimate(self, judge: str) -> float | None:
-        count, total = self.samples.get(judge, (0, 0.0))
-        return total / count if count else None
 
     def show(self, value: float) -> str:
-        return f"${value:.4f}" if self.unit == "usd" else f"{int(value)} tokens"
+        return f"${value:.4f}" if self.unit == "usd" else f"{math.ceil(value)} tokens"
 
-    def refusal(self, judge: str, estimate: float) -> str | None:
-        """Why an attempt of ``judge`` costing ``estimate`` may not start (None: it may)."""
-        if judge in self.unknown:
-            return self.unknown[judge]
-        if self.spent >= self.limit or self.spent + self.reserved + estimate > self.limit:
-            running = f" + {self.show(self.reserved)} for running calls" if self.reserved else ""
-            return (
-                f"budget exhausted: {self.show(self.spent)} spent{running} of the "
-                f"{self.show(self.limit)} limit; the next call of {judge!r} "
-                f"(about {self.show(estimate)}) would exceed it"
-            )
-        return None
-
-    def record(self, judge: str, amount: float | None, answered: bool, model: str) -> None:
-        if amount is None:
-            if answered and judge not in self.unknown:
-                what = "has no price" if self.unit == "usd" else "reported no token usage"
-                self.unknown[judge] = (
-                    f"budget cannot be kept: the model {model!r} of judge {judge!r} {what}, "
-                    "so its calls cannot be counted"
-                    + (
-                        " (add a price with agentjudge.models.prices.set)"
-                        if self.unit == "usd"
-                        else ""
-                    )
-                )
-            return
-        self.spent += amount
-        count, total = self.samples.get(judge, (0, 0.0))
-        self.samples[judge] = (count + 1, total + amount)
+    def fits(self, amount: float) -> bool:
+        return self.spent + self.reserved + amount <= self.limit
 
 
-@dataclass(slots=True)
-class Ticket:
-    """One admitted attempt: what it reserved."""
+class _Hold:
+    """What one request reserved; settled or released exactly once."""
 
-    judge: str
-    reserved: tuple[float, ...]
-    probe: bool
+    __slots__ = ("_amounts", "_budget", "_open")
+
+    def __init__(self, budget: Budget, amounts: tuple[float, ...]) -> None:
+        self._budget = budget
+        self._amounts = amounts
+        self._open = True
+
+    def settle(self, usd: float | None, tokens: int | None) -> None:
+        """Count what the answer used (an unknown amount counts the reserved bound)."""
+        self._close((usd, tokens))
+
+    def release(self) -> None:
+        """The request got no answer: its reservation goes back."""
+        self._close(None)
+
+    def _close(self, used: tuple[float | None, int | None] | None) -> None:
+        if self._open:
+            self._open = False
+            self._budget._settle(self._amounts, used)
+
+
+class _Gate:
+    """The budget as one judge attempt's model calls see it (names the judge in refusals)."""
+
+    __slots__ = ("_budget", "_judge")
+
+    def __init__(self, budget: Budget, judge: str) -> None:
+        self._budget = budget
+        self._judge = judge
+
+    async def reserve(self, client: str, usd: float | None, tokens: int) -> _Hold:
+        return await self._budget._reserve(self._judge, client, usd, tokens)
 
 
 def _limit(name: str, value: object, *, integer: bool) -> float | None:
@@ -137,9 +134,10 @@ class Budget:
             self._meters.append(_Meter("usd", usd_limit))
         if token_limit is not None:
             self._meters.append(_Meter("tokens", token_limit))
-        self._probing: dict[str, anyio.Event] = {}
+        self._out: str | None = None
+        self._changed: anyio.Event | None = None
         self.refused = 0
-        """Attempts refused so far."""
+        """Requests and attempts refused so far."""
 
     def __repr__(self) -> str:
         return (
@@ -152,54 +150,77 @@ class Budget:
 
     @property
     def spent_usd(self) -> float:
-        """Dollars spent by finished calls (0 without a dollar limit)."""
+        """Dollars spent by answered requests (0 without a dollar limit)."""
         meter = self._meter("usd")
         return 0.0 if meter is None else meter.spent
 
     @property
     def spent_tokens(self) -> int:
-        """Tokens used by finished calls (0 without a token limit)."""
+        """Tokens used by answered requests (0 without a token limit)."""
         meter = self._meter("tokens")
-        return 0 if meter is None else int(meter.spent)
+        return 0 if meter is None else math.ceil(meter.spent)
 
     @property
     def exhausted(self) -> bool:
-        """True once any attempt was refused."""
+        """True once anything was refused."""
         return self.refused > 0
 
-    async def admit(self, judge: str) -> Ticket:
-        """Let one attempt of ``judge`` start, or raise `BudgetExhausted` saying why.
+    def admit(self, judge: str) -> None:
+        """Let one attempt of ``judge`` start, or raise `BudgetExhausted` once the budget is."""
+        if self._out is not None:
+            self.refused += 1
+            raise BudgetExhausted(self._out)
 
-        Waits (without reserving anything) while another call of ``judge`` probes its cost.
-        """
+    def gate(self, judge: str) -> SpendGate:
+        """The gate the model requests of one attempt of ``judge`` reserve their bounds at."""
+        return _Gate(self, judge)
+
+    async def _reserve(self, judge: str, client: str, usd: float | None, tokens: int) -> _Hold:
+        amounts = tuple(usd if m.unit == "usd" else float(tokens) for m in self._meters)
         while True:
-            estimates = [m.estimate(judge) for m in self._meters]
-            probe = any(e is None for e in estimates)
-            if probe and judge in self._probing:
-                await self._probing[judge].wait()
-                continue
-            amounts = tuple(0.0 if e is None else e for e in estimates)
-            for meter, amount in zip(self._meters, amounts, strict=True):
-                why = meter.refusal(judge, amount)
-                if why is not None:
-                    self.refused += 1
-                    raise BudgetExhausted(why)
-            for meter, amount in zip(self._meters, amounts, strict=True):
-                meter.reserved += amount
-            if probe:
-                self._probing[judge] = anyio.Event()
-            return Ticket(judge, amounts, probe)
+            why = self._refusal(judge, client, amounts)
+            if why is not None:
+                self.refused += 1
+                raise BudgetExhausted(why)
+            if all(m.fits(a or 0.0) for m, a in zip(self._meters, amounts, strict=True)):
+                held = tuple(a or 0.0 for a in amounts)
+                for meter, amount in zip(self._meters, held, strict=True):
+                    meter.reserved += amount
+                return _Hold(self, held)
+            if self._changed is None:
+                self._changed = anyio.Event()
+            await self._changed.wait()  # requests in flight hold the room: wait for one
 
-    def settle(self, ticket: Ticket, judgment: Judgment | None) -> None:
-        """Release ``ticket``'s reservation and count what its attempt spent (None: unknown)."""
-        answered = judgment is not None and "model" in judgment.metadata
-        model = str(judgment.metadata.get("model", "")) if judgment is not None else ""
-        for meter, amount in zip(self._meters, ticket.reserved, strict=True):
+    def _refusal(self, judge: str, client: str, amounts: tuple[float | None, ...]) -> str | None:
+        """Why a request of ``client`` reserving ``amounts`` can never be sent (None: it can)."""
+        if self._out is not None:
+            return self._out
+        for meter, amount in zip(self._meters, amounts, strict=True):
+            if amount is None:
+                return (
+                    f"budget cannot be kept: the model {client!r} of judge {judge!r} has no "
+                    "price, so its calls cannot be counted (add a price with "
+                    "agentjudge.models.prices.set)"
+                )
+            if meter.spent + amount > meter.limit:
+                running = f" + {meter.show(meter.reserved)} held by running calls"
+                self._out = (
+                    f"budget exhausted: {meter.show(meter.spent)} spent"
+                    f"{running if meter.reserved else ''} of the {meter.show(meter.limit)} "
+                    f"limit; the next call of {judge!r} (up to {meter.show(amount)}) would "
+                    "exceed it"
+                )
+                return self._out
+        return None
+
+    def _settle(
+        self, amounts: tuple[float, ...], used: tuple[float | None, int | None] | None
+    ) -> None:
+        for meter, amount in zip(self._meters, amounts, strict=True):
             meter.reserved = max(meter.reserved - amount, 0.0)
-            usd = meter.unit == "usd"
-            spent = judgment_cost_usd(judgment) if usd else judgment_tokens(judgment)
-            meter.record(ticket.judge, spent, answered, model)
-        if ticket.probe:
-            event = self._probing.pop(ticket.judge, None)
-            if event is not None:
-                event.set()
+            if used is not None:
+                real = used[0] if meter.unit == "usd" else used[1]
+                meter.spent += amount if real is None else real
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None

@@ -118,8 +118,9 @@ class Evaluator:
         sampling: Per judge name, the fraction of evaluations it runs in (0..1).
         rng: The random source for sampling draws (seed it for reproducible runs).
         on_result: Called once per completed JudgeResult, in completion order.
-        budget: A spending limit on the model calls of model-backed judges (see `Budget`);
-            an attempt it refuses is an ERROR result with ``error_type="BudgetExhausted"``.
+        budget: A spending limit on the model calls of model-backed judges (see `Budget`:
+            each call reserves an upper bound of its cost before it is sent); an attempt it
+            refuses is an ERROR result with ``error_type="BudgetExhausted"``.
         fast_path: Run instant judges of flat juries inline (the fast path); None: on unless
             the environment variable ``AGENTJUDGE_FAST_PATH`` is ``0``. Results are identical
             either way; off is for tests and debugging.

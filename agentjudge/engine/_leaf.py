@@ -33,6 +33,7 @@ from agentjudge.judging import (
     error_type_name,
     is_stray_cancellation,
     queue_clock,
+    spend_gate,
 )
 
 __all__ = ["LeafRunner", "ResultCallback", "stray"]
@@ -186,18 +187,16 @@ class LeafRunner:
         budget = self.budget
         if budget is None or not leaf.metered:
             return await self._attempt_now(leaf, ctx, stats)
-        stats.since = stats.since or perf_counter()  # waiting for admission is queueing
         try:
-            ticket = await budget.admit(leaf.name)
+            budget.admit(leaf.name)
         except BudgetExhausted:
             self.admission.unreserve(leaf, stats)  # slots taken ahead go back now
             raise
-        judgment: Judgment | None = None
+        token = spend_gate.set(budget.gate(leaf.name))  # its model requests reserve there
         try:
-            judgment = await self._attempt_now(leaf, ctx, stats)
-            return judgment
+            return await self._attempt_now(leaf, ctx, stats)
         finally:
-            budget.settle(ticket, judgment)
+            spend_gate.reset(token)
 
     async def _attempt_now(self, leaf: Leaf, ctx: Context, stats: LeafStats) -> Judgment:
         stats.attempts += 1

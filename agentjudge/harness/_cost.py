@@ -286,8 +286,9 @@ def _line(lines: dict[str, _Line], key: str) -> _Line:
 def run_budget(suite: Suite) -> Budget | None:
     """The `Budget` of one process of the run: ``max_cost`` split evenly across the workers.
 
-    Each worker process keeps its own share, so the processes together never spend more than
-    ``max_cost``; one worker can run out while another still has some left (documented).
+    Each worker process keeps its own share and reserves every model call's upper bound in it
+    before sending (see `Budget`), so the processes together keep the guarantee of one budget
+    of ``max_cost``; one worker can run out while another still has some left (documented).
     """
     if suite.max_cost is None:
         return None

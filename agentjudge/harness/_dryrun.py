@@ -9,9 +9,10 @@ No model is called, the task is not run, nothing is written.
 * **The task does not run**: ``{{output}}`` renders as the row's ``output`` field when the
   dataset has one, else as an empty string (so prompts that quote the output are estimated
   short by its length).
-* **Input tokens**: ``ceil(characters / 4)`` of the request's message texts (`CHARS_PER_TOKEN`),
-  or the exact count with ``tiktoken`` when it is installed (the model's encoding, else
-  ``o200k_base``); per-message overhead and the response schema are not counted.
+* **Input tokens**: ``ceil(characters / 4)`` of the request's message texts and response schema
+  (`CHARS_PER_TOKEN`), or the exact count with ``tiktoken`` when it is installed (the model's
+  encoding, else ``o200k_base``); per-message overhead is not counted. The same estimator
+  prices each request a `Budget` reserves (`agentjudge.models._spend`).
 * **Output tokens**: the request's ``max_tokens`` when the judge sets it, else
   `DEFAULT_OUTPUT_TOKENS` per call.
 * **Cost**: the estimated tokens at the model's price (the run's ``prices`` applied); a model
@@ -25,7 +26,6 @@ No model is called, the task is not run, nothing is written.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -41,6 +41,12 @@ from agentjudge.harness._pipeline import case_context
 from agentjudge.harness._suite import Suite
 from agentjudge.judging import JudgeKind, judge_name
 from agentjudge.models import Usage, prices
+from agentjudge.models._spend import (
+    CHARS_PER_TOKEN,
+    DEFAULT_OUTPUT_TOKENS,
+    TokenCounter,
+    estimate_input_tokens,
+)
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -51,10 +57,6 @@ __all__ = [
     "format_dry_run",
 ]
 
-CHARS_PER_TOKEN = 4
-"""The estimator without a tokenizer: one token per 4 characters (rounded up)."""
-DEFAULT_OUTPUT_TOKENS = 256
-"""Output tokens assumed per call when the judge sets no ``max_tokens``."""
 RENDER_TIMEOUT = 30.0
 """Seconds a judge may take to reach its model call before it counts as unknown."""
 
@@ -158,33 +160,6 @@ def _model_backed(judge: Any) -> bool:
     )
 
 
-def _tokenizer() -> tuple[str, Any]:
-    """``("tiktoken", module)`` when importable, else ``("chars/4", None)``."""
-    try:
-        import tiktoken  # type: ignore[import-not-found]
-    except ImportError:
-        return "chars/4", None
-    return "tiktoken", tiktoken
-
-
-class _Counter:
-    def __init__(self) -> None:
-        self.kind, self._module = _tokenizer()
-        self._encodings: dict[str, Any] = {}
-
-    def count(self, model: str, text: str) -> int:
-        if self._module is None:
-            return math.ceil(len(text) / CHARS_PER_TOKEN)
-        encoding = self._encodings.get(model)
-        if encoding is None:
-            try:
-                encoding = self._module.encoding_for_model(model.partition(":")[2] or model)
-            except (KeyError, ValueError):
-                encoding = self._module.get_encoding("o200k_base")
-            self._encodings[model] = encoding
-        return len(encoding.encode(text, disallowed_special=()))
-
-
 class _Sum:
     def __init__(self) -> None:
         self.line = DryRunLine()
@@ -227,7 +202,7 @@ class _Tally:
     """The sums of a dry run."""
 
     def __init__(self, names: list[str]) -> None:
-        self.counter = _Counter()
+        self.counter = TokenCounter()
         self.total = _Sum()
         self.by_judge = {name: _Sum() for name in names}
         self.by_model: dict[str, _Sum] = {}
@@ -238,7 +213,7 @@ class _Tally:
             for s in sums:
                 s.add(0, 0, None, unknown=True)
             return
-        inp = sum(self.counter.count(client, m.content) for m in request.messages)
+        inp = estimate_input_tokens(client, request.messages, request.response_schema, self.counter)
         out = request.max_tokens or DEFAULT_OUTPUT_TOKENS
         usd = prices.cost(client, Usage(input_tokens=inp, output_tokens=out))
         sums.append(self.by_model.setdefault(client, _Sum()))

@@ -2,8 +2,11 @@
 
 Processes run through ``anyio.open_process`` in their own session (a new process group), so a
 timeout -- or the caller's cancellation -- kills the command together with its session, its
-process group and every descendant still attached to it (see `agentjudge.judges._proctree` for
-the exact guarantee). POSIX only (process groups and ``os.killpg``).
+process group and every descendant (see `agentjudge.judges._proctree` for the exact guarantee).
+On Linux the command runs under a small launcher process (`agentjudge.judges._launcher`, this
+interpreter) that makes itself a child subreaper, so even a daemon the command orphaned stays a
+descendant and is killed; this process itself is never made a subreaper. POSIX only (process
+groups and ``os.killpg``).
 
 Commands get a scrubbed environment by default: the variables named in `INHERITED_ENV` (and the
 ``LC_*`` / ``UV_*`` families), minus anything that looks like a secret; ``env=`` adds variables
@@ -25,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import ByteReceiveStream
+from anyio.abc import ByteReceiveStream, Process
 
 from agentjudge.core import Check, Context, Judgment
 from agentjudge.judges._paths import DeterministicJudge, WorkspaceError, workspace_of
@@ -144,9 +147,9 @@ class CommandJudge(DeterministicJudge):
     Metadata: ``command``, ``exit_code``, ``expected_exit_code``, ``output`` (the last
     ``output_limit`` bytes, decoded as UTF-8 with replacement, prefixed with a marker line when
     truncated), ``output_truncated`` and ``elapsed_ms``. A timeout kills the command's session,
-    process group and descendants and is ERROR (``exit_code`` is then absent and ``timed_out``
-    is true). A program that does not exist is FAIL (a sequence whose program is not found;
-    shell exit code 127).
+    process group and descendants (on Linux also the daemons it orphaned) and is ERROR
+    (``exit_code`` is then absent and ``timed_out`` is true). A program that does not exist is
+    FAIL (a sequence whose program is not found; shell exit code 127).
 
     The command does not see the whole environment: only `INHERITED_ENV` (with the ``LC_*`` and
     ``UV_*`` families) minus secret-looking names and values, plus ``env``. API keys, tokens and
@@ -234,44 +237,35 @@ class CommandJudge(DeterministicJudge):
         shown = _display(command)
         meta: dict[str, Any] = {"command": shown}
         started = time.monotonic()
+        launched = _use_launcher()
         try:
             # Shielded: a cancellation arriving while the process starts must not leak it; it
             # is delivered at the next checkpoint, where the finally clause below kills it.
             with anyio.CancelScope(shield=True):
                 proc = await anyio.open_process(
-                    command if isinstance(command, str) else list(command),
+                    _argv(command, launched),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
+                    stderr=subprocess.PIPE if launched else subprocess.STDOUT,
                     cwd=workspace,
                     env=self._environment(),
                     start_new_session=True,
                 )
-        except FileNotFoundError:
-            program = command if isinstance(command, str) else command[0]
-            return Judgment.failed(
-                f"Program not found: {program!r} (running {shown})",
-                checks=(Check.fail("exit_code", f"program not found: {program}"),),
-                metadata={**meta, "expected_exit_code": self.expected_exit_code},
-            )
-        except PermissionError as exc:
-            return Judgment.failed(
-                f"Program not executable: {shown} ({exc.strerror or exc})",
-                checks=(Check.fail("exit_code", "program not executable"),),
-                metadata={**meta, "expected_exit_code": self.expected_exit_code},
-            )
         except OSError as exc:
-            return Judgment.errored(f"Cannot start {shown}: {exc}", metadata=meta)
+            return self._not_started(exc, command, meta)
 
         tail = _Tail(self.output_limit)
         timed_out = False
         finished = False
+        refused: OSError | None = None
         try:
             with anyio.move_on_after(self.timeout) as scope:
-                async with anyio.create_task_group() as tg:
-                    assert proc.stdout is not None
-                    tg.start_soon(_drain, proc.stdout, tail)
-                    await proc.wait()
+                refused = await _launch_report(proc)
+                if refused is None:
+                    async with anyio.create_task_group() as tg:
+                        assert proc.stdout is not None
+                        tg.start_soon(_drain, proc.stdout, tail)
+                        await proc.wait()
             timed_out = scope.cancelled_caught
             finished = not timed_out
         finally:
@@ -280,6 +274,8 @@ class CommandJudge(DeterministicJudge):
             with anyio.CancelScope(shield=True):
                 await proc.wait()
                 await proc.aclose()
+        if refused is not None:
+            return self._not_started(refused, command, meta)
         elapsed_ms = max(0, round((time.monotonic() - started) * 1000))
         output, truncated = tail.text()
         if timed_out:
@@ -327,6 +323,24 @@ class CommandJudge(DeterministicJudge):
             metadata=meta,
         )
 
+    def _not_started(self, exc: OSError, command: Command, meta: dict[str, Any]) -> Judgment:
+        """The judgment of a command that could not be started."""
+        shown = meta["command"]
+        if isinstance(exc, FileNotFoundError):
+            program = command if isinstance(command, str) else command[0]
+            return Judgment.failed(
+                f"Program not found: {program!r} (running {shown})",
+                checks=(Check.fail("exit_code", f"program not found: {program}"),),
+                metadata={**meta, "expected_exit_code": self.expected_exit_code},
+            )
+        if isinstance(exc, PermissionError):
+            return Judgment.failed(
+                f"Program not executable: {shown} ({exc.strerror or exc})",
+                checks=(Check.fail("exit_code", "program not executable"),),
+                metadata={**meta, "expected_exit_code": self.expected_exit_code},
+            )
+        return Judgment.errored(f"Cannot start {shown}: {exc}", metadata=meta)
+
     def _explain(self, code: int, command: Command) -> str:
         if code in self.exit_code_reasons:
             return f" ({self.exit_code_reasons[code]})"
@@ -338,6 +352,41 @@ class CommandJudge(DeterministicJudge):
             except ValueError:
                 return f" (terminated by signal {-code})"
         return ""
+
+
+_LAUNCHER = Path(__file__).with_name("_launcher.py")
+_REPORT_LIMIT = 4096
+
+
+def _use_launcher() -> bool:
+    """Whether commands run under the subreaper launcher (Linux, a known interpreter)."""
+    return sys.platform.startswith("linux") and bool(sys.executable)
+
+
+def _argv(command: Command, launched: bool) -> str | list[str]:
+    """What to start: the command itself, or the launcher (see `_launcher`) running it."""
+    if not launched:
+        return command if isinstance(command, str) else list(command)
+    mode, args = ("shell", [command]) if isinstance(command, str) else ("exec", list(command))
+    return [sys.executable, "-I", "-S", str(_LAUNCHER), mode, *args]
+
+
+async def _launch_report(proc: Process) -> OSError | None:
+    """Wait until the launcher started the command: None, or why it could not."""
+    if proc.stderr is None:
+        return None  # no launcher: the command itself was started
+    report = bytearray()
+    async for chunk in proc.stderr:
+        report += chunk
+        if len(report) > _REPORT_LIMIT:
+            break
+    if not report:
+        return None
+    text = report[:_REPORT_LIMIT].decode("utf-8", errors="replace").strip()
+    number, _, message = text.partition("\t")
+    if number.isdigit():
+        return OSError(int(number), message)  # FileNotFoundError, PermissionError, ...
+    return OSError(f"the command launcher failed: {_last_lines(text)}")
 
 
 async def _drain(stream: ByteReceiveStream, tail: _Tail) -> None:

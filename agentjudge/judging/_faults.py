@@ -12,8 +12,10 @@ Two faults every failure boundary must handle the same way:
   (`StrayCancellation`, reported with ``error_type="CancelledError"``); a real one propagates.
 * **Sync calls stuck past their timeout.** Python cannot stop a thread: a sync judge or task
   that times out is abandoned and its thread runs on. `run_sync_bounded` counts abandoned
-  threads process-wide; while `MAX_ABANDONED_THREADS` of them are still running, further sync
-  calls fail at once with `ThreadsExhausted` instead of piling up threads without bound.
+  threads process-wide (only threads really running the call: each leaves the count when it
+  returns, and a call cancelled before a thread took it up never runs); while
+  `MAX_ABANDONED_THREADS` of them are still running, further sync calls fail at once with
+  `ThreadsExhausted` instead of piling up threads without bound.
 """
 
 from __future__ import annotations
@@ -97,11 +99,15 @@ class _Abandoned:
     """Process-wide count of timed-out sync calls whose threads are still running."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.changed = threading.Condition()
         self.count = 0
 
 
 _ABANDONED = _Abandoned()
+
+
+class _NotStarted(Exception):
+    """A worker picked up a call whose caller had already left; nothing was run."""
 
 
 def abandoned_threads() -> int:
@@ -109,10 +115,20 @@ def abandoned_threads() -> int:
     return _ABANDONED.count
 
 
+def wait_abandoned_threads(at_most: int, timeout: float) -> bool:
+    """Block until at most ``at_most`` abandoned threads run; False if ``timeout`` passed first."""
+    with _ABANDONED.changed:
+        return _ABANDONED.changed.wait_for(lambda: _ABANDONED.count <= at_most, timeout)
+
+
 async def run_sync_bounded(
     fn: Callable[..., T], *args: object, limiter: anyio.CapacityLimiter, what: str
 ) -> T:
     """Run ``fn(*args)`` on a worker thread; cancellation abandons the thread (bounded).
+
+    Only a thread that is really running ``fn`` when the caller is cancelled counts as
+    abandoned, and it leaves the count when ``fn`` returns. A call cancelled before a worker
+    started it (waiting for a ``limiter`` token, or queued for a worker) never runs ``fn``.
 
     Args:
         fn: The blocking callable.
@@ -130,24 +146,28 @@ async def run_sync_bounded(
             f"running past their timeout (limit {MAX_ABANDONED_THREADS}); a blocking call "
             "ignores timeouts, so make it return or make it async"
         )
-    finished = False
-    abandoned = False
+    started = finished = left = False
 
     def call() -> T:
-        nonlocal finished
+        nonlocal started, finished
+        with state.changed:
+            if left:  # the caller is gone: running fn now would be a thread nobody waits for
+                raise _NotStarted
+            started = True
         try:
             return fn(*args)
         finally:
-            with state.lock:
+            with state.changed:
                 finished = True
-                if abandoned:
+                if left:
                     state.count -= 1
+                    state.changed.notify_all()
 
     try:
         return await anyio.to_thread.run_sync(call, limiter=limiter, abandon_on_cancel=True)
     except BaseException:
-        with state.lock:
-            if not finished:
-                abandoned = True
+        with state.changed:
+            left = True
+            if started and not finished:
                 state.count += 1
         raise

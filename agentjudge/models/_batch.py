@@ -45,6 +45,7 @@ import logging
 import math
 import os
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, Self
@@ -55,7 +56,7 @@ from anyio.abc import TaskGroup
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
-from agentjudge.judging import add_queued
+from agentjudge.judging import add_queued, spend_gate
 from agentjudge.models._anthropic import AnthropicMessages
 from agentjudge.models._batch_api import (
     AnthropicBatchAPI,
@@ -67,6 +68,7 @@ from agentjudge.models._batch_api import (
 from agentjudge.models._http import RETRYABLE_STATUSES, _plain
 from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._schema import SchemaViolation
+from agentjudge.models._spend import Reservation, reserve
 from agentjudge.models._types import ModelRequest, ModelResponse
 
 __all__ = ["BatchCollector"]
@@ -270,7 +272,41 @@ class BatchCollector:
         schema = _plain(request.response_schema) if request.response_schema is not None else None
         body = self.client._body(request, list(request.messages), schema)
         body = self._api.sample_body(body, request.sample_index)
-        first, cid = self._claim(body, request.sample_index)
+        held = await self._reserve(request, schema)  # a Budget's hold; None without one
+        try:
+            outcome, waited = await self._outcome(body, request.sample_index)
+            response = None
+            if not isinstance(outcome, ModelError):
+                response = self.client._finish(request, self._response(outcome, schema, waited))
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        if held is not None and response is not None:
+            held.settle(response)
+        elif held is not None:  # released before an online retry, which reserves its own
+            held.release()
+        if response is not None:
+            return response
+        assert isinstance(outcome, ModelError)
+        if self.retry_online:
+            logger.warning("%s; retrying it online", outcome)
+            return await self.client.complete(request)
+        raise ModelError(str(outcome))
+
+    async def _reserve(
+        self, request: ModelRequest, schema: dict[str, Any] | None
+    ) -> Reservation | None:
+        """Hold the bound of ``request`` at batch prices on the attempt's budget, if any."""
+        gate = spend_gate.get()
+        if gate is None:
+            return None
+        pricing = self.client._pricing(request, list(request.messages), schema)
+        return await reserve(gate, replace(pricing, batch=True))
+
+    async def _outcome(self, body: dict[str, Any], sample_index: int) -> tuple[Outcome, float]:
+        """Wait for the batch's answer to this call's item (it goes out with the next batch)."""
+        first, cid = self._claim(body, sample_index)
         started = anyio.current_time()
         try:
             if cid not in self._outcomes:
@@ -286,13 +322,7 @@ class BatchCollector:
             raise
         waited = anyio.current_time() - started
         add_queued(waited)
-        outcome = self._outcomes[cid]
-        if isinstance(outcome, ModelError):
-            if self.retry_online:
-                logger.warning("%s; retrying it online", outcome)
-                return await self.client.complete(request)
-            raise ModelError(str(outcome))
-        return self.client._finish(request, self._response(outcome, schema, waited))
+        return self._outcomes[cid], waited
 
     def _claim(self, body: dict[str, Any], sample_index: int) -> tuple[str, str]:
         """This call's item: ``(first call's custom_id, this call's custom_id)``.

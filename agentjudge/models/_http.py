@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any, ClassVar, Self, Unpack
 
@@ -34,7 +35,7 @@ import httpx
 from agentjudge._retry import call_with_retry
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelHTTPError, ModelResponseError, RetryableError
-from agentjudge.judging import add_queued
+from agentjudge.judging import add_queued, spend_gate
 from agentjudge.models._adaptive import (
     THROTTLE_STATUSES,
     AdaptiveController,
@@ -53,6 +54,7 @@ from agentjudge.models._secrets import (
     missing_key_reason,
     split_credentials,
 )
+from agentjudge.models._spend import Pricing, metered, seen_by
 from agentjudge.models._transport import (
     TRANSPORTS,
     HttpxPoster,
@@ -154,6 +156,10 @@ class _Reply:
 def _time_left() -> float:
     """Seconds until the caller's deadline (an Evaluator timeout, a fail_after); inf if none."""
     return anyio.current_effective_deadline() - anyio.current_time()
+
+
+def _sent_reply(sent: tuple[_Reply, int, float]) -> _Reply:
+    return sent[0]
 
 
 class HTTPModelClient:
@@ -363,9 +369,17 @@ class HTTPModelClient:
         reply: _Reply | None = None
         parsed: dict[str, Any] | None = None
         warnings: list[str] = []
+        gate = spend_gate.get()  # a Budget's, inside an Evaluator attempt; None without one
         for _ in range(rounds):
             body = self._body(request, messages, plain_schema)
-            reply, made, waited = await self._send(body, self._estimate(request, messages))
+            estimate = self._estimate(request, messages)
+            if gate is None:
+                reply, made, waited = await self._send(body, estimate)
+            else:
+                pricing = self._pricing(request, messages, plain_schema)
+                send = partial(self._send, body, estimate)
+                sent = await metered(gate, pricing, send, _sent_reply)
+                reply, made, waited = sent
             attempts += made
             queued += waited
             warnings.extend(reply.warnings)
@@ -398,6 +412,13 @@ class HTTPModelClient:
     def _finish(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
         """Provider touches on an answer, online or from a batch (`BatchCollector`): none here."""
         return response
+
+    def _pricing(
+        self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
+    ) -> Pricing:
+        """What a budget prices one request of this client by (see `agentjudge.models._spend`)."""
+        allowance = self._output_allowance(request)
+        return Pricing(self.name, self.model, tuple(messages), schema, allowance, seen_by(self))
 
     def _estimate(self, request: ModelRequest, messages: list[Message]) -> int:
         chars = sum(len(m.content) for m in messages)

@@ -318,3 +318,39 @@ async def test_waiting_reported_by_the_judge_counts_as_queueing() -> None:
     assert result.queued_s >= 0.05
     assert result.duration_s < result.queued_s
     add_queued(1.0)  # outside an attempt: ignored, never an error
+
+
+async def test_sync_judge_storm_leaves_no_phantom_abandoned_threads() -> None:
+    """A storm of timed-out sync judges counts only running threads; the count returns to 0."""
+    from agentjudge.judging._faults import wait_abandoned_threads
+
+    release = threading.Event()
+    running: list[str] = []
+
+    def blocked(ctx: Context) -> bool:
+        running.append(ctx.output)
+        return release.wait(30)
+
+    base = abandoned_threads()
+    evaluator = Evaluator(blocked, timeout=0.1, retry=None, max_concurrency=64)
+    try:
+        seen: list[str | None] = []
+
+        async def one(i: int) -> None:
+            [result] = await evaluator.evaluate(output=str(i))
+            seen.append(result.error_type)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(64):
+                tg.start_soon(one, i)
+        assert seen == ["TimeoutError"] * 64
+        # the count is the threads really running the judge; calls cancelled before a thread
+        # took them up never ran (the count once grew by all 64 and kept the never-run ones)
+        await wait_until(lambda: abandoned_threads() - base == len(running))
+        assert len(running) < 64
+    finally:
+        release.set()
+    assert await anyio.to_thread.run_sync(wait_abandoned_threads, base, 10)
+    assert abandoned_threads() == base
+    [result] = await Evaluator(blocked, timeout=5).evaluate(output="x")
+    assert result.status is Status.PASS

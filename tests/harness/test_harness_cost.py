@@ -189,6 +189,36 @@ async def test_max_cost_is_split_across_workers(tmp_path: Path) -> None:
     assert len(list(iter_rows(project / "out" / "results.jsonl"))) == 8
 
 
+async def test_max_cost_holds_with_workers_when_the_first_call_is_cheap(tmp_path: Path) -> None:
+    """--workers 2 --max-cost: a cheap first call opens no wave; the bill stays within the limit.
+
+    Each process gets half of the limit and reserves every call's bound (estimated input +
+    max_tokens at the model's price) before sending it. A budget that extrapolated from a
+    process's first call once let its whole concurrency through at the later calls' price.
+    """
+    bill: list[float] = []
+
+    def answer(body: Any) -> FakeResponse:
+        contents = [m["content"] for m in body["messages"]]
+        if any("capital 0?" in c for c in contents):
+            tokens_in = tokens_out = 1  # the first case is cheap
+        else:  # the others use what their bound allows: the estimated input, max_tokens out
+            tokens_in = sum(-(-len(c) // 4) for c in contents)
+            tokens_out = body["max_tokens"]
+        bill.append(tokens_in * 1e-6 + tokens_out * 1e-5)
+        usage = {"prompt_tokens": tokens_in, "completion_tokens": tokens_out}
+        return FakeResponse(text="Answer: YES", usage=usage)
+
+    project = make_project(tmp_path, n=16, suite="concurrency = 8\n")
+    args = (*RUN, "--judges", "judges:capped", "--workers", "2", "--max-cost", "0.003")
+    async with FakeModelServer(answer) as server:
+        code, _, err = await cli(project, server.base_url, *args)
+    assert code == 3, err
+    assert sum(bill) <= 0.003 + 1e-12  # what the provider billed, both processes together
+    assert summary(project)["cost"]["usd"] == pytest.approx(sum(bill))
+    assert len(list(iter_rows(project / "out" / "results.jsonl"))) == 16
+
+
 async def test_dry_run_estimates_without_calling_a_model(tmp_path: Path) -> None:
     """--dry-run prints calls, tokens and cost per judge and model; no request, no file."""
     project = make_project(tmp_path, n=3)

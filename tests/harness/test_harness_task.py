@@ -138,6 +138,7 @@ async def test_keyboard_interrupt_or_system_exit_stop_the_run() -> None:
 async def test_stuck_sync_tasks_are_bounded() -> None:
     """Sync tasks stuck past their timeout are bounded; past the bound a case errors at once."""
     from agentjudge.judging import MAX_ABANDONED_THREADS, abandoned_threads
+    from agentjudge.judging._faults import wait_abandoned_threads
 
     release = threading.Event()
 
@@ -158,6 +159,37 @@ async def test_stuck_sync_tasks_are_bounded() -> None:
         release.set()
     assert errors[0] is not None and errors[0].startswith("TimeoutError")
     assert errors[-1] is not None and errors[-1].startswith("ThreadsExhausted")
-    with anyio.fail_after(30):  # the released threads finish and leave the count
-        while abandoned_threads() > base:
-            await anyio.sleep(0.01)
+    # the released threads finish and leave the count
+    assert await anyio.to_thread.run_sync(wait_abandoned_threads, base, 30)
+
+
+async def test_sync_task_storm_leaves_no_phantom_abandoned_threads() -> None:
+    """Sync tasks timed out while waiting for a thread are not counted; the count returns."""
+    from agentjudge.judging import abandoned_threads
+    from agentjudge.judging._faults import wait_abandoned_threads
+
+    release = threading.Event()
+    ran: list[str] = []
+
+    def blocked(case: Case) -> bool:
+        ran.append(case.id)
+        return release.wait(30)
+
+    base = abandoned_threads()
+    runner = TaskRunner(blocked, timeout=0.1, threads=4)
+    errors: list[str | None] = []
+
+    async def one() -> None:
+        errors.append((await runner(CASE))[1])
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(64):
+                tg.start_soon(one)
+        assert all(e is not None and e.startswith("TimeoutError") for e in errors)
+        assert len(errors) == 64
+        assert len(ran) < 64  # most never got one of the 4 threads: they must not count
+    finally:
+        release.set()
+    assert await anyio.to_thread.run_sync(wait_abandoned_threads, base, 10)
+    assert await TaskRunner(lambda case: "ok", timeout=5, threads=1)(CASE) == ("ok", None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +64,110 @@ async def test_cancellation_kills_a_child_that_left_the_session(tmp_path: Path) 
         assert await wait_until_gone(int(pid_file.read_text()))
     finally:
         kill_leftover(pid_file)
+
+
+# ----------------------------------------------------------------------------- issue 19, item 24
+needs_subreaper = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="needs PR_SET_CHILD_SUBREAPER (Linux)"
+)
+
+DAEMON = (
+    "import os, sys, time\n"
+    "if os.fork(): os._exit(0)\n"
+    "os.setsid()\n"
+    "if os.fork(): os._exit(0)\n"
+    "open('daemon.pid', 'w').write(str(os.getpid()))\n"
+    "time.sleep(1000)\n"
+)
+ORPHANS = {
+    # setsid -f forks, the child leaves the session, the forking parent exits at once
+    "setsid -f": "setsid -f sh -c 'echo $$ > daemon.pid; exec sleep 1000'",
+    # the classic daemon: fork, setsid, fork again, the intermediate exits
+    "double fork": f"{shlex.quote(sys.executable)} -c {shlex.quote(DAEMON)}",
+}
+
+
+@needs_proc
+@needs_subreaper
+@pytest.mark.parametrize("orphan", list(ORPHANS.values()), ids=list(ORPHANS))
+async def test_timeout_kills_an_orphan_that_left_the_session(tmp_path: Path, orphan: str) -> None:
+    """A daemon whose parent exited before the timeout (re-parented) is killed with the rest."""
+    pid_file = tmp_path / "daemon.pid"
+    # the command waits for the daemon's pid file, then outlives the timeout
+    judge = CommandJudge(
+        f"{orphan}; while [ ! -s daemon.pid ]; do sleep 0.01; done; exec sleep 1000", timeout=3
+    )
+    try:
+        result = await judge(Context(workspace=tmp_path))
+        assert result.status is Status.ERROR and result.metadata["timed_out"] is True
+        daemon = int(pid_file.read_text())
+        assert await wait_until_gone(daemon), "the orphaned daemon survived the timeout"
+    finally:
+        kill_leftover(pid_file)
+
+
+@needs_proc
+@needs_subreaper
+async def test_orphans_are_reaped_while_the_command_runs(tmp_path: Path) -> None:
+    """An orphan that exits while the command still runs leaves no zombie behind."""
+    (tmp_path / "go").touch()
+    judge = CommandJudge(
+        "setsid -f sh -c 'echo $$ > daemon.pid'; while [ -e go ]; do sleep 0.01; done",
+        timeout=30,
+    )
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(judge, Context(workspace=tmp_path))
+        await wait_for_file(tmp_path / "daemon.pid")
+        orphan = Path(f"/proc/{int((tmp_path / 'daemon.pid').read_text())}")
+        with anyio.fail_after(10):  # reaping is asynchronous: a bound, not an order
+            while orphan.exists():
+                await anyio.sleep(0.01)
+        (tmp_path / "go").unlink()
+
+
+async def test_a_command_killed_by_a_signal_is_reported_as_such(tmp_path: Path) -> None:
+    """The launcher passes the command's death by a signal on (not an exit code of its own)."""
+    result = await CommandJudge("kill -TERM $$")(Context(workspace=tmp_path))
+    assert result.status is Status.FAIL
+    assert result.metadata["exit_code"] == -15
+    assert "terminated by SIGTERM" in result.reasoning
+
+
+async def test_without_the_launcher_commands_still_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where no launcher is used (not Linux), commands run directly as before."""
+    from agentjudge.judges import _commands
+
+    monkeypatch.setattr(_commands, "_use_launcher", lambda: False)
+    assert (await CommandJudge("echo hi")(Context(workspace=tmp_path))).metadata["output"] == "hi\n"
+    missing = await CommandJudge(["no-such-program-aj"])(Context(workspace=tmp_path))
+    assert missing.status is Status.FAIL and "Program not found" in missing.reasoning
+
+
+async def test_a_broken_launcher_is_an_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launcher that cannot run is ERROR saying so, not a silent pass or a hang."""
+    from agentjudge.judges import _commands
+
+    monkeypatch.setattr(_commands, "_LAUNCHER", tmp_path / "missing_launcher.py")
+    monkeypatch.setattr(_commands, "_use_launcher", lambda: True)
+    result = await CommandJudge("true")(Context(workspace=tmp_path))
+    assert result.status is Status.ERROR
+    assert "the command launcher failed" in result.reasoning
+    assert "missing_launcher.py" in result.reasoning
+
+
+@needs_subreaper
+async def test_judge_process_is_not_made_a_subreaper() -> None:
+    """The subreaper flag is set in the launcher only, never in the judge's own process."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    flag = ctypes.c_int(-1)
+    assert libc.prctl(37, ctypes.byref(flag), 0, 0, 0) == 0  # PR_GET_CHILD_SUBREAPER
+    assert flag.value == 0
 
 
 # ----------------------------------------------------------------------------- item 14

@@ -11,9 +11,10 @@ import pytest
 from pydantic import BaseModel
 
 from agentjudge.core import Context, Status
-from agentjudge.engine import Evaluator
+from agentjudge.engine import Budget, Evaluator
 from agentjudge.judges import LLMJudge
-from agentjudge.models import AnthropicMessages, BatchCollector, ModelRequest, OpenAIChat
+from agentjudge.judging import spend_gate
+from agentjudge.models import AnthropicMessages, BatchCollector, ModelRequest, OpenAIChat, prices
 from agentjudge.models._batch import custom_id
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
@@ -264,3 +265,44 @@ async def test_batch_answers_carry_the_logprobs_a_confidence_judge_asked_for(
         assert result.judgment is not None and result.judgment.metadata["batch"] is True
         assert "confidence_error" not in result.judgment.metadata
         assert result.judgment.confidence is not None
+
+
+async def test_a_budget_counts_batch_answers_at_batch_prices(tmp_path: Path) -> None:
+    """Under a Budget each batched call holds its bound until the batch answers, then its cost."""
+    budget = Budget(usd=10.0)
+    async with (
+        FakeModelServer(_verdict_by_output) as server,
+        OpenAIChat("gpt-4o-mini", base_url=server.base_url, api_key="k") as model,
+        BatchCollector(model, state_path=tmp_path / "b.json", max_batch_size=20, **FAST) as bc,
+    ):
+        judge = LLMJudge("correct", bc, TEMPLATE, max_tokens=100)
+        evaluator = Evaluator(judge, max_concurrency=100, timeout=20.0, budget=budget)
+        results = [
+            r async for c in evaluator.run(_contexts(20), concurrency=100) for r in c.results
+        ]
+    assert len(server.batches.created) == 1  # reserving did not hold any call back
+    costs = [r.judgment.metadata["cost_usd"] for r in results if r.judgment is not None]
+    assert len(costs) == 20 and all(r.judgment.metadata["batch"] for r in results if r.judgment)
+    assert budget.spent_usd == pytest.approx(sum(costs)) and budget.spent_usd > 0
+
+
+async def test_a_budget_counts_an_online_retry_once(tmp_path: Path) -> None:
+    """An expired batch item gives its hold back; the online retry reserves and counts itself."""
+    budget = Budget(usd=10.0)
+    async with (
+        FakeModelServer(_verdict_by_output) as server,
+        OpenAIChat("gpt-4o-mini", base_url=server.base_url, api_key="k") as model,
+        BatchCollector(
+            model, state_path=tmp_path / "b.json", max_batch_size=1, retry_online=True, **FAST
+        ) as bc,
+    ):
+        request = ModelRequest.model_validate({"messages": [{"role": "user", "content": "hi"}]})
+        server.batches.expire = {custom_id(model._body(request, list(request.messages), None))}
+        token = spend_gate.set(budget.gate("j"))
+        try:
+            response = await bc.complete(request)
+        finally:
+            spend_gate.reset(token)
+    assert response.batch is False
+    online = prices.cost(model.name, response.usage, model=response.model)
+    assert online is not None and budget.spent_usd == pytest.approx(online)
