@@ -27,6 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from agentjudge.harness._formats import DATASET_FORMATS
+
 __all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "cli", "exit_now", "main"]
 
 EXIT_OK = 0
@@ -98,7 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help=f"suite file (default: ./{_SUITE_FILE} when present); flags override its settings",
     )
-    run.add_argument("--dataset", metavar="FILE", help="JSONL dataset")
+    run.add_argument("--dataset", metavar="FILE", help="dataset file (JSONL, CSV, JSON, YAML)")
+    run.add_argument(
+        "--format",
+        choices=DATASET_FORMATS,
+        help="how to read the dataset (default: by its extension; anything but .csv, .json, "
+        ".yaml/.yml is JSONL)",
+    )
     run.add_argument("--task", metavar="MODULE:FUNC", help="the task, or openai:<model>")
     run.add_argument("--task-url", metavar="URL", help="base URL of the OpenAI-compatible endpoint")
     run.add_argument("--judges", metavar="MODULE:ATTR", help="judge, list, dict, Jury or Cascade")
@@ -274,6 +282,7 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         calibration=args.calibration or None,
         thresholds=_cwd_path(args.thresholds),
         dataset=_cwd_path(args.dataset),
+        dataset_format=args.format,
         task=args.task,
         task_url=args.task_url,
         judges=args.judges,

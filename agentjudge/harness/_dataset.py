@@ -29,22 +29,23 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.exceptions import DatasetError
 from agentjudge.harness._case import Case, case_from_row, human_label_problem
+from agentjudge.harness._formats import (
+    JSON_DECODER,
+    MAX_NESTING,
+    DatasetFormat,
+    format_for,
+    looks_like,
+    open_file,
+    records,
+)
 
 __all__ = ["MAX_NESTING", "Dataset", "parse_case"]
-
-MAX_NESTING = 500
-"""Arrays and objects nested deeper than this in a row are a dataset error.
-
-Python's JSON decoder, encoder and ``repr`` recurse, and fail (``RecursionError``) somewhere
-near 1000 levels depending on how deep the caller already is; a fixed limit well below that
-makes a row either valid everywhere (validation, the run, the results file) or rejected up front.
-"""
 
 _READ_CHUNK = 1 << 20
 # `iter_raw`'s default: a chunk's cases stay alive until the harness has handed them all out,
@@ -53,11 +54,7 @@ _CHUNK_HINT = 1 << 18
 _BOM = b"\xef\xbb\xbf"
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_decoder = JSON_DECODER
 # `raw_decode` reads one JSON value without the whitespace handling of `decode` (about twice
 # as fast); `_row` leaves anything unusual, and the wording of errors, to `decode`. (The
 # decoder's private scanner under it would save another ~8% of the decoding, ~40 ns a row: not
@@ -276,24 +273,60 @@ def parse_case(text: str, lineno: int, label: str) -> Case:
     return case_from_row(_row(text, lineno, label))
 
 
-def _open(path: Path, label: str) -> BinaryIO:
-    try:
-        return path.open("rb", buffering=_READ_CHUNK)
-    except FileNotFoundError:
-        raise DatasetError(f"dataset file not found: {label}") from None
-    except IsADirectoryError:
-        raise DatasetError(f"dataset path is a folder, not a JSONL file: {label}") from None
-    except OSError as exc:
-        raise DatasetError(f"cannot read dataset file {label}: {exc.strerror or exc}") from None
+def _read(
+    path: Path, label: str, hint: int, fmt: DatasetFormat = "jsonl"
+) -> Iterator[list[tuple[int, bytes]]]:
+    """Stream the file's rows as ``(lineno, raw row)``, about ``hint`` bytes a chunk.
 
-
-def _read(path: Path, label: str, hint: int) -> Iterator[list[tuple[int, bytes]]]:
-    """Stream the file's physical lines as ``(lineno, raw line)``, about ``hint`` bytes a chunk."""
-    with _open(path, label) as handle:
+    JSONL: the physical lines as they are. Other formats: one JSON text per record, numbered
+    with the line the record starts on (`agentjudge.harness._formats`).
+    """
+    if fmt != "jsonl":
+        yield from _chunked(records(path, fmt, label), hint)
+        return
+    with open_file(path, label, _READ_CHUNK) as handle:
         count = 0
         while lines := handle.readlines(hint):
             yield list(enumerate(lines, count + 1))
             count += len(lines)
+
+
+def _chunked(pairs: Iterator[tuple[int, bytes]], hint: int) -> Iterator[list[tuple[int, bytes]]]:
+    chunk: list[tuple[int, bytes]] = []
+    size = 0
+    for pair in pairs:
+        chunk.append(pair)
+        size += len(pair[1])
+        if size >= hint:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _sha256(path: Path, label: str) -> str:
+    digest = hashlib.sha256()
+    with open_file(path, label) as handle:
+        while block := handle.read(_READ_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+_LOOKS_LIKE = {"csv": "CSV", "json": "a JSON array", "yaml": "YAML"}
+
+
+def _with_hint(exc: DatasetError, chunk: list[tuple[int, bytes]]) -> DatasetError:
+    """``exc`` (the first row of a JSONL file failed) with the format the file seems to be in."""
+    first = next(
+        (raw for _, raw in chunk if raw.strip() and not raw.lstrip().startswith(b"#")), b""
+    )
+    other = looks_like(first)
+    if other is None:
+        return exc
+    return DatasetError(
+        f"{exc}; this looks like {_LOOKS_LIKE[other]} (use --format {other} or a .{other} "
+        "extension)"
+    )
 
 
 def limit_rows(
@@ -314,11 +347,10 @@ def limit_rows(
     for chunk in chunks:
         if left <= 0:
             return
-        first = chunk[0][0]
         for lineno, _ in _rows(chunk, label):
             left -= 1
             if left == 0:
-                yield chunk[: lineno - first + 1]
+                yield [pair for pair in chunk if pair[0] <= lineno]
                 return
         yield chunk
 
@@ -341,6 +373,8 @@ class Dataset(BaseModel):
     """Number of cases (blank and comment lines excluded)."""
     labelled: int = Field(default=0, ge=0)
     """Number of cases carrying a ``human`` label."""
+    format: DatasetFormat = "jsonl"
+    """How the file is read: ``"jsonl"``, ``"csv"``, ``"json"`` (an array) or ``"yaml"``."""
 
     @property
     def label(self) -> str:
@@ -348,8 +382,13 @@ class Dataset(BaseModel):
         return display_path(self.path)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str]) -> Dataset:
+    def open(cls, path: str | os.PathLike[str], *, format: str | None = None) -> Dataset:
         """Validate ``path`` row by row (bounded memory apart from the set of ids).
+
+        Args:
+            path: The dataset file.
+            format: ``"jsonl"``, ``"csv"``, ``"json"`` or ``"yaml"``; None chooses by the
+                extension (``.csv``, ``.json``, ``.yaml``/``.yml``; anything else is JSONL).
 
         Raises:
             DatasetError: the file is missing or unreadable, or a row is malformed (the message
@@ -357,25 +396,33 @@ class Dataset(BaseModel):
         """
         file = Path(path)
         label = display_path(file)
+        fmt = format_for(file, format)
         digest = hashlib.sha256()
         seen: dict[str, int] = {}
         rows = labelled = 0
-        for chunk in _read(file, label, _READ_CHUNK):
-            for _, raw in chunk:
-                digest.update(raw)
+        for chunk in _read(file, label, _READ_CHUNK, fmt):
+            if fmt == "jsonl":
+                for _, raw in chunk:
+                    digest.update(raw)
             # The checks cover the whole schema, so no Case is built here.
-            for lineno, row in _rows(chunk, label):
-                case_id = row["id"]
-                first = seen.get(case_id)
-                if first is not None:
-                    raise DatasetError(
-                        f"{label} line {lineno}: duplicate id {case_id!r} (first on line {first}; "
-                        "ids are compared exactly)"
-                    )
-                seen[case_id] = lineno
-                rows += 1
-                labelled += "human" in row
-        return cls(path=file, sha256=digest.hexdigest(), rows=rows, labelled=labelled)
+            try:
+                for lineno, row in _rows(chunk, label):
+                    case_id = row["id"]
+                    first = seen.get(case_id)
+                    if first is not None:
+                        raise DatasetError(
+                            f"{label} line {lineno}: duplicate id {case_id!r} (first on line "
+                            f"{first}; ids are compared exactly)"
+                        )
+                    seen[case_id] = lineno
+                    rows += 1
+                    labelled += "human" in row
+            except DatasetError as exc:
+                if fmt == "jsonl" and rows == 0:
+                    raise _with_hint(exc, chunk) from None
+                raise
+        sha256 = digest.hexdigest() if fmt == "jsonl" else _sha256(file, label)
+        return cls(path=file, sha256=sha256, rows=rows, labelled=labelled, format=fmt)
 
     def iter_raw(self, hint: int = _CHUNK_HINT) -> Iterator[list[tuple[int, bytes]]]:
         """Stream the file's physical lines as ``(lineno, bytes)``, about ``hint`` bytes a chunk.
@@ -384,7 +431,7 @@ class Dataset(BaseModel):
         parses them with `parse_chunk` on its own thread (parsing on the worker thread would
         fight the event loop for the GIL).
         """
-        return _read(self.path, self.label, hint)
+        return _read(self.path, self.label, hint, self.format)
 
     def parse_chunk(self, chunk: list[tuple[int, bytes]]) -> list[Case]:
         """The cases on a chunk of `iter_raw` (blank and comment lines dropped).

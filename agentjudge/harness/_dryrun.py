@@ -324,7 +324,8 @@ async def dry_run_suite(suite: Suite) -> DryRunEstimate:
             'no dataset given: set dataset = "file.jsonl" in the suite file or pass --dataset'
         )
     table = suite_price_table(suite)
-    dataset = await anyio.to_thread.run_sync(Dataset.open, suite.path(suite.dataset))
+    path, fmt = suite.path(suite.dataset), suite.dataset_format
+    dataset = await anyio.to_thread.run_sync(lambda: Dataset.open(path, format=fmt))
     judges = resolve_judges(suite)
     cases = itertools.islice(dataset.iter_cases(), suite.limit)
     try:

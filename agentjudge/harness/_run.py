@@ -246,7 +246,7 @@ class _Run:
         """Validate the dataset and set up the output folder (blocking: run on a thread)."""
         suite = self.suite
         assert suite.dataset is not None
-        self.dataset = Dataset.open(suite.path(suite.dataset))
+        self.dataset = Dataset.open(suite.path(suite.dataset), format=suite.dataset_format)
         check_labelled(suite, self.dataset)  # a calibration run needs human labels
         if self.out.exists() and not self.out.is_dir():
             raise RunConfigError(f"output path exists and is not a folder: {self.out}")

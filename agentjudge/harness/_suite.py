@@ -6,7 +6,7 @@ Python (``Suite(dataset=..., task=..., judges=...)``). Relative paths in a suite
 ``sys.path`` so ``task = "task:answer"`` imports ``task.py`` from beside the suite file.
 
 ```toml
-dataset = "data.jsonl"
+dataset = "data.jsonl"                # also .csv, .json (an array), .yaml
 task = "task:answer"                 # module:function, or "openai:<model>"
 judges = "judges:cascade"            # module:attr -> a judge, list, dict, Jury, Cascade or factory
 concurrency = 16                     # cases in flight
@@ -36,6 +36,8 @@ from pydantic import (
     field_validator,
 )
 
+from agentjudge.harness._formats import DatasetFormat
+
 __all__ = ["Suite", "load_suite"]
 
 JudgesRef = str | list[str] | dict[str, str]
@@ -49,7 +51,10 @@ class Suite(BaseModel):
     name: str | None = None
     """Label of the suite; the default output folder is ``.agentjudge/<name>``."""
     dataset: Path | None = None
-    """The JSONL dataset."""
+    """The dataset file (JSONL, CSV, a JSON array or YAML; see ``dataset_format``)."""
+    dataset_format: DatasetFormat | None = None
+    """``"jsonl"``, ``"csv"``, ``"json"`` or ``"yaml"``; None (the default) chooses by the
+    dataset's extension (``.csv``, ``.json``, ``.yaml``/``.yml``; anything else is JSONL)."""
     task: str | None = None
     """``module:function`` (or ``file.py:function``), or ``openai:<model>``."""
     task_url: str | None = None
