@@ -442,8 +442,7 @@ def _check_json(row: dict[Any, Any], where: str, ident: str) -> None:
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise DatasetError(
-                        f"{where}{ident}: {field} has a key {key!r} that is not a string "
-                        "(quote it)"
+                        f"{where}{ident}: {field} has a key {key!r} that is not a string (quote it)"
                     )
                 stack.append((f"{path}.{key}", item, depth + 1))
         elif isinstance(value, list):
@@ -456,9 +455,7 @@ def _check_json(row: dict[Any, Any], where: str, ident: str) -> None:
                 "cannot hold (quote it to keep it as text)"
             )
         elif isinstance(value, float) and not math.isfinite(value):
-            raise DatasetError(
-                f"{where}{ident}: {field} is {value!r}, which is not valid JSON"
-            )
+            raise DatasetError(f"{where}{ident}: {field} is {value!r}, which is not valid JSON")
 
 
 # ----------------------------------------------------------------------------- sniffing

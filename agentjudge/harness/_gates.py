@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -62,8 +62,9 @@ from agentjudge.harness._summary import (
     JudgeSummary,
     RunSummary,
 )
+from agentjudge.harness._text import did_you_mean
 
-__all__ = ["GATE_STATS", "Gate", "check_gate_subjects", "conclude", "parse_gate", "trust_checks"]
+__all__ = ["GATE_STATS", "Gate", "conclude", "parse_gate", "resolve_gate_subjects", "trust_checks"]
 
 JUDGE_STATS: dict[str, Callable[[JudgeSummary], float | None]] = {
     "mean": lambda s: s.mean,
@@ -298,7 +299,8 @@ def parse_gate(expr: str) -> Gate:
     if stat not in valid:
         shown = subject if subject in _SUBJECTS else "a judge"
         raise ValueError(
-            f"gate {expr!r}: unknown stat {stat!r} for {shown}; valid: {', '.join(valid)}"
+            f"gate {expr!r}: unknown stat {stat!r} for {shown}{did_you_mean(stat, valid)}; "
+            f"valid: {', '.join(valid)}"
         )
     return Gate(expr=expr.strip(), subject=subject, stat=stat, op=op, threshold=threshold)
 
@@ -314,7 +316,10 @@ def _grouped_gate(expr: str, subject: str, stat: str, op: str, threshold: float)
     if not dot or not head.strip() or stats is None:
         return None
     if stat not in stats:
-        raise ValueError(f"gate {expr!r}: unknown {group} stat {stat!r}; valid: {', '.join(stats)}")
+        raise ValueError(
+            f"gate {expr!r}: unknown {group} stat {stat!r}{did_you_mean(stat, stats)}; "
+            f"valid: {', '.join(stats)}"
+        )
     return Gate(
         expr=expr.strip(),
         subject=head.strip(),
@@ -351,14 +356,18 @@ def _why(undefined: Mapping[str, str], stat: str) -> str:
     return undefined.get(stat) or "no case to compare (n = 0)"
 
 
-def check_gate_subjects(
+def resolve_gate_subjects(
     gates: Iterable[Gate],
     judge_names: Iterable[str],
     *,
     baseline: bool = True,
     juries: Iterable[str] | None = None,
-) -> None:
-    """Refuse gates naming a judge or jury the run does not have, or flips without a baseline.
+    optional: Collection[str] = (),
+) -> tuple[list[Gate], list[str]]:
+    """The gates with their judges found, or an error for a subject the run does not have.
+
+    A subject that is not a judge's exact name matches the one judge whose name equals it
+    ignoring case (``Correctness.mean`` gates ``correctness``); two such judges are an error.
 
     Args:
         gates: The run's gates.
@@ -366,28 +375,72 @@ def check_gate_subjects(
         baseline: Whether the run compares with a baseline (``flips`` gates need one).
         juries: The run's juries (`_agreement.jury_groups`), for ``inter_judge`` gates; None:
             not known yet (such a gate on an unknown jury then fails with a reason at the end).
+        optional: Gates (as written) that are skipped, with a note, rather than refused when
+            their judge or jury is not in the run (a suite's gates when its judges were
+            replaced, e.g. by ``--judges``).
+
+    Returns:
+        The gates to evaluate (subjects resolved) and a note for each gate skipped.
 
     Raises:
-        ValueError: naming the gate and listing the valid subjects, or saying to pass a
-            baseline.
+        ValueError: naming the gate, suggesting the closest subject and listing the valid
+            ones, or saying to pass a baseline.
     """
     known_juries = None if juries is None else list(juries)
     names = list(judge_names)
+    kept: list[Gate] = []
+    notes: list[str] = []
     for gate in gates:
         if not baseline and gate.stat in BASELINE_STATS:
             raise ValueError(
                 f"gate {gate.expr!r} compares with a baseline run: pass --baseline SUMMARY "
                 '(or set baseline = "..." in the suite file)'
             )
-        if gate.subject in (*_SUBJECTS, "verdict") or gate.subject in names:
+        jury = gate.stat.startswith("inter_judge.")
+        exact = gate.subject in (*_SUBJECTS, "verdict", *names)
+        if exact or (jury and known_juries is None):
+            kept.append(gate)
             continue
-        if gate.stat.startswith("inter_judge."):
-            if known_juries is None or gate.subject in known_juries:
-                continue
-            valid = ", ".join(known_juries) or "none (no jury of two or more judges)"
-            raise ValueError(f"gate {gate.expr!r}: unknown jury {gate.subject!r}; juries: {valid}")
-        valid = ", ".join([*names, "verdict", *_SUBJECTS])
-        raise ValueError(f"gate {gate.expr!r}: unknown judge {gate.subject!r}; valid: {valid}")
+        candidates = (known_juries or []) if jury else names
+        subject = _match_subject(gate, candidates)
+        if subject is not None:
+            kept.append(gate.model_copy(update={"subject": subject}))
+        elif gate.expr in optional:
+            what = "jury" if jury else "judge"
+            notes.append(
+                f"gate {gate.expr!r} skipped: this run has no {what} {gate.subject!r} (the "
+                "gate is the suite's, and the judges were replaced)"
+            )
+        elif jury:
+            valid = ", ".join(candidates) or "none (no jury of two or more judges)"
+            raise ValueError(
+                f"gate {gate.expr!r}: unknown jury {gate.subject!r}"
+                f"{did_you_mean(gate.subject, candidates)}; juries: {valid}"
+            )
+        else:
+            valid = ", ".join([*names, "verdict", *_SUBJECTS])
+            raise ValueError(
+                f"gate {gate.expr!r}: unknown judge {gate.subject!r}"
+                f"{did_you_mean(gate.subject, [*names, 'verdict', *_SUBJECTS])}; valid: {valid}"
+            )
+    return kept, notes
+
+
+def _match_subject(gate: Gate, names: Sequence[str]) -> str | None:
+    """``gate``'s subject among ``names``: exactly, else the one equal ignoring case.
+
+    Raises:
+        ValueError: several names equal it ignoring case.
+    """
+    if gate.subject in names:
+        return gate.subject
+    folded = [name for name in names if name.casefold() == gate.subject.casefold()]
+    if len(folded) > 1:
+        raise ValueError(
+            f"gate {gate.expr!r}: {gate.subject!r} matches {', '.join(map(repr, folded))} "
+            "ignoring case; write the name exactly"
+        )
+    return folded[0] if folded else None
 
 
 def _baseline_value(subject: str, stat: str, baseline: BaselineOutcome | None) -> float | None:

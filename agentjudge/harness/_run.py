@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -45,7 +45,7 @@ from agentjudge.harness._cost import (
     suite_price_table,
 )
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
-from agentjudge.harness._gates import Gate, check_gate_subjects, conclude, parse_gate
+from agentjudge.harness._gates import Gate, conclude, parse_gate, resolve_gate_subjects
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
 from agentjudge.harness._processes import Batch, WorkerPool, WorkerSpec, pickled
@@ -152,8 +152,10 @@ class _Run:
         progress_interval: float,
         progress_stream: TextIO | None,
         telemetry: Telemetry | None,
+        optional_gates: Collection[str] = (),
     ) -> None:
         self.suite = suite
+        self.optional_gates = optional_gates
         self.out = out
         self.results_path = out / RESULTS_FILE
         self.summary_path = out / SUMMARY_FILE
@@ -225,8 +227,12 @@ class _Run:
             root_jury,
         )
         try:
-            check_gate_subjects(
-                self.gates, self.judge_names, baseline=self.baseline is not None, juries=juries
+            self.gates, gate_notes = resolve_gate_subjects(
+                self.gates,
+                self.judge_names,
+                baseline=self.baseline is not None,
+                juries=juries,
+                optional=self.optional_gates,
             )
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
@@ -238,7 +244,7 @@ class _Run:
         self.cost_before = 0.0
         """Dollars of the rows kept from an earlier invocation (resume)."""
         self.resumed = False
-        self.warnings: list[str] = []
+        self.warnings: list[str] = [*gate_notes]
         self.batch = batch_mode(suite, judges, self.out)  # None unless suite.batch
         self.warnings += [] if self.batch is None else self.batch.warnings
 
@@ -564,6 +570,7 @@ async def run_suite(
     telemetry: Telemetry | None = None,
     task: Callable[[Case], Any] | None = None,
     judges: Any = None,
+    optional_gates: Collection[str] = (),
 ) -> RunSummary:
     """Run a suite end to end and return its summary (also written to ``out/summary.json``).
 
@@ -581,6 +588,9 @@ async def run_suite(
         task: The task object itself, instead of ``suite.task`` (a reference).
         judges: The judge(s) themselves (a judge, list, dict, Jury or Cascade), instead of
             ``suite.judges``.
+        optional_gates: Gates of ``suite.gates`` (as written) skipped with a warning, instead
+            of refused, when the run has no judge or jury they name (the CLI passes the suite
+            file's gates when ``--judges`` replaces its judges).
 
     Returns:
         The summary; ``summary.passed`` is False when a gate or the baseline check failed.
@@ -608,6 +618,7 @@ async def run_suite(
         progress_interval=progress_interval,
         progress_stream=progress_stream,
         telemetry=telemetry,
+        optional_gates=optional_gates,
     )
     run.prepare_config(task, judges)
     run.warnings += batch_warnings

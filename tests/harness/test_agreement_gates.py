@@ -97,7 +97,9 @@ def test_a_gate_on_an_unknown_jury_is_refused_before_any_case_runs(tmp_path: Pat
     """A typo in a jury gate stops the run at start (exit 2), naming the run's juries."""
     from agentjudge.harness import RunConfigError
 
-    with pytest.raises(RunConfigError, match=r"unknown jury 'juri'; juries: jury"):
+    with pytest.raises(
+        RunConfigError, match=r"unknown jury 'juri' \(did you mean 'jury'\?\); juries: jury"
+    ):
         run(tmp_path, "out", ["juri.inter_judge.krippendorff_alpha>=0.67"])
     assert not (tmp_path / "out" / "results.jsonl").exists()
 
@@ -105,7 +107,10 @@ def test_a_gate_on_an_unknown_jury_is_refused_before_any_case_runs(tmp_path: Pat
 @pytest.mark.parametrize(
     ("expr", "message"),
     [
-        ("a.agreement.kappa>=0.6", "unknown agreement stat 'kappa'; valid: n, accuracy"),
+        (
+            "a.agreement.kappa>=0.6",
+            r"unknown agreement stat 'kappa' \(did you mean 'cohen_kappa'\?\); valid: n, accuracy",
+        ),
         ("jury.inter_judge.mean>=0.6", "unknown inter_judge stat 'mean'; valid: n, fleiss_kappa"),
     ],
 )

@@ -133,7 +133,11 @@ BAD_CONFIG: list[tuple[list[str], str | None, str]] = [
     ),
     (["--task", "task:nope"], SUITE, "module 'task' has no attribute 'nope'"),
     (["--judges", "nojudges:x"], SUITE, "cannot import module 'nojudges'"),
-    (["--gate", "exakt.mean>=1"], SUITE, "unknown judge 'exakt'; valid: exact, nonempty"),
+    (
+        ["--gate", "exakt.mean>=1"],
+        SUITE,
+        "unknown judge 'exakt' (did you mean 'exact'?); valid: exact, nonempty",
+    ),
     (["--gate", "exact.median>=1"], SUITE, "unknown stat 'median'"),
     (["--max-regression", "0.1"], SUITE, "need a baseline"),
     (["--baseline", "nowhere/summary.json"], SUITE, "baseline: summary not found"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agentjudge.harness import CasesSummary, JudgeSummary
-from agentjudge.harness._gates import check_gate_subjects, parse_gate
+from agentjudge.harness._gates import parse_gate, resolve_gate_subjects
 
 
 def judge_summary(mean: float | None = 0.8, pass_rate: float | None = 0.75) -> JudgeSummary:
@@ -46,7 +46,10 @@ def test_dotted_judge_names_use_the_last_dot() -> None:
         ("x.mean=>0.9", "expected <judge>.<stat><op><number>"),
         ("x.mean>=high", "'high' is not a number"),
         ("x.mean>=nan", "finite"),
-        ("x.median>=0.5", "unknown stat 'median' for a judge; valid: mean, pass_rate"),
+        (
+            "x.median>=0.5",
+            "unknown stat 'median' for a judge (did you mean 'mean'?); valid: mean, pass_rate",
+        ),
         ("errors.mean<=0.1", "unknown stat 'mean' for errors; valid: rate, count"),
         ("x.mean", "expected <judge>.<stat><op><number>"),
     ],
@@ -104,9 +107,41 @@ def test_unknown_judge_is_refused_with_valid_names() -> None:
     """A gate naming no configured judge lists the judges and the reserved subjects."""
     gates = [parse_gate("correctnes.mean>=0.9")]
     with pytest.raises(ValueError) as info:
-        check_gate_subjects(gates, ["correctness", "faithfulness"])
+        resolve_gate_subjects(gates, ["correctness", "faithfulness"])
     assert str(info.value) == (
-        "gate 'correctnes.mean>=0.9': unknown judge 'correctnes'; "
+        "gate 'correctnes.mean>=0.9': unknown judge 'correctnes' (did you mean 'correctness'?); "
         "valid: correctness, faithfulness, verdict, errors, cases, cost"
     )
-    check_gate_subjects([parse_gate("errors.rate<=0"), parse_gate("verdict.mean>=0")], [])
+    resolve_gate_subjects([parse_gate("errors.rate<=0"), parse_gate("verdict.mean>=0")], [])
+
+
+def test_gate_subjects_match_judge_names_ignoring_case_when_unambiguous() -> None:
+    """'Correctness.mean' gates the judge 'correctness'; two names differing in case refuse."""
+    gates, notes = resolve_gate_subjects([parse_gate("Correctness.mean>=0.9")], ["correctness"])
+    assert (gates[0].subject, gates[0].expr, notes) == (
+        "correctness",
+        "Correctness.mean>=0.9",
+        [],
+    )
+    with pytest.raises(ValueError, match="matches 'Exact', 'exact' ignoring case"):
+        resolve_gate_subjects([parse_gate("EXACT.mean>=0.9")], ["Exact", "exact"])
+
+
+def test_optional_gates_on_missing_judges_are_skipped_with_a_note() -> None:
+    """A suite's gate on a judge the replaced judge set lacks is skipped and said so."""
+    gates, notes = resolve_gate_subjects(
+        [parse_gate("old.mean>=0.9"), parse_gate("new.mean>=0.5")],
+        ["new"],
+        optional={"old.mean>=0.9", "new.mean>=0.5"},
+    )
+    assert [g.expr for g in gates] == ["new.mean>=0.5"]
+    assert notes == [
+        "gate 'old.mean>=0.9' skipped: this run has no judge 'old' (the gate is the suite's, "
+        "and the judges were replaced)"
+    ]
+
+
+def test_unknown_stats_suggest_the_closest() -> None:
+    """A misspelt stat names the closest valid one."""
+    with pytest.raises(ValueError, match=r"unknown stat 'meen' for a judge \(did you mean 'mean'"):
+        parse_gate("correctness.meen>=0.9")

@@ -257,7 +257,10 @@ def test_missing_settings_name_what_to_set(tmp_path: Path) -> None:
 def test_unknown_gate_judge_fails_before_any_case_runs(tmp_path: Path) -> None:
     """A gate naming no judge is refused before the results file exists."""
     suite = make_suite(tmp_path, ROWS, gates=["exakt.mean>=0.5"])
-    with pytest.raises(RunConfigError, match="unknown judge 'exakt'; valid: exact, half"):
+    with pytest.raises(
+        RunConfigError,
+        match=r"unknown judge 'exakt' \(did you mean 'exact'\?\); valid: exact, half",
+    ):
         run(suite, tmp_path / "out")
     assert not (tmp_path / "out" / "results.jsonl").exists()
 
