@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import logging
 import os
+import platform
+import re
 import signal
 import sys
 import traceback
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agentjudge.harness._formats import DATASET_FORMATS
+from agentjudge.harness._text import did_you_mean
 
 __all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "cli", "exit_now", "main"]
 
@@ -78,14 +82,41 @@ def _fraction(text: str) -> float:
     return value
 
 
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a "did you mean" for an unknown flag, command or choice."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and ``message`` (plus a suggestion) to stderr; exit 2."""
+        super().error(message + self._suggestion(message))
+
+    def _suggestion(self, message: str) -> str:
+        choice = _INVALID_CHOICE.search(message)
+        if choice is not None:
+            return did_you_mean(choice["word"], re.findall(r"'([^']*)'", choice["choices"]))
+        unknown = message.removeprefix("unrecognized arguments: ")
+        if unknown == message:
+            return ""
+        flags = [flag for action in self._actions for flag in action.option_strings]
+        for word in unknown.split():
+            flag = word.partition("=")[0]
+            hint = did_you_mean(flag, flags) if flag.startswith("-") else ""
+            if hint:
+                return hint
+        return ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for the CLI reference docs)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="agentjudge",
         description="Offline evaluation: run a dataset through a task and judges, gate on it.",
         epilog="Exit codes: 0 gates passed, 1 a gate, baseline or trust check failed, "
         "2 usage/configuration/dataset error, 3 run aborted (or --max-cost budget exhausted).",
     )
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -187,6 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds between plain progress lines (default 5)",
     )
     run.add_argument("--json", action="store_true", help="print summary.json instead of a table")
+    run.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="print no summary table, only warnings, errors and the output files "
+        "(`agentjudge report OUT` prints the report)",
+    )
     _add_calibration_flags(run)
 
     report = sub.add_parser("report", help="print a run's report (per judge and per tag)")
@@ -199,6 +237,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("schema", help="print the JSON schema of a dataset row")
     _add_calibrate_command(sub)
     return parser
+
+
+def _version() -> str:
+    try:
+        version = importlib.metadata.version("agentjudge")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed
+        version = "(not installed)"
+    return f"agentjudge {version} (Python {platform.python_version()})"
 
 
 def _add_calibration_flags(run: argparse.ArgumentParser) -> None:
@@ -275,10 +321,10 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
     elif Path(_SUITE_FILE).is_file():
         suite = load_suite(_SUITE_FILE)
     else:
-        suite = Suite()
-    if args.calibration:  # a calibration run ignores the suite's thresholds
+        suite = None
+    if suite is not None and args.calibration:  # a calibration run ignores its thresholds
         suite = suite.model_copy(update={"thresholds": None})
-    return suite.with_overrides(
+    merged = (suite or Suite()).with_overrides(
         calibration=args.calibration or None,
         thresholds=_cwd_path(args.thresholds),
         dataset=_cwd_path(args.dataset),
@@ -290,7 +336,7 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         workers=args.workers,
         task_timeout=args.task_timeout,
         judge_timeout=args.judge_timeout,
-        gates=[*suite.gates, *args.gate] if args.gate else None,
+        gates=[*(suite.gates if suite else ()), *args.gate] if args.gate else None,
         baseline=_cwd_path(args.baseline),
         max_regression=args.max_regression,
         max_flips=args.max_flips,
@@ -302,6 +348,52 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         batch=True if args.batch or args.batch_retry_online else None,
         batch_retry_online=args.batch_retry_online,
     )
+    if suite is None:
+        _require_without_suite(merged)
+    return merged
+
+
+def _require_without_suite(suite: Any) -> None:
+    """Without a suite file, the flags must name the dataset, the task and the judges.
+
+    Raises:
+        ValueError: saying that no ``./agentjudge.toml`` was found and which flags are missing.
+    """
+    wanted = {
+        "--dataset FILE": suite.dataset,
+        "--task M:F": suite.task,
+        "--judges M:A": suite.judges,
+    }
+    missing = [flag for flag, value in wanted.items() if value is None]
+    if missing:
+        raise ValueError(
+            f"no suite: ./{_SUITE_FILE} was not found in {Path.cwd()} and none was named; "
+            f"pass one (agentjudge run path/to/{_SUITE_FILE}) or {', '.join(missing)}"
+        )
+
+
+def _gates_to_skip(args: argparse.Namespace, suite: Any) -> tuple[str, ...]:
+    """With ``--judges``, the suite file's own gates may name judges that are gone."""
+    if args.judges is None:
+        return ()
+    flagged = set(args.gate)
+    return tuple(gate for gate in suite.gates if gate not in flagged)
+
+
+def _check_prices_flag(value: str | None) -> None:
+    """Read a ``--prices`` file now, so that its error names the flag (not the suite).
+
+    Raises:
+        ValueError: the file cannot be read or holds an invalid price.
+    """
+    if value is None:
+        return
+    from agentjudge.models import PriceTable
+
+    try:
+        PriceTable.load(Path(value).resolve())
+    except ValueError as exc:
+        raise ValueError(f"--prices {value}: {exc}") from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -313,6 +405,7 @@ def _run(args: argparse.Namespace) -> int:
     from agentjudge.harness._suite import describe_validation_error
 
     try:
+        _check_prices_flag(args.prices)
         suite = _suite_from_args(args)
     except ValidationError as exc:
         return _error(describe_validation_error(exc, "command line"))
@@ -340,8 +433,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print(summary.model_dump_json(indent=2))
     else:
-        print(format_summary(summary))
-        print(f"\nresults: {out / 'results.jsonl'}\nsummary: {out / 'summary.json'}")
+        if not args.quiet:
+            print(format_summary(summary) + "\n")
+        print(f"results: {out / 'results.jsonl'}\nsummary: {out / 'summary.json'}")
     if summary.budget is not None and summary.budget.exhausted:
         return _aborted(f"run aborted ({summary.budget.message})", out)
     return EXIT_OK if summary.passed else EXIT_FAILED
@@ -388,6 +482,7 @@ class _Invocation:
                     overwrite=args.overwrite,
                     progress=args.progress,
                     progress_interval=args.progress_interval,
+                    optional_gates=_gates_to_skip(args, self.suite),
                 )
                 tg.cancel_scope.cancel()  # the run is over: stop watching
         except BaseExceptionGroup as group:
@@ -483,7 +578,14 @@ def _schema(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    if not words:  # a usage error like any missing command, but with the whole help
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    args, unknown = parser.parse_known_args(words)
+    if unknown:  # blamed on the command's own parser: its usage and its flags
+        command = _subparsers(parser).get(args.command, parser)
+        command.error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = {
         "run": _run,
         "report": _report,
@@ -497,6 +599,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 def _flush_telemetry() -> None:

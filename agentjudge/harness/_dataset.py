@@ -312,6 +312,12 @@ def _sha256(path: Path, label: str) -> str:
     return digest.hexdigest()
 
 
+_NO_CASES = {
+    "jsonl": "no line holds a case (blank and '#' lines are not cases)",
+    "csv": "no record after the header line",
+    "json": "the array holds no object",
+    "yaml": "the document holds no item",
+}
 _LOOKS_LIKE = {"csv": "CSV", "json": "a JSON array", "yaml": "YAML"}
 
 
@@ -423,6 +429,15 @@ class Dataset(BaseModel):
                 raise
         sha256 = digest.hexdigest() if fmt == "jsonl" else _sha256(file, label)
         return cls(path=file, sha256=sha256, rows=rows, labelled=labelled, format=fmt)
+
+    def require_cases(self) -> None:
+        """Refuse an empty dataset, which a run could only fail on (nothing to judge).
+
+        Raises:
+            DatasetError: the file holds no case.
+        """
+        if self.rows == 0:
+            raise DatasetError(f"dataset {self.label} is empty: {_NO_CASES[self.format]}")
 
     def iter_raw(self, hint: int = _CHUNK_HINT) -> Iterator[list[tuple[int, bytes]]]:
         """Stream the file's physical lines as ``(lineno, bytes)``, about ``hint`` bytes a chunk.

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agentjudge.harness._text import did_you_mean
 from agentjudge.models import known_providers
 
 __all__ = ["add_sys_path", "load_object", "names_model", "takes_no_arguments"]
@@ -141,7 +142,10 @@ def load_object(ref: str, *, what: str, base_dir: Path | None = None) -> Any:
         if not file.is_absolute() and base_dir is not None:
             file = base_dir / file
         if not file.is_file():
-            raise ValueError(f"{what} {ref!r}: file not found: {file}")
+            nearby = [f.name for f in file.parent.glob("*.py")] if file.parent.is_dir() else []
+            raise ValueError(
+                f"{what} {ref!r}: file not found: {file}{did_you_mean(file.name, nearby)}"
+            )
         try:
             module = _import_file(file, ref, what)
         except ValueError:
@@ -156,8 +160,11 @@ def load_object(ref: str, *, what: str, base_dir: Path | None = None) -> Any:
         except ImportError as exc:
             where = f" (searched {base_dir} and the working directory)" if base_dir else ""
             hint = _providers_hint(ref, module_name) if what == "task" else ""
+            near = (
+                did_you_mean(module_name, _modules_in(folders)) if exc.name == module_name else ""
+            )
             raise ValueError(
-                f"{what} {ref!r}: cannot import module {module_name!r}{where}: {exc}{hint}"
+                f"{what} {ref!r}: cannot import module {module_name!r}{near}{where}: {exc}{hint}"
             ) from exc
         except Exception as exc:
             raise ValueError(
@@ -170,10 +177,22 @@ def load_object(ref: str, *, what: str, base_dir: Path | None = None) -> Any:
         try:
             obj = getattr(obj, part)
         except AttributeError:
+            names = [n for n in dir(obj) if not n.startswith("_") or part.startswith("_")]
             raise ValueError(
                 f"{what} {ref!r}: module {module_name!r} has no attribute {'.'.join(walked)!r}"
+                f"{did_you_mean(part, names)}"
             ) from None
     return obj
+
+
+def _modules_in(folders: list[Path]) -> list[str]:
+    """Top-level modules and packages in ``folders`` (for a "did you mean")."""
+    found = []
+    for folder in folders:
+        if folder.is_dir():
+            found += [f.stem for f in folder.glob("*.py")]
+            found += [d.name for d in folder.iterdir() if (d / "__init__.py").is_file()]
+    return found
 
 
 def takes_no_arguments(obj: Any) -> bool:

@@ -60,7 +60,7 @@ from agentjudge.harness._resolve import (
 )
 from agentjudge.harness._results import iter_rows, scan_results
 from agentjudge.harness._suite import Suite
-from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary
+from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary, resume_warnings
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
 from agentjudge.harness._writer import (
@@ -253,6 +253,7 @@ class _Run:
         suite = self.suite
         assert suite.dataset is not None
         self.dataset = Dataset.open(suite.path(suite.dataset), format=suite.dataset_format)
+        self.dataset.require_cases()
         check_labelled(suite, self.dataset)  # a calibration run needs human labels
         if self.out.exists() and not self.out.is_dir():
             raise RunConfigError(f"output path exists and is not a folder: {self.out}")
@@ -310,12 +311,9 @@ class _Run:
             previous = load_summary(self.summary_path)
         except ValueError:
             return
-        if previous.dataset.sha256 != self.dataset.sha256:
-            self.warnings.append(
-                f"resuming a run that read another version of the dataset "
-                f"(sha256 {previous.dataset.sha256[:12]}... then, "
-                f"{self.dataset.sha256[:12]}... now); the summary covers rows of both"
-            )
+        self.warnings += resume_warnings(
+            previous, self.dataset.sha256, self.suite.task, self.task.name
+        )
 
     # ------------------------------------------------------------------ pipeline
     def pending_total(self) -> int:

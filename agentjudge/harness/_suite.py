@@ -22,6 +22,7 @@ thresholds = "thresholds.json"       # a cascade's calibrated thresholds (agentj
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +38,7 @@ from pydantic import (
 )
 
 from agentjudge.harness._formats import DatasetFormat
+from agentjudge.harness._text import did_you_mean
 
 __all__ = ["Suite", "load_suite"]
 
@@ -183,18 +185,39 @@ class Suite(BaseModel):
         return Suite.model_validate(data)
 
 
-def describe_validation_error(exc: ValidationError, where: str) -> str:
-    """One line per problem: ``<where>: setting 'x': message``."""
+def describe_validation_error(exc: ValidationError, where: str, text: str | None = None) -> str:
+    """One line per problem: ``<where> line N: setting 'x': message``.
+
+    Args:
+        exc: The validation error.
+        where: The suite file, or "command line".
+        text: The suite file's text, to name the line each setting is on (when found).
+    """
+    valid = [k for k in Suite.model_fields if k not in ("base_dir", "source")]
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"])
+        line = _line_of(text, str(err["loc"][0])) if text is not None and err["loc"] else None
+        at = where if line is None else f"{where} line {line}"
         if err["type"] == "extra_forbidden":
-            valid = ", ".join(k for k in Suite.model_fields if k not in ("base_dir", "source"))
-            lines.append(f"{where}: unknown setting {loc!r} (valid settings: {valid})")
+            lines.append(
+                f"{at}: unknown setting {loc!r}{did_you_mean(loc, valid)} "
+                f"(valid settings: {', '.join(valid)})"
+            )
         else:
             message = err["msg"].removeprefix("Value error, ")
-            lines.append(f"{where}: setting {loc!r}: {message}")
+            lines.append(f"{at}: setting {loc!r}: {message}")
     return "\n".join(lines)
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The 1-based line of the TOML file ``text`` where the top-level ``key`` is set."""
+    name = re.escape(key)
+    pattern = re.compile(rf"""^\s*(?:["']?{name}["']?\s*[=.]|\[\s*["']?{name}["']?\s*[].])""")
+    for number, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line):
+            return number
+    return None
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -208,10 +231,12 @@ def load_suite(path: str | Path) -> Suite:
     if file.is_dir():
         file = file / "agentjudge.toml"
     try:
-        with file.open("rb") as handle:
-            data: Mapping[str, Any] = tomllib.load(handle)
+        text = file.read_text(encoding="utf-8")
+        data: Mapping[str, Any] = tomllib.loads(text)
     except FileNotFoundError:
         raise ValueError(f"suite file not found: {file}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{file}: not valid UTF-8 ({exc.reason})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{file}: invalid TOML: {exc}") from None
     base = file.resolve().parent
@@ -221,4 +246,4 @@ def load_suite(path: str | Path) -> Suite:
     try:
         return Suite.model_validate({**data, "base_dir": base, "source": file.resolve()})
     except ValidationError as exc:
-        raise ValueError(describe_validation_error(exc, str(file))) from None
+        raise ValueError(describe_validation_error(exc, str(file), text)) from None

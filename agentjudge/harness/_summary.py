@@ -59,6 +59,7 @@ __all__ = [
     "RunSummary",
     "bootstrap_ci",
     "normal_ci",
+    "resume_warnings",
 ]
 
 STATUSES = ("pass", "fail", "abstain", "error")
@@ -545,3 +546,31 @@ class RunAggregate:
             errors=self.errors,
             error_rate=self.errors / self.total if self.total else None,
         )
+
+
+def resume_warnings(
+    previous: RunSummary, dataset_sha256: str, task: str | None, task_name: str
+) -> list[str]:
+    """What changed since the run being resumed (its ``previous`` summary), as warnings.
+
+    Args:
+        previous: The summary of the results file being continued.
+        dataset_sha256: The dataset's SHA-256 now.
+        task: The task reference now (the suite's ``task``; None for a task object).
+        task_name: The task's name now (`_task.task_name`).
+    """
+    warnings = []
+    if previous.dataset.sha256 != dataset_sha256:
+        warnings.append(
+            f"resuming a run that read another version of the dataset "
+            f"(sha256 {previous.dataset.sha256[:12]}... then, "
+            f"{dataset_sha256[:12]}... now); the summary covers rows of both"
+        )
+    before_ref, before_name = previous.config.get("task"), previous.config.get("task_name")
+    then, now = (before_ref, task) if before_ref and task else (before_name, task_name)
+    if then is not None and then != now:
+        warnings.append(
+            f"resuming a run that used another task ({then!r} then, {now!r} now); "
+            "the summary covers rows of both"
+        )
+    return warnings

@@ -119,13 +119,24 @@ BAD_ROWS: list[tuple[str, str]] = [
     ),
     ('{"id": "a", "input": 1,}\n', "data.jsonl line 1, column 24: invalid JSON"),
     ('{"id": "a"}\n', "data.jsonl line 1 (id 'a'): missing required field 'input'"),
+    ("# no case yet\n\n", "dataset data.jsonl is empty: no line holds a case"),
 ]
 
 BAD_CONFIG: list[tuple[list[str], str | None, str]] = [
-    (["--task", "task:answer", "--judges", "judges:judges"], None, "no dataset given"),
-    (["--dataset", "data.jsonl", "--judges", "judges:judges"], None, "no task given"),
-    (["--dataset", "data.jsonl", "--task", "task:answer"], None, "no judges given"),
-    ([], "concurency = 3\n", "unknown setting 'concurency'"),
+    (
+        ["--task", "task:answer", "--judges", "judges:judges"],
+        None,
+        "no suite: ./agentjudge.toml was not found in ",
+    ),
+    (["--dataset", "data.jsonl", "--judges", "judges:judges"], None, ") or --task M:F\n"),
+    (["--dataset", "data.jsonl", "--task", "task:answer"], None, ") or --judges M:A\n"),
+    ([], "concurency = 3\n", "line 1: unknown setting 'concurency' (did you mean 'concurrency'?)"),
+    (
+        ["--concurency", "3"],
+        SUITE,
+        "unrecognized arguments: --concurency (did you mean '--concurrency'?)",
+    ),
+    (["--prices", "nope.json"], SUITE, "error: --prices nope.json: "),
     (
         [],
         'dataset = "missing.jsonl"\ntask = "task:answer"\njudges = "judges:judges"\n',

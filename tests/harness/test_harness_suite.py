@@ -29,14 +29,16 @@ def test_suite_file_paths_resolve_against_its_folder(tmp_path: Path) -> None:
 
 
 def test_unknown_setting_lists_the_valid_ones(tmp_path: Path) -> None:
-    """A misspelt key names itself and the settings that exist."""
+    """A misspelt key names its TOML line, the closest setting and the settings that exist."""
     path = tmp_path / "agentjudge.toml"
-    path.write_text("concurency = 4\n", encoding="utf-8")
+    path.write_text('name = "x"\n\nconcurency = 4\n', encoding="utf-8")
     with pytest.raises(ValueError) as info:
         load_suite(path)
     message = str(info.value)
-    assert message.startswith(f"{path}: unknown setting 'concurency' (valid settings: name, ")
-    assert "concurrency" in message
+    assert message.startswith(
+        f"{path} line 3: unknown setting 'concurency' (did you mean 'concurrency'?) "
+        "(valid settings: name, "
+    )
 
 
 def test_invalid_values_name_the_setting(tmp_path: Path) -> None:
@@ -46,8 +48,8 @@ def test_invalid_values_name_the_setting(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as info:
         load_suite(path)
     lines = str(info.value).splitlines()
-    assert lines[0].startswith(f"{path}: setting 'concurrency': Input should be greater")
-    assert lines[1].startswith(f"{path}: setting 'gates': gate 'x.mean>>1'")
+    assert lines[0].startswith(f"{path} line 1: setting 'concurrency': Input should be greater")
+    assert lines[1].startswith(f"{path} line 2: setting 'gates': gate 'x.mean>>1'")
 
 
 def test_invalid_toml_names_line_and_column(tmp_path: Path) -> None:
