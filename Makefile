@@ -22,7 +22,7 @@ install: uv ## Create .venv from uv.lock (all extras, dev group)
 	@$(RUN) python -m compileall -q agentjudge >/dev/null
 
 run: install ## Run the shipped example end to end (offline) and print its report
-	$(RUN) python -m agentjudge run examples/rag_qa/agentjudge.toml --out .agentjudge/rag_qa --overwrite
+	$(RUN) python -m agentjudge run examples/rag_qa/agentjudge.toml --out .agentjudge/rag_qa --overwrite --quiet
 	$(RUN) python -m agentjudge report .agentjudge/rag_qa
 
 test: install ## Run the whole test suite

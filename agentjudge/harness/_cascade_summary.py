@@ -29,6 +29,7 @@ from typing import Any
 from agentjudge.agreement import wilson_interval
 from agentjudge.core import Verdict
 from agentjudge.harness._agreement import agrees_with_human
+from agentjudge.harness._text import plural
 
 __all__ = ["CascadeTally", "cascade_lines"]
 
@@ -148,7 +149,7 @@ def cascade_lines(summary: Any) -> list[str]:
         f"[{_pct(sa[0])}, {_pct(sa[1])}] (n={block['selective_agreement_n']})",
     ]
     lines += [
-        f"  tier {name}: {tier['decided']} cases ({_pct(tier['share'])})"
+        f"  tier {name}: {plural(tier['decided'], 'case')} ({_pct(tier['share'])})"
         for name, tier in block["by_tier"].items()
     ]
     return ["\n".join(lines)]

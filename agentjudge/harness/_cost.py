@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentjudge.engine import Budget
 from agentjudge.harness._suite import Suite
+from agentjudge.harness._text import plural
 from agentjudge.models import PriceTable, prices
 from agentjudge.models._prices import price_problem
 
@@ -121,8 +122,8 @@ def budget_outcome(
     message = f"spent ${spent:.4f} of the ${max_cost:.4f} budget"
     if refused:
         message = (
-            f"budget exhausted: {message}; {refused} judgments were refused "
-            f"(ERROR BudgetExhausted) across the {cases} cases in the results file; "
+            f"budget exhausted: {message}; {plural(refused, 'judgment')} refused "
+            f"(ERROR BudgetExhausted) across the {plural(cases, 'case')} in the results file; "
             "run again with --resume and a larger --max-cost to judge them"
         )
     return BudgetOutcome(

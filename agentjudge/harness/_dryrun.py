@@ -39,6 +39,7 @@ from agentjudge.harness._case import Case
 from agentjudge.harness._clients import find_model_clients
 from agentjudge.harness._pipeline import case_context
 from agentjudge.harness._suite import Suite
+from agentjudge.harness._text import plural
 from agentjudge.judging import JudgeKind, judge_name
 from agentjudge.models import Usage, prices
 from agentjudge.models._spend import (
@@ -275,7 +276,7 @@ def _notes(cascade: bool, tokenizer: str) -> list[str]:
 
 def _usd(line: DryRunLine) -> str:
     if line.usd is None:
-        return f"unknown ({line.unpriced_calls} calls unpriced)"
+        return f"unknown ({plural(line.unpriced_calls, 'call')} unpriced)"
     return f"${line.usd:.4f}"
 
 
@@ -297,7 +298,7 @@ def format_dry_run(estimate: DryRunEstimate) -> str:
     rows += [row(f"judge {k}", v) for k, v in estimate.by_judge.items()]
     rows += [row(f"model {k}", v) for k, v in estimate.by_model.items()]
     headers = ["", "calls", "unknown", "est input tok", "est output tok", "est usd"]
-    lines = [f"dry run: {estimate.cases} cases, no model called", table(headers, rows)]
+    lines = [f"dry run: {plural(estimate.cases, 'case')}, no model called", table(headers, rows)]
     lines += [f"note: {n}" for n in estimate.notes]
     return "\n".join(lines)
 

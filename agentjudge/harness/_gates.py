@@ -62,7 +62,7 @@ from agentjudge.harness._summary import (
     JudgeSummary,
     RunSummary,
 )
-from agentjudge.harness._text import did_you_mean
+from agentjudge.harness._text import did_you_mean, plural
 
 __all__ = ["GATE_STATS", "Gate", "conclude", "parse_gate", "resolve_gate_subjects", "trust_checks"]
 
@@ -469,7 +469,8 @@ def _judged_check(
         )
 
     if judged:
-        return outcome(True, f"{judged} of {cases.total} cases got a PASS or FAIL from a judge")
+        of = f"{judged} of {plural(cases.total, 'case')}"
+        return outcome(True, f"{of} got a PASS or FAIL from a judge")
     if cases.total == 0:
         why = "no case ran"
     elif cases.errors == cases.total:

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from agentjudge.core import Judgment
+from agentjudge.harness._text import plural
 from agentjudge.pairwise import Comparison, bradley_terry, position_consistency, win_rates
 
 __all__ = ["POSITION_CONSISTENCY_WARNING", "PairwiseTally", "pairwise_lines", "position_warning"]
@@ -153,8 +154,8 @@ def pairwise_lines(judges: Mapping[str, Any]) -> list[str]:
         inconsistent = block.get("inconsistent", 0)
         lines += [
             "",
-            f"pairwise {name}: {block['n']} comparisons, {inconsistent} inconsistent (no "
-            f"decision: position bias), {block['undecided']} undecided",
+            f"pairwise {name}: {plural(block['n'], 'comparison')}, {inconsistent} inconsistent "
+            f"(no decision: position bias), {block['undecided']} undecided",
             "  system: wins/losses/ties; win rate over decided [95% CI]; over all [95% CI]",
         ]
         for system, s in block["systems"].items():

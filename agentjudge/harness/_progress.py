@@ -12,6 +12,8 @@ from typing import Any, TextIO
 
 import anyio
 
+from agentjudge.harness._text import plural
+
 __all__ = ["ProgressState", "render_progress"]
 
 
@@ -31,7 +33,7 @@ class ProgressState:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
         return (
-            f"agentjudge: {self.done}/{self.total} cases{pct}, {self.errors} errors, "
+            f"agentjudge: {self.done}/{self.total} cases{pct}, {plural(self.errors, 'error')}, "
             f"{self.done / elapsed:.1f} cases/s"
         )
 
@@ -45,7 +47,7 @@ async def _plain(state: ProgressState, done: anyio.Event, stream: TextIO, interv
     elapsed = time.monotonic() - state.started
     print(
         f"agentjudge: {state.done}/{state.total} cases done in {elapsed:.1f}s "
-        f"({state.errors} errors)",
+        f"({plural(state.errors, 'error')})",
         file=stream,
         flush=True,
     )
@@ -66,18 +68,20 @@ async def _rich(state: ProgressState, done: anyio.Event, stream: TextIO) -> None
         TextColumn("[bold]agentjudge"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[errors]} errors"),
+        TextColumn("{task.fields[errors]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     ]
     console = Console(file=stream)
     with Progress(*columns, console=console, auto_refresh=False) as bar:
-        task = bar.add_task("cases", total=state.total or None, errors=0)
+        task = bar.add_task("cases", total=state.total or None, errors=plural(0, "error"))
         while not done.is_set():
-            bar.update(task, completed=state.done, errors=state.errors, refresh=True)
+            bar.update(
+                task, completed=state.done, errors=plural(state.errors, "error"), refresh=True
+            )
             with anyio.move_on_after(0.1):
                 await done.wait()
-        bar.update(task, completed=state.done, errors=state.errors, refresh=True)
+        bar.update(task, completed=state.done, errors=plural(state.errors, "error"), refresh=True)
 
 
 async def render_progress(

@@ -25,6 +25,7 @@ from agentjudge.harness._summary import (
     RunAggregate,
     RunSummary,
 )
+from agentjudge.harness._text import plural
 
 __all__ = ["format_summary", "render_compare", "render_report", "row_tags"]
 
@@ -44,6 +45,11 @@ def _ci(ci: tuple[float, float] | None) -> str:
 
 def _delta(value: float | None) -> str:
     return "-" if value is None else f"{value:+.3f}"
+
+
+def _cases(summary: RunSummary) -> str:
+    """``"30 cases, 1 task error"``."""
+    return f"{plural(summary.cases.total, 'case')}, {plural(summary.cases.errors, 'task error')}"
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -146,7 +152,7 @@ def format_summary(summary: RunSummary) -> str:
     cases = summary.cases
     lines = [
         f"run {summary.run_id} ({summary.status})  dataset {summary.dataset.path} "
-        f"({summary.dataset.rows} rows)"
+        f"({plural(summary.dataset.rows, 'row')})"
     ]
     if summary.status != "completed":
         lines.append(
@@ -226,8 +232,8 @@ def cost_lines(cost: CostSummary | None) -> list[str]:
     out = ["", "cost (judge model calls):", table(_COST_HEADERS, rows)]
     if cost.usd is None:
         out.append(
-            f"note: {cost.unpriced_calls} calls used a model with no price, so the total is "
-            "unknown (add prices: suite key `prices` or agentjudge.models.prices.set)"
+            f"note: {plural(cost.unpriced_calls, 'call')} used a model with no price, so the "
+            "total is unknown (add prices: suite key `prices` or agentjudge.models.prices.set)"
         )
     return out
 
@@ -386,8 +392,8 @@ def render_compare(a: str | Path, b: str | Path) -> str:
             ]
         )
     lines = [
-        f"A: {first.run_id}  ({first.cases.total} cases, {first.cases.errors} task errors)",
-        f"B: {second.run_id}  ({second.cases.total} cases, {second.cases.errors} task errors)",
+        f"A: {first.run_id}  ({_cases(first)})",
+        f"B: {second.run_id}  ({_cases(second)})",
         "",
         table(["judge", "mean A", "mean B", "delta", "pass_rate A", "pass_rate B", "delta"], rows),
     ]

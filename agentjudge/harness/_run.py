@@ -63,6 +63,7 @@ from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary, resume_warnings
 from agentjudge.harness._task import TaskRunner
 from agentjudge.harness._telemetry import Telemetry
+from agentjudge.harness._text import plural
 from agentjudge.harness._writer import (
     RESERVE_FILE,
     ResultsWriter,
@@ -119,8 +120,10 @@ def lost_message(cases_in: int, rows_out: int, missing: list[str], results: Path
     more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
     ids = f"; missing: {shown}{more}" if missing else ""
     return (
-        f"{cases_in} cases were handed out but {rows_out} rows were written to {results}{ids}; "
-        "the run cannot be trusted (run again with --resume to run the missing cases)"
+        f"{plural(cases_in, 'case')} {'was' if cases_in == 1 else 'were'} handed out but "
+        f"{plural(rows_out, 'row')} {'was' if rows_out == 1 else 'were'} written to "
+        f"{results}{ids}; the run cannot be trusted (run again with --resume to run the missing "
+        "cases)"
     )
 
 
@@ -299,8 +302,8 @@ class _Run:
         if rerun:
             drop_rows(self.results_path, rerun)
             self.warnings.append(
-                f"{len(rerun)} cases whose judgments the budget refused (BudgetExhausted) "
-                "were removed from the results file and run again"
+                f"{plural(len(rerun), 'case')} whose judgments the budget refused "
+                "(BudgetExhausted): removed from the results file, run again"
             )
         if scan.torn_line is not None:
             self.warnings.append(
