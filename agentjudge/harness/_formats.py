@@ -251,7 +251,14 @@ class _Columns:
         return row
 
 
+_CSV_FIELD_LIMIT = 2**31 - 1
+"""`csv`'s cap on one cell (128 KiB by default, process-wide) is raised to this: a case's input
+may be a whole document. Raising it only loosens an arbitrary cap for every reader."""
+
+
 def _csv_records(path: Path, label: str) -> Iterator[tuple[int, bytes]]:
+    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
+        csv.field_size_limit(_CSV_FIELD_LIMIT)
     reader = csv.reader(_csv_lines(path, label), strict=True)
     columns: _Columns | None = None
     end = 0

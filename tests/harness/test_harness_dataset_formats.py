@@ -69,6 +69,13 @@ def test_csv_columns_map_to_fields_as_documented(tmp_path: Path) -> None:
     ]
 
 
+def test_csv_cells_may_be_longer_than_csvs_default_cap(tmp_path: Path) -> None:
+    """A 1 MiB input cell is read whole (csv's default cap is 128 KiB)."""
+    big = "x" * (1 << 20)
+    (case,) = Dataset.open(write(tmp_path, "data.csv", f"id,input\nq1,{big}\n")).iter_cases()
+    assert case.input == big
+
+
 def test_csv_records_are_numbered_by_their_first_line(tmp_path: Path) -> None:
     """A record after a blank line and a quoted multi-line cell names its own first line."""
     text = 'id,input\nq1,"a\nb"\n\nq2,x\n,y\n'
