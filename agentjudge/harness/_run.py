@@ -120,10 +120,8 @@ def lost_message(cases_in: int, rows_out: int, missing: list[str], results: Path
     more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
     ids = f"; missing: {shown}{more}" if missing else ""
     return (
-        f"{plural(cases_in, 'case')} {'was' if cases_in == 1 else 'were'} handed out but "
-        f"{plural(rows_out, 'row')} {'was' if rows_out == 1 else 'were'} written to "
-        f"{results}{ids}; the run cannot be trusted (run again with --resume to run the missing "
-        "cases)"
+        f"{plural(cases_in, 'case')} handed out, {plural(rows_out, 'row')} written to {results}"
+        f"{ids}; the run cannot be trusted (run again with --resume to run the missing cases)"
     )
 
 
