@@ -428,7 +428,7 @@ def test_rich_progress_renders_a_bar(tmp_path: Path) -> None:
         )
     )
     assert summary.cases.total == 3
-    assert "3/3" in stream.getvalue() and "1 errors" in stream.getvalue()
+    assert "3/3" in stream.getvalue() and "1 error " in stream.getvalue()
 
 
 def test_model_task_asks_an_openai_compatible_endpoint(tmp_path: Path) -> None:
