@@ -6,7 +6,7 @@ UV := $(PYTHON) -m uv
 RUN := $(UV) run --frozen --all-extras
 SRC := agentjudge tests benchmarks $(wildcard examples)
 
-.PHONY: help uv install run test lint typecheck cov bench docs all clean
+.PHONY: help uv install run test quick lint typecheck cov bench docs all clean
 
 help: ## Show this help
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-10s\033[0m %s\n", $$1, $$2}'
@@ -25,8 +25,17 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 	$(RUN) python -m agentjudge run examples/rag_qa/agentjudge.toml --out .agentjudge/rag_qa --overwrite --quiet
 	$(RUN) python -m agentjudge report .agentjudge/rag_qa
 
-test: install ## Run the whole test suite
-	$(RUN) pytest -q
+# The suite runs on every core (pytest-xdist); the few wall-clock tests (marker `timing`) run
+# afterwards on their own, so a busy neighbour test cannot make them miss their bounds.
+# `--durations` prints the slowest tests of each part.
+PYTEST_PARALLEL := pytest -q -n auto --durations=10
+
+test: install ## Run the whole test suite (all cores, then the timing tests alone)
+	$(RUN) $(PYTEST_PARALLEL) -m "not timing"
+	$(RUN) pytest -q -m timing
+
+quick: install ## Inner loop: the suite without the slow tests (subprocesses, docs build), stop at the first failure
+	$(RUN) $(PYTEST_PARALLEL) -x -m "not timing and not slow"
 
 lint: install ## ruff + import-linter layer contracts
 	$(RUN) ruff check $(SRC)
