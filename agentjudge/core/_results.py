@@ -170,9 +170,10 @@ class TierPolicy(StrEnum):
     STOP_ON_AGREEMENT = "stop_on_agreement"
     """Stop when all members agree (all PASS or all FAIL); escalate on a split."""
     STOP_ON_CONFIDENCE = "stop_on_confidence"
-    """Stop with the tier's aggregate when its confidence >= the tier's threshold; else escalate.
+    """Stop with the tier's PASS/FAIL aggregate when its confidence >= the threshold.
 
-    Requires ``Tier(..., threshold=...)``; a None confidence escalates.
+    Requires ``Tier(..., threshold=...)``. Everything else escalates: a None confidence, an
+    ERROR, and an ABSTAIN however confident (a tier that abstains decided nothing).
     """
     FINAL = "final"
     """Always stop with the tier's aggregate; the last tier must be FINAL."""

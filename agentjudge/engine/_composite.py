@@ -123,16 +123,18 @@ class Tier:
         name: Tier name (unique within the cascade).
         judge_or_jury: A judge, or a Jury whose members are the tier's members.
         policy: When this tier stops the cascade.
-        threshold: The confidence a tier's aggregate needs, in [0, 1]. Required by
-            `TierPolicy.STOP_ON_CONFIDENCE` (stop when the aggregate's confidence >= threshold,
-            escalate otherwise); on a FINAL tier it means "abstain rather than guess": an
-            aggregate below it (or without a confidence) becomes ABSTAIN. Other policies take
-            none.
+        threshold: The confidence a tier's aggregate needs, in [0, 1], or ``math.inf``: "no
+            tested threshold", a tier that never decides (what
+            `agentjudge.calibration.calibrate_thresholds` returns for such a tier with
+            ``untested="escalate"``). Required by `TierPolicy.STOP_ON_CONFIDENCE` (stop when
+            the aggregate is a PASS or FAIL whose confidence >= threshold, escalate otherwise);
+            on a FINAL tier it means "abstain rather than guess": an aggregate below it (or
+            without a confidence) becomes ABSTAIN. Other policies take none.
 
     Raises:
         ValueError: a blank name, a judge that is not callable, an unknown policy, or a
-            threshold that is missing (STOP_ON_CONFIDENCE), not a finite number in [0, 1], or
-            given to a policy that does not use it.
+            threshold that is missing (STOP_ON_CONFIDENCE), neither a number in [0, 1] nor
+            ``math.inf``, or given to a policy that does not use it.
     """
 
     def __init__(
@@ -171,8 +173,11 @@ def _check_tier_threshold(name: str, policy: TierPolicy, threshold: object) -> f
         )
     if isinstance(threshold, bool) or not isinstance(threshold, int | float):
         raise ValueError(f"tier {name!r}: threshold must be a number in [0, 1], got {threshold!r}")
-    if not math.isfinite(threshold) or not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"tier {name!r}: threshold must be within [0, 1], got {threshold!r}")
+    if threshold != math.inf and not 0.0 <= threshold <= 1.0:  # NaN fails both tests
+        raise ValueError(
+            f"tier {name!r}: threshold must be within [0, 1] (or math.inf: never decides), "
+            f"got {threshold!r}"
+        )
     return float(threshold)
 
 

@@ -14,6 +14,7 @@ None when no member has one).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -112,22 +113,31 @@ def _not_confident(tier: str, aggregate: Judgment, threshold: float) -> Judgment
         if aggregate.confidence is None
         else f"confidence {aggregate.confidence:.6g}"
     )
+    untested = threshold == math.inf  # JSON has no infinity: say it in words
+    below = (
+        "but it has no tested threshold (math.inf: it never decides)"
+        if untested
+        else f"below its threshold {threshold:.6g}"
+    )
     return Judgment.abstained(
         f"no tier was confident enough: the final tier {tier!r} said "
-        f"{aggregate.status.value} with {got}, below its threshold {threshold:.6g}",
+        f"{aggregate.status.value} with {got}, {below}",
         metadata={
             "tier": tier,
-            "threshold": threshold,
+            **({"untested": True} if untested else {"threshold": threshold}),
             "unconfident_status": aggregate.status.value,
         },
     )
 
 
 class StopOnConfidence(TierRule):
-    """Stop with the tier's aggregate when its confidence >= the threshold; else escalate.
+    """Stop with the tier's PASS or FAIL aggregate when its confidence >= the threshold.
 
-    The tier waits for its members (or for its jury's early decision, when that is already
-    confident); a None confidence escalates, as does an ERROR aggregate (it has none).
+    The tier waits for its members (or for its jury's early decision, when that is already a
+    confident PASS or FAIL); anything else escalates: a None confidence, an ERROR aggregate (it
+    has none) and an ABSTAIN however confident - a tier that abstains has decided nothing,
+    which is how calibration counts it (`agentjudge.harness._calibrate`: never accepted).
+    A threshold of ``math.inf`` (a tier without a tested threshold) therefore never stops.
     """
 
     policy = TierPolicy.STOP_ON_CONFIDENCE
@@ -137,8 +147,17 @@ class StopOnConfidence(TierRule):
         assert threshold is not None  # Tier() refuses STOP_ON_CONFIDENCE without one
         if last is not None:
             early = _early(view)
-            return early if confident(early, threshold) else None
-        return view.aggregate if confident(view.aggregate, threshold) else ESCALATE
+            return early if _decides(early, threshold) else None
+        return view.aggregate if _decides(view.aggregate, threshold) else ESCALATE
+
+
+def _decides(judgment: Judgment | None, threshold: float) -> bool:
+    """A confident verdict: PASS or FAIL with a confidence of at least ``threshold``."""
+    return (
+        judgment is not None
+        and judgment.status in (Status.PASS, Status.FAIL)
+        and confident(judgment, threshold)
+    )
 
 
 def _least_confidence(judgments: Sequence[Judgment]) -> float | None:

@@ -43,7 +43,7 @@ def test_stop_on_confidence_needs_a_threshold() -> None:
         Tier("cheap", scripted("a", SURE), TierPolicy.STOP_ON_CONFIDENCE)
 
 
-@pytest.mark.parametrize("bad", [-0.1, 1.5, math.nan, math.inf, True, "0.5"])
+@pytest.mark.parametrize("bad", [-0.1, 1.5, math.nan, -math.inf, True, "0.5"])
 def test_threshold_must_be_a_number_in_the_unit_interval(bad: object) -> None:
     """A threshold that is not a finite number in [0, 1] is refused, naming the tier."""
     with pytest.raises(ValueError, match="tier 'cheap': threshold"):
@@ -103,6 +103,59 @@ async def test_unconfident_or_missing_confidence_escalates(answer: Judgment) -> 
     assert [(t.name, t.stopped) for t in verdict.tiers] == [("cheap", False), ("expensive", True)]
     assert verdict.tiers[0].judgment is not None
     assert verdict.tiers[0].judgment.status is answer.status
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.0])
+async def test_a_confident_abstain_escalates(threshold: float) -> None:
+    """A confident ABSTAIN decides nothing: the next tier judges (as calibration counts it)."""
+    abstain = Judgment.abstained("cannot tell", confidence=0.99)
+    strong = scripted("big", SURE)
+    cascade = Cascade(
+        [
+            Tier("cheap", scripted("small", abstain), TierPolicy.STOP_ON_CONFIDENCE,
+                 threshold=threshold),
+            Tier("expensive", strong),
+        ]
+    )  # fmt: skip
+    verdict = await Evaluator(cascade).verdict(CTX)
+    assert verdict.judgment == SURE and strong.calls == 1
+    assert [(t.name, t.stopped) for t in verdict.tiers] == [("cheap", False), ("expensive", True)]
+
+
+async def test_a_confident_early_abstain_of_a_jury_waits_then_escalates() -> None:
+    """An early-stopping jury whose vote is already a confident ABSTAIN does not stop the tier."""
+    sure_abstain = Judgment.abstained("no idea", confidence=1.0)
+    jury = Jury(
+        [scripted("a", sure_abstain), scripted("b", sure_abstain), scripted("c", sure_abstain)],
+        voting=Majority(),
+        early_stop=True,
+    )
+    cascade = Cascade(
+        [
+            Tier("panel", jury, TierPolicy.STOP_ON_CONFIDENCE, threshold=0.5),
+            Tier("last", scripted("big", SURE)),
+        ]
+    )
+    verdict = await Evaluator(cascade).verdict(CTX)
+    assert verdict.judgment == SURE
+    assert [t.name for t in verdict.tiers] == ["panel", "last"]
+    assert verdict.tiers[0].judgment is not None
+    assert verdict.tiers[0].judgment.status is Status.ABSTAIN
+
+
+async def test_an_infinite_threshold_never_decides() -> None:
+    """math.inf (no tested threshold) is accepted: such a tier escalates, a FINAL one abstains."""
+    certain = Judgment.passed("certain", confidence=1.0)
+    tier = Tier("cheap", scripted("small", certain), TierPolicy.STOP_ON_CONFIDENCE,
+                threshold=math.inf)  # fmt: skip
+    assert tier.threshold == math.inf and "threshold=inf" in repr(tier)
+    escalating = Cascade([tier, Tier("expensive", scripted("big", SURE))])
+    assert (await Evaluator(escalating).verdict(CTX)).judgment == SURE
+    never = Cascade([Tier("only", scripted("big", certain), threshold=math.inf)])
+    verdict = await Evaluator(never).verdict(CTX)
+    assert verdict.judgment.status is Status.ABSTAIN
+    assert "no tested threshold" in verdict.judgment.reasoning
+    assert verdict.judgment.metadata["untested"] is True  # JSON has no infinity
 
 
 async def test_threshold_is_inclusive() -> None:
