@@ -3,20 +3,42 @@
 `calibrate_thresholds` implements the fixed-sequence testing of Jung et al. (2024), "Trust or
 Escalate: LLM Judges with Provable Guarantees for Human Agreement": given, for every tier of a
 cascade, its (confidence, agrees with the human label) on each case of a labelled calibration
-set, it returns one confidence threshold per tier such that, with probability at least
-``1 - delta`` over calibration sets drawn from the same distribution as the cases you will
-judge, the cascade's non-abstaining verdicts agree with humans at a rate of at least
-``1 - alpha``. It is a guarantee about the procedure over calibration sets, not a promise about
-any single case.
+set, it returns one confidence threshold per tier.
+
+**What holds.** With the defaults (``untested="escalate"``, ``split_delta=True``): with
+probability at least ``1 - delta`` over calibration sets drawn from the same distribution as
+the cases you will judge, the cascade's non-abstaining verdicts agree with humans at a rate of
+at least ``1 - alpha``. It is a guarantee about the procedure over calibration sets, not a
+promise about any single case. It rests on two things, both of which the defaults enforce:
+
+* every tier that decides has a **tested** threshold. A tier whose threshold could not be
+  tested (too few confident cases, or even its highest candidate failed) gets `NEVER`
+  (``math.inf``): it never decides. The paper instead applies an untested fallback
+  (``untested="paper"``): that tier then decides on no evidence and the guarantee is void;
+* ``delta`` is **split across the K tiers** (each tested at ``delta / K``, a union bound). The
+  paper tests each tier at ``delta`` (``split_delta=False``), which proves only
+  ``1 - K * delta`` for the cascade.
+
+`calibrate_tiers` gives each tier's evidence (`TierCalibration`) and `cascade_guarantee` says
+in one sentence whether the guarantee holds for a given calibration. The defaults buy the
+guarantee with coverage (a tier that cannot be tested leaves its cases to the next tier or to
+abstention); docs/how-to/trust.md measures both rules side by side.
 
 ```python
-from agentjudge.calibration import calibrate_thresholds, evaluate_thresholds
+from agentjudge.calibration import (
+    calibrate_thresholds,
+    calibrate_tiers,
+    cascade_guarantee,
+    evaluate_thresholds,
+)
 
 cheap = [(0.95, True)] * 40 + [(0.45, False)] * 40  # sure and right, or unsure and wrong
 strong = [(0.99, True)] * 80
 thresholds = calibrate_thresholds([cheap, strong], alpha=0.1, delta=0.1, grid=11)
 thresholds                                    # (0.5, 0.0)
 evaluate_thresholds([cheap, strong], thresholds).selective_agreement   # 1.0
+found = calibrate_tiers([cheap, strong], alpha=0.1, delta=0.1, grid=11)
+assert cascade_guarantee(found, alpha=0.1, delta=0.1).holds
 ```
 
 The binomial tail is summed exactly in log space (no scipy); `risk_upper_bound` exposes the
@@ -34,11 +56,15 @@ from typing import Any
 from agentjudge.agreement import wilson_interval
 
 __all__ = [
+    "NEVER",
+    "UNTESTED_RULES",
     "CalibrationReport",
+    "CascadeGuarantee",
     "TierCalibration",
     "binomial_cdf",
     "calibrate_thresholds",
     "calibrate_tiers",
+    "cascade_guarantee",
     "evaluate_thresholds",
     "risk_upper_bound",
 ]
@@ -211,24 +237,37 @@ class _Support:
         return self._bounds[key] > alpha
 
 
+UNTESTED_RULES = ("escalate", "paper")
+"""What a tier without a tested threshold does (``untested=`` of `calibrate_thresholds`)."""
+
+NEVER = math.inf
+"""The threshold of a tier that never decides: no confidence reaches it (``untested="escalate"``).
+
+`agentjudge.Tier` accepts it; ``thresholds.json`` writes it as ``null``."""
+
+
 @dataclass(frozen=True, slots=True)
 class TierCalibration:
     """How one tier's threshold was chosen (see `calibrate_tiers`).
 
     Attributes:
-        threshold: The tier's threshold.
+        threshold: The tier's threshold: a number in [0, 1], or `NEVER` (``math.inf``) for a
+            tier without a tested threshold under ``untested="escalate"``.
         basis: ``"tested"`` (it passed its test: the risk bound of the cases at or above it is
             at most ``alpha``, up to the procedure's neighbour rule), ``"highest_untested"``
-            (even the highest candidate failed its test; the paper uses it anyway) or
-            ``"reused_previous"`` (no candidate kept ``min_support`` cases; the previous
-            tier's threshold, 1.0 for the first). Only ``"tested"`` carries the guarantee's
-            evidence; treat the others as "this tier barely decides".
+            (even the highest candidate failed its test) or ``"reused_previous"`` (no candidate
+            kept ``min_support`` cases). Only ``"tested"`` carries evidence. What an untested
+            tier does depends on ``untested``: with ``"escalate"`` its threshold is `NEVER`
+            (it never decides); with ``"paper"`` it applies the highest candidate, or the
+            previous tier's threshold (1.0 for the first), with no guarantee behind it.
         remaining: Calibration cases this tier was calibrated on (no earlier tier accepted
             them).
         support: Of those, the cases at or above the threshold.
         errors: Of those, the cases that disagree with the human label.
         risk_bound: `risk_upper_bound` of ``errors`` in ``support``; None when ``support``
             is 0.
+        delta: The level this tier was tested at: ``delta / len(tiers)`` with
+            ``split_delta=True``, else ``delta``.
     """
 
     threshold: float
@@ -237,6 +276,17 @@ class TierCalibration:
     support: int
     errors: int
     risk_bound: float | None
+    delta: float = 0.0
+
+    @property
+    def tested(self) -> bool:
+        """Whether the threshold passed its test (``basis == "tested"``)."""
+        return self.basis == "tested"
+
+    @property
+    def decides(self) -> bool:
+        """Whether the tier can accept a case at all (its threshold is not `NEVER`)."""
+        return self.threshold != NEVER
 
 
 def _calibrate_tier(
@@ -247,6 +297,7 @@ def _calibrate_tier(
     delta: float,
     min_support: int,
     grid: int,
+    untested: str,
 ) -> TierCalibration:
     """One tier's threshold by fixed-sequence testing from the highest candidate down."""
     support = _Support(cases, delta)
@@ -262,9 +313,18 @@ def _calibrate_tier(
             if support.exceeds(lam - spacing, alpha):
                 threshold = lam
                 break
+    if basis != "tested" and untested == "escalate":
+        threshold = NEVER
     n, errors = support.count(threshold)
     bound = risk_upper_bound(errors, n, delta=delta) if n else None
-    return TierCalibration(threshold, basis, len(cases), n, errors, bound)
+    return TierCalibration(threshold, basis, len(cases), n, errors, bound, delta)
+
+
+def _check_rule(untested: object, split_delta: object) -> None:
+    if untested not in UNTESTED_RULES:
+        raise ValueError(f"untested must be one of {UNTESTED_RULES}, got {untested!r}")
+    if not isinstance(split_delta, bool):
+        raise ValueError(f"split_delta must be a bool, got {split_delta!r}")
 
 
 def calibrate_tiers(
@@ -274,17 +334,22 @@ def calibrate_tiers(
     delta: float,
     min_support: int = 30,
     grid: int = 5000,
+    untested: str = "escalate",
+    split_delta: bool = True,
 ) -> tuple[TierCalibration, ...]:
     """`calibrate_thresholds` with the evidence behind each threshold (`TierCalibration`).
 
     Same arguments, same thresholds, same errors; use it to see which tiers got a tested
-    threshold and which fell back to an untested one (``basis``).
+    threshold and which did not (``basis``), and `cascade_guarantee` of the result to see
+    whether the cascade-level guarantee holds.
     """
     alpha = _check_fraction(alpha, "alpha")
     delta = _check_fraction(delta, "delta")
     min_support = _check_int(min_support, "min_support", 1)
     grid = _check_int(grid, "grid", 2)
+    _check_rule(untested, split_delta)
     table = _check_tiers(tiers)
+    level = delta / len(table) if split_delta else delta
     remaining = list(range(len(table[0])))
     found: list[TierCalibration] = []
     previous = 1.0
@@ -293,13 +358,15 @@ def calibrate_tiers(
             [tier[i] for i in remaining],
             previous,
             alpha=alpha,
-            delta=delta,
+            delta=level,
             min_support=min_support,
             grid=grid,
+            untested=untested,
         )
         found.append(chosen)
-        previous = chosen.threshold
-        remaining = [i for i in remaining if tier[i][0] < previous]
+        if chosen.decides:  # a tier that never decides leaves every case to the next
+            previous = chosen.threshold
+            remaining = [i for i in remaining if tier[i][0] < previous]
     return tuple(found)
 
 
@@ -310,6 +377,8 @@ def calibrate_thresholds(
     delta: float,
     min_support: int = 30,
     grid: int = 5000,
+    untested: str = "escalate",
+    split_delta: bool = True,
 ) -> tuple[float, ...]:
     """One confidence threshold per cascade tier, by fixed-sequence testing (Jung et al., 2024).
 
@@ -317,19 +386,35 @@ def calibrate_thresholds(
     case is accepted by tier k when its confidence there >= tier k's threshold). For one tier:
 
     1. candidates are the points of ``numpy.linspace(0, 1, grid)`` that keep at least
-       ``min_support`` remaining cases at or above them (none: the tier reuses the previous
-       tier's threshold, 1.0 for the first);
-    2. the risk bound of a threshold ``lambda`` is `risk_upper_bound` of the ``e`` cases that
+       ``min_support`` remaining cases at or above them;
+    2. the risk bound of a threshold ``lambda`` is `risk_upper_bound`, at the tier's level
+       (``delta / len(tiers)`` with ``split_delta``, else ``delta``), of the ``e`` cases that
        disagree with the human among the ``n`` remaining cases with confidence >= ``lambda``;
-    3. if the highest candidate's bound exceeds ``alpha``, it is the threshold; otherwise,
-       scanning from the highest down, the threshold is the first ``lambda`` whose lower
-       neighbour ``lambda - 1 / len(candidates)`` has a bound above ``alpha``, and the lowest
-       candidate if none has.
+    3. scanning from the highest candidate down, the threshold is the first ``lambda`` whose
+       lower neighbour ``lambda - 1 / len(candidates)`` has a bound above ``alpha``, and the
+       lowest candidate if none has.
 
-    Note the two ways a tier can end without a tested threshold: the highest-candidate rule of
-    step 3 and the reuse of step 1; a threshold of 1.0 still accepts judgments whose confidence
-    is exactly 1.0. `calibrate_tiers` says which rule chose each threshold, and
-    `evaluate_thresholds` shows what the thresholds do on any labelled set.
+    A tier can end **without a tested threshold**: no candidate keeps ``min_support`` cases
+    (``"reused_previous"``), or even the highest candidate's bound exceeds ``alpha``
+    (``"highest_untested"``). What it does then is ``untested``:
+
+    * ``"escalate"`` (the default): its threshold is `NEVER` (``math.inf``), so it never
+      decides - a non-final tier always escalates, a final tier always abstains. Every tier
+      that decides has a tested threshold.
+    * ``"paper"``: the paper's fallbacks - the highest candidate, or the previous tier's
+      threshold (1.0 for the first; 1.0 still accepts a confidence of exactly 1.0). Such a
+      tier decides **with no evidence**, and the cascade-level guarantee does not hold.
+
+    **What holds.** Each tier's test errs with probability at most its level, so by the union
+    bound every deciding tier's accepted cases meet ``1 - alpha`` together with probability at
+    least ``1 - (sum of the levels)``, and then so does the cascade (its accepted cases are a
+    mix of the tiers'). With the defaults (``untested="escalate"``, ``split_delta=True``) that
+    is the promise below: with probability >= ``1 - delta`` over calibration sets drawn from
+    the distribution of the cases you will judge, the cascade's non-abstaining verdicts agree
+    with humans at a rate >= ``1 - alpha``. With ``split_delta=False`` the union bound gives
+    only ``1 - len(tiers) * delta``; with ``untested="paper"`` and a fallback applied, nothing.
+    `cascade_guarantee` of `calibrate_tiers` says which case you are in. The paper's own rule
+    is ``untested="paper", split_delta=False``.
 
     Args:
         tiers: ``tiers[k][i]`` is tier k's ``(confidence, agrees_with_human)`` on calibration
@@ -338,16 +423,110 @@ def calibrate_thresholds(
         delta: Tolerated probability that the guarantee fails, within (0, 1).
         min_support: Fewest cases a candidate threshold must keep, >= 1.
         grid: Number of evenly spaced candidate thresholds in [0, 1], >= 2.
+        untested: ``"escalate"`` or ``"paper"``: what a tier without a tested threshold does.
+        split_delta: Test each of the K tiers at ``delta / K`` (True) or at ``delta`` (False).
 
     Returns:
-        One threshold per tier, in tier order.
+        One threshold per tier, in tier order: a number in [0, 1], or `NEVER` (``math.inf``,
+        which `agentjudge.Tier` accepts) for a tier that never decides.
 
     Raises:
         ValueError: no tier or no case, tiers of different lengths, a malformed case, or
-            ``alpha``/``delta``/``min_support``/``grid`` out of range.
+            ``alpha``/``delta``/``min_support``/``grid``/``untested``/``split_delta`` out of
+            range.
     """
-    found = calibrate_tiers(tiers, alpha=alpha, delta=delta, min_support=min_support, grid=grid)
+    found = calibrate_tiers(
+        tiers,
+        alpha=alpha,
+        delta=delta,
+        min_support=min_support,
+        grid=grid,
+        untested=untested,
+        split_delta=split_delta,
+    )
     return tuple(t.threshold for t in found)
+
+
+@dataclass(frozen=True, slots=True)
+class CascadeGuarantee:
+    """Whether a calibration's cascade-level guarantee holds (see `cascade_guarantee`).
+
+    Attributes:
+        holds: The promise of `calibrate_thresholds` holds at the requested ``alpha`` and
+            ``delta``: every deciding tier's threshold was tested and the tiers' levels add up
+            to at most ``delta``.
+        probability: The probability the union bound does prove (``1 -`` the sum of the
+            tiers' levels) when every deciding tier's threshold was tested; None when a tier
+            decides on an untested threshold (then nothing is proven).
+        untested: Indexes of the tiers without a tested threshold.
+        deciding_untested: Of those, the tiers that still decide (``untested="paper"``).
+        statement: One sentence saying what holds, naming the tiers: it starts with
+            ``holds:``, ``does not hold:`` or ``does not hold at delta=...:``.
+    """
+
+    holds: bool
+    probability: float | None
+    untested: tuple[int, ...]
+    deciding_untested: tuple[int, ...]
+    statement: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The guarantee as plain JSON-ready values."""
+        return {
+            "holds": self.holds,
+            "probability": self.probability,
+            "untested": list(self.untested),
+            "deciding_untested": list(self.deciding_untested),
+            "statement": self.statement,
+        }
+
+
+def cascade_guarantee(
+    found: Sequence[TierCalibration],
+    *,
+    alpha: float,
+    delta: float,
+    names: Sequence[str] | None = None,
+) -> CascadeGuarantee:
+    """What the thresholds of `calibrate_tiers` guarantee for the cascade as a whole.
+
+    Args:
+        found: `calibrate_tiers`' result, one entry per tier.
+        alpha: The ``alpha`` it was calibrated with.
+        delta: The ``delta`` it was calibrated with.
+        names: Tier names for the statement (default ``tier 0``, ``tier 1``, ...).
+
+    Returns:
+        Whether the guarantee holds, the probability the union bound proves, the untested
+        tiers and a one-sentence statement.
+    """
+    label = list(names) if names is not None else [f"tier {k}" for k in range(len(found))]
+    untested = tuple(k for k, t in enumerate(found) if not t.tested)
+    deciding = tuple(k for k in untested if found[k].decides)
+    target = f"accepted verdicts agree with humans >= {1 - alpha:.4g}"
+    if deciding:
+        which = ", ".join(f"{label[k]} ({found[k].basis})" for k in deciding)
+        return CascadeGuarantee(
+            False,
+            None,
+            untested,
+            deciding,
+            f"does not hold: {which} {'decide' if len(deciding) > 1 else 'decides'} on an "
+            "untested threshold (the paper's fallback); "
+            'calibrate with untested="escalate" or more labelled cases',
+        )
+    probability = 1.0 - math.fsum(t.delta for t in found)
+    holds = probability >= 1.0 - delta - _TOLERANCE
+    never = ", ".join(label[k] for k in untested)
+    never = f"; {never} never decides (untested)" if never else ""
+    statement = (
+        f"holds: with probability >= {1 - delta:.4g} over calibration sets, {target}{never}"
+        if holds
+        else f"does not hold at delta={delta:.4g}: every deciding tier is tested, but each at "
+        f"delta; the union bound gives probability >= {max(probability, 0.0):.4g} that "
+        f"{target}{never} (split_delta=True splits delta across the tiers)"
+    )
+    return CascadeGuarantee(holds, max(probability, 0.0), untested, deciding, statement)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,7 +577,7 @@ def evaluate_thresholds(
 
     Args:
         tiers: As for `calibrate_thresholds` (usually a held-out test set).
-        thresholds: One threshold per tier, each within [0, 1].
+        thresholds: One threshold per tier, each within [0, 1] or `NEVER` (never accepts).
 
     Returns:
         Coverage, selective agreement (both with Wilson 95% intervals and their counts) and
@@ -406,12 +585,13 @@ def evaluate_thresholds(
 
     Raises:
         ValueError: malformed ``tiers`` (as for `calibrate_thresholds`), or not one threshold
-            within [0, 1] per tier.
+            within [0, 1] (or `NEVER`) per tier.
     """
     table = _check_tiers(tiers)
-    if len(thresholds) != len(table) or not all(0.0 <= t <= 1.0 for t in thresholds):
+    if len(thresholds) != len(table) or not all(t == NEVER or 0.0 <= t <= 1.0 for t in thresholds):
         raise ValueError(
-            f"need one threshold within [0, 1] per tier ({len(table)}), got {list(thresholds)!r}"
+            f"need one threshold within [0, 1] (or NEVER) per tier ({len(table)}), "
+            f"got {list(thresholds)!r}"
         )
     n = len(table[0])
     per_tier = [0] * len(table)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from fractions import Fraction
 from math import comb
 from typing import Any
@@ -11,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentjudge.calibration import (
+    NEVER,
     _Support,
     binomial_cdf,
     calibrate_thresholds,
+    calibrate_tiers,
+    cascade_guarantee,
     evaluate_thresholds,
     risk_upper_bound,
 )
@@ -99,7 +103,9 @@ def test_shortcut_decides_like_the_bisected_bound(
     assert support.exceeds(threshold, alpha) == (risk_upper_bound(errors, n, delta=0.1) > alpha)
 
 
-OPTIONS: dict[str, Any] = {"alpha": 0.1, "delta": 0.1, "min_support": 30, "grid": 11}
+PAPER: dict[str, Any] = {"untested": "paper", "split_delta": False}
+"""The paper's own rule: untested fallbacks applied, every tier tested at delta."""
+OPTIONS: dict[str, Any] = {"alpha": 0.1, "delta": 0.1, "min_support": 30, "grid": 11} | PAPER
 
 
 def test_all_correct_goes_down_to_the_lowest_candidate() -> None:
@@ -213,10 +219,131 @@ def test_calibrate_tiers_names_the_untested_fallbacks() -> None:
 
     wrong = [(0.9, False)] * 50
     tiny = [(0.9, True)] * 50
-    found = calibrate_tiers([wrong, tiny], alpha=0.1, delta=0.1, min_support=30, grid=11)
+    found = calibrate_tiers([wrong, tiny], **OPTIONS)
     assert found[0].basis == "highest_untested"
     assert found[0].threshold == 0.9
     assert found[0].risk_bound is not None and found[0].risk_bound > 0.1
     # The first tier accepted every case (all at 0.9 >= 0.9): nothing remains for the second.
     assert (found[1].basis, found[1].remaining, found[1].threshold) == ("reused_previous", 0, 0.9)
     assert found[1].risk_bound is None
+
+
+# --------------------------------------------------------------------------- what holds
+
+
+def test_by_default_an_untested_tier_never_decides() -> None:
+    """untested="escalate": the failing tier gets NEVER and the next tier sees every case."""
+    wrong = [(0.9, False)] * 50
+    strong = [(0.9, True)] * 50
+    found = calibrate_tiers([wrong, strong], alpha=0.1, delta=0.1, grid=11)
+    assert (found[0].basis, found[0].threshold, found[0].decides) == (
+        "highest_untested",
+        NEVER,
+        False,
+    )
+    assert (found[1].basis, found[1].remaining) == ("tested", 50)
+    report = evaluate_thresholds([wrong, strong], calibrate_thresholds([wrong, strong],
+                                 alpha=0.1, delta=0.1, grid=11))  # fmt: skip
+    assert report.per_tier == (0, 50) and report.selective_agreement == 1.0
+    # The paper's rule applies the failing threshold: here every verdict it lets through is wrong.
+    paper = calibrate_thresholds([wrong, strong], **OPTIONS)
+    assert evaluate_thresholds([wrong, strong], paper).selective_agreement == 0.0
+
+
+def test_too_few_cases_never_decides_by_default() -> None:
+    """No candidate keeps min_support cases: NEVER (escalate), not the paper's 1.0."""
+    found = calibrate_tiers([[(1.0, False)] * 10], alpha=0.1, delta=0.1, grid=11)
+    assert (found[0].basis, found[0].threshold) == ("reused_previous", NEVER)
+    paper = calibrate_tiers([[(1.0, False)] * 10], **OPTIONS)
+    assert paper[0].threshold == 1.0  # ... which accepts every confidence of exactly 1.0
+    assert evaluate_thresholds([[(1.0, False)] * 10], (paper[0].threshold,)).accepted == 10
+
+
+def test_delta_is_split_across_the_tiers_by_default() -> None:
+    """Each of K tiers is tested at delta / K; split_delta=False tests each at delta."""
+    tiers = [[(0.95, True)] * 40 + [(0.45, False)] * 40] * 3
+    split = calibrate_tiers(tiers, alpha=0.1, delta=0.09, grid=11)
+    assert [t.delta for t in split] == pytest.approx([0.03] * 3)
+    whole = calibrate_tiers(tiers, alpha=0.1, delta=0.09, grid=11, split_delta=False)
+    assert [t.delta for t in whole] == [0.09] * 3
+    # A smaller level is a stricter test: the bound of the same cases is higher.
+    assert split[0].risk_bound is not None and whole[0].risk_bound is not None
+    assert split[0].risk_bound > whole[0].risk_bound
+
+
+def test_a_stricter_level_can_change_the_threshold() -> None:
+    """2 errors in 40 pass at delta 0.3 but not at 0.1: splitting delta over 3 tiers matters."""
+    tier = [(0.95, True)] * 38 + [(0.95, False)] * 2
+    assert risk_upper_bound(2, 40, delta=0.3) <= 0.1 < risk_upper_bound(2, 40, delta=0.1)
+    assert calibrate_thresholds([tier] * 3, alpha=0.1, delta=0.3, grid=11, split_delta=False)[
+        0
+    ] == pytest.approx(0.0)
+    assert calibrate_thresholds([tier] * 3, alpha=0.1, delta=0.3, grid=11)[0] == NEVER
+
+
+def test_cascade_guarantee_says_what_holds() -> None:
+    """Holds (tested, split); union bound only (not split); nothing (an untested tier decides)."""
+    good = [(0.95, True)] * 40 + [(0.45, False)] * 40
+    wrong = [(0.9, False)] * 40 + [(0.3, True)] * 40
+    strong = [(0.99, True)] * 80
+    rigorous = calibrate_tiers([good, good], alpha=0.1, delta=0.1, grid=11)
+    held = cascade_guarantee(rigorous, alpha=0.1, delta=0.1, names=["cheap", "strong"])
+    assert held.holds and held.probability == pytest.approx(0.9)
+    assert held.statement.startswith("holds: with probability >= 0.9")
+    unsplit = calibrate_tiers([good, good], alpha=0.1, delta=0.1, grid=11, split_delta=False)
+    union = cascade_guarantee(unsplit, alpha=0.1, delta=0.1)
+    assert not union.holds and union.probability == pytest.approx(0.8)
+    assert "union bound gives probability >= 0.8" in union.statement
+    paper = calibrate_tiers([wrong, strong], **OPTIONS)
+    void = cascade_guarantee(paper, alpha=0.1, delta=0.1, names=["cheap", "strong"])
+    assert (void.holds, void.probability, void.deciding_untested) == (False, None, (0,))
+    assert "does not hold: cheap (highest_untested) decides" in void.statement
+    escalated = calibrate_tiers([wrong, strong], alpha=0.1, delta=0.1, grid=11)
+    kept = cascade_guarantee(escalated, alpha=0.1, delta=0.1, names=["cheap", "strong"])
+    assert kept.holds and kept.untested == (0,) and kept.deciding_untested == ()
+    assert "cheap never decides (untested)" in kept.statement
+    assert kept.as_dict()["untested"] == [0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [({"untested": "apply"}, "untested must be one of"), ({"split_delta": 1}, "must be a bool")],
+)
+def test_bad_rule_is_a_value_error(kwargs: dict[str, Any], fragment: str) -> None:
+    """An unknown untested rule or a split_delta that is not a bool is refused."""
+    with pytest.raises(ValueError, match=fragment):
+        calibrate_thresholds([[(0.5, True)]], alpha=0.1, delta=0.1, **kwargs)
+
+
+def test_evaluate_thresholds_accepts_never() -> None:
+    """NEVER accepts no case, even at confidence 1.0."""
+    report = evaluate_thresholds([[(1.0, True)], [(1.0, False)]], (NEVER, 0.5))
+    assert report.per_tier == (0, 1)
+
+
+def test_confidently_wrong_cheap_tier_escalate_keeps_the_guarantee() -> None:
+    """A cheap tier always sure (1.0) and right half the time: the paper's rule lets it decide
+    every case in every draw (true agreement 0.5); escalate never lets it decide, and the
+    strong tier (confidence c uniform in [0.5, 1], right with probability c) keeps it."""
+    alpha, delta = 0.15, 0.1
+    rng = random.Random(4)
+
+    def draw(n: int) -> list[list[tuple[float, bool]]]:
+        cheap = [(1.0, rng.random() < 0.5) for _ in range(n)]
+        strong = [(c, rng.random() < c) for c in (0.5 + 0.5 * rng.random() for _ in range(n))]
+        return [cheap, strong]
+
+    def true_agreement(thresholds: tuple[float, ...]) -> float:
+        if thresholds[0] <= 1.0:
+            return 0.5  # the cheap tier decides every case
+        return (1 + max(thresholds[1], 0.5)) / 2  # E[c | c >= t]: the strong tier alone
+
+    paper_held = escalate_held = 0
+    for _ in range(10):
+        sample = draw(300)
+        paper = calibrate_thresholds(sample, alpha=alpha, delta=delta, grid=101, **PAPER)
+        escalate = calibrate_thresholds(sample, alpha=alpha, delta=delta, grid=101)
+        assert escalate[0] == NEVER
+        paper_held += true_agreement(paper) >= 1 - alpha
+        escalate_held += true_agreement(escalate) >= 1 - alpha
+    assert paper_held == 0 and escalate_held >= 8

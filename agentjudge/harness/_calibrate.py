@@ -7,11 +7,17 @@ Three steps (see docs/how-to/offline-evaluation.md, "Calibrate a cascade"):
    and each tier's judgment (its ``confidence`` and ``label``) is in the row's ``tiers``.
 2. ``agentjudge calibrate RUN_DIR --alpha A --delta D`` (`calibrate_run`) turns each labelled
    row into one ``(confidence, agrees_with_human)`` pair per tier, calls
-   `agentjudge.calibration.calibrate_thresholds` and writes ``thresholds.json`` with the
-   statistics of `agentjudge.calibration.evaluate_thresholds` on the same cases.
+   `agentjudge.calibration.calibrate_tiers` and writes ``thresholds.json`` with the
+   statistics of `agentjudge.calibration.evaluate_thresholds` on the same cases, each tier's
+   evidence (``statistics.by_tier``: ``tested``, ``basis``) and the cascade-level
+   ``guarantee`` (`agentjudge.calibration.cascade_guarantee`: does it hold, and if not why).
+   A tier without a tested threshold under ``--untested escalate`` (the default) never decides:
+   its threshold is written as ``null`` (``math.inf`` in Python).
 3. ``agentjudge run SUITE --thresholds FILE`` (suite key ``thresholds``) rebuilds the cascade:
    every tier but the last becomes ``TierPolicy.STOP_ON_CONFIDENCE`` with its threshold, the last
-   ``FINAL`` with its threshold (abstain rather than guess).
+   ``FINAL`` with its threshold (abstain rather than guess); the run's ``summary.json``
+   ``cascade.calibration`` block repeats the file's guarantee and untested tiers
+   (`thresholds_provenance`) so the report can say what holds.
 
 Decisions, for a reader of the numbers:
 
@@ -41,9 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from agentjudge.calibration import (
+    NEVER,
     CalibrationReport,
     TierCalibration,
     calibrate_tiers,
+    cascade_guarantee,
     evaluate_thresholds,
 )
 from agentjudge.core import TierPolicy
@@ -65,6 +73,7 @@ __all__ = [
     "format_calibration",
     "load_thresholds",
     "single_cascade",
+    "thresholds_provenance",
 ]
 
 METHOD = "fixed-sequence testing (Jung et al., 2024)"
@@ -164,10 +173,33 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def load_thresholds(path: Path) -> dict[str, float]:
     """The ``thresholds`` object of a thresholds file: tier name -> threshold in [0, 1].
 
+    A ``null`` threshold is a tier without a tested threshold that never decides: it becomes
+    ``math.inf`` (`agentjudge.calibration.NEVER`).
+
     Raises:
         CalibrationError: the file is missing, not JSON, or has no such object (file and
             field named).
     """
+    data = _read_json(path)
+    table = data.get("thresholds") if isinstance(data, dict) else None
+    if not isinstance(table, dict) or not table:
+        raise CalibrationError(
+            f"{path}: field 'thresholds': expected an object of tier name -> threshold in "
+            f"[0, 1] (or null: never decides), got {_short(table)}"
+        )
+    for name, value in table.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise CalibrationError(
+                f"{path}: field 'thresholds.{name}': expected a number in [0, 1] or null "
+                f"(never decides), got {value!r}"
+            )
+    return {name: NEVER if value is None else float(value) for name, value in table.items()}
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON of a thresholds file (CalibrationError naming the file when unusable)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_unique_keys)
     except FileNotFoundError:
@@ -181,22 +213,47 @@ def load_thresholds(path: Path) -> dict[str, float]:
             f"{path}: line {exc.lineno}: not JSON ({exc.msg}); expected the file "
             "`agentjudge calibrate` writes"
         ) from None
-    table = data.get("thresholds") if isinstance(data, dict) else None
-    if not isinstance(table, dict) or not table:
-        raise CalibrationError(
-            f"{path}: field 'thresholds': expected an object of tier name -> threshold in "
-            f"[0, 1], got {_short(table)}"
-        )
-    for name, value in table.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise CalibrationError(
-                f"{path}: field 'thresholds.{name}': expected a number in [0, 1], got {value!r}"
-            )
-        if not 0.0 <= value <= 1.0:
-            raise CalibrationError(
-                f"{path}: field 'thresholds.{name}': expected a number in [0, 1], got {value!r}"
-            )
-    return {name: float(value) for name, value in table.items()}
+    return data
+
+
+_NO_EVIDENCE = (
+    "unknown: the thresholds file carries no 'guarantee' (written by hand or by an older "
+    "`agentjudge calibrate`); recalibrate to know what holds"
+)
+
+
+def thresholds_provenance(path: Path) -> dict[str, Any]:
+    """What a thresholded run's thresholds file says about itself, for ``summary.json``.
+
+    ``{"file", "untested", "split_delta", "alpha", "delta", "guarantee", "tiers"}``: the
+    calibration's settings, its ``guarantee`` block (``holds`` False with a statement saying
+    why when the file has none) and per tier ``{"threshold", "basis", "tested"}`` (None where
+    the file does not say).
+
+    A file that cannot be read (any more) gives a guarantee block saying why.
+    """
+    try:
+        data = _read_json(path)
+    except CalibrationError as exc:
+        data = {"guarantee": {"holds": False, "probability": None, "statement": f"unknown: {exc}"}}
+    data = data if isinstance(data, dict) else {}
+    by_tier = (data.get("statistics") or {}).get("by_tier") or {}
+    guarantee = data.get("guarantee")
+    if not isinstance(guarantee, dict):
+        guarantee = {"holds": False, "probability": None, "statement": _NO_EVIDENCE}
+    return {
+        "file": str(path),
+        **{key: data.get(key) for key in ("untested", "split_delta", "alpha", "delta")},
+        "guarantee": guarantee,
+        "tiers": {
+            name: {
+                "threshold": threshold,
+                "basis": (by_tier.get(name) or {}).get("basis"),
+                "tested": (by_tier.get(name) or {}).get("tested"),
+            }
+            for name, threshold in (data.get("thresholds") or {}).items()
+        },
+    }
 
 
 def check_labelled(suite: Suite, dataset: Dataset) -> None:
@@ -342,6 +399,8 @@ def calibrate_run(
     delta: float,
     min_support: int = 30,
     grid: int = 5000,
+    untested: str = "escalate",
+    split_delta: bool = True,
     out: str | Path | None = None,
 ) -> dict[str, Any]:
     """Calibrate the thresholds of a calibration run and write them (``agentjudge calibrate``).
@@ -352,10 +411,14 @@ def calibrate_run(
         delta: Tolerated probability that the guarantee fails, in (0, 1).
         min_support: Fewest cases a candidate threshold must keep.
         grid: Number of evenly spaced candidate thresholds in [0, 1].
+        untested: What a tier without a tested threshold does: ``"escalate"`` (never decides;
+            written as a ``null`` threshold) or ``"paper"`` (the paper's untested fallback).
+        split_delta: Test each of the K tiers at ``delta / K`` (the union bound).
         out: Where to write the JSON (default ``RUN_DIR/thresholds.json``).
 
     Returns:
-        What was written: thresholds per tier name, the settings, ``n`` and the statistics.
+        What was written: thresholds per tier name (None: never decides), the settings, ``n``,
+        the statistics with each tier's evidence, and the cascade-level ``guarantee``.
 
     Raises:
         CalibrationError: the folder is not a usable calibration run (file, row and field
@@ -366,21 +429,33 @@ def calibrate_run(
     names = table.names or []
     try:
         chosen = calibrate_tiers(
-            table.pairs, alpha=alpha, delta=delta, min_support=min_support, grid=grid
+            table.pairs,
+            alpha=alpha,
+            delta=delta,
+            min_support=min_support,
+            grid=grid,
+            untested=untested,
+            split_delta=split_delta,
         )
     except ValueError as exc:
         raise CalibrationError(str(exc)) from None
     thresholds = [t.threshold for t in chosen]
     report = evaluate_thresholds(table.pairs, thresholds)
+    guarantee = cascade_guarantee(chosen, alpha=alpha, delta=delta, names=names).as_dict()
+    for key in ("untested", "deciding_untested"):  # tier names, not indexes
+        guarantee[key] = [names[k] for k in guarantee[key]]
     written = {
         "method": METHOD,
         "alpha": alpha,
         "delta": delta,
+        "untested": untested,
+        "split_delta": split_delta,
         "min_support": min_support,
         "grid": grid,
         "n": report.n,
         "tiers": names,
-        "thresholds": dict(zip(names, thresholds, strict=True)),
+        "thresholds": {name: _json_threshold(t) for name, t in zip(names, thresholds, strict=True)},
+        "guarantee": guarantee,
         "statistics": _statistics(report, names, chosen),
         "cost": _cost(table, report.thresholds),
         "skipped": {"unlabelled": table.unlabelled, "task_errors": table.task_errors},
@@ -404,13 +479,17 @@ def _statistics(
     `agentjudge.calibration.TierCalibration`) and the evidence behind it.
     """
     stats = report.as_dict()
+    stats["thresholds"] = [_json_threshold(t) for t in report.thresholds]
     stats["selective_agreement_n"] = report.accepted
     stats["by_tier"] = {
         name: {
-            "threshold": how.threshold,
+            "threshold": _json_threshold(how.threshold),
             "decided": count,
             "share": share,
             "basis": how.basis,
+            "tested": how.tested,
+            "decides": how.decides,
+            "delta": how.delta,
             "calibrated_on": how.remaining,
             "support": how.support,
             "errors": how.errors,
@@ -421,6 +500,11 @@ def _statistics(
         )
     }
     return stats
+
+
+def _json_threshold(threshold: float) -> float | None:
+    """A threshold as JSON: `NEVER` (a tier that never decides) is null (JSON has no inf)."""
+    return None if threshold == NEVER else threshold
 
 
 def _cost(table: _Table, thresholds: Sequence[float]) -> dict[str, Any] | None:
@@ -459,20 +543,18 @@ def format_calibration(written: Mapping[str, Any]) -> str:
     ci = stats["selective_agreement_ci95"]
     lines = [
         f"{written['method']}: alpha={written['alpha']} delta={written['delta']} "
-        f"n={written['n']} (min_support={written['min_support']}, grid={written['grid']})",
+        f"n={written['n']} (min_support={written['min_support']}, grid={written['grid']}, "
+        f"untested={written['untested']}, split_delta={written['split_delta']})",
         f"{'tier':<20} {'threshold':>9} {'decided':>8} {'share':>7}  basis",
     ]
     for name, tier in stats["by_tier"].items():
+        threshold = "never" if tier["threshold"] is None else f"{tier['threshold']:.4f}"
+        mark = "" if tier["tested"] else " (UNTESTED)"
         lines.append(
-            f"{name:<20} {tier['threshold']:>9.4f} {tier['decided']:>8} "
-            f"{_pct(tier['share']):>7}  {tier['basis']}"
+            f"{name:<20} {threshold:>9} {tier['decided']:>8} "
+            f"{_pct(tier['share']):>7}  {tier['basis']}{mark}"
         )
-    untested = [name for name, tier in stats["by_tier"].items() if tier["basis"] != "tested"]
-    if untested:
-        lines.append(
-            f"warning: {', '.join(untested)}: no tested threshold (too few confident cases or "
-            "none passed its test); such a tier carries no evidence of agreement"
-        )
+    lines += _untested_warnings(stats["by_tier"])
     lines.append(f"{'abstained':<20} {'':>9} {stats['abstained']:>8} ")
     agreement = stats["selective_agreement"]
     interval = "" if ci is None else f" [{_pct(ci[0])}, {_pct(ci[1])}]"
@@ -486,5 +568,24 @@ def format_calibration(written: Mapping[str, Any]) -> str:
             f"est. cost per case ${cost['thresholded_usd_per_case']:.6f} vs "
             f"${cost['last_tier_only_usd_per_case']:.6f} for the last tier alone"
         )
+    lines.append(f"guarantee {written['guarantee']['statement']}")
     lines.append(f"thresholds: {written['out']}")
     return "\n".join(lines)
+
+
+def _untested_warnings(by_tier: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One warning per kind of untested tier: never deciding, or deciding on no evidence."""
+    never = [name for name, tier in by_tier.items() if not tier["tested"] and not tier["decides"]]
+    applied = [name for name, tier in by_tier.items() if not tier["tested"] and tier["decides"]]
+    lines = []
+    if never:
+        lines.append(
+            f"warning: {', '.join(never)}: no tested threshold (too few confident cases or none "
+            "passed its test): never decides; it only adds cost - label more cases or drop it"
+        )
+    if applied:
+        lines.append(
+            f"warning: {', '.join(applied)}: no tested threshold, applied anyway (the paper's "
+            "fallback): it decides on no evidence of agreement"
+        )
+    return lines

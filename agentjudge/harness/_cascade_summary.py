@@ -9,7 +9,13 @@ For a run with ``thresholds`` (see ``agentjudge.harness._calibrate``) the summar
       "by_tier": {"cheap": {"decided": 120, "share": 0.6}, "strong": {...}},
       "labelled": 150,                # decided cases with a human label
       "selective_agreement": 0.9, "selective_agreement_ci95": [0.84, 0.94],
-      "selective_agreement_n": 150
+      "selective_agreement_n": 150,
+      "calibration": {                # what the thresholds file says (thresholds_provenance)
+        "file": "calib/thresholds.json", "untested": "escalate", "split_delta": true,
+        "alpha": 0.15, "delta": 0.1,
+        "guarantee": {"holds": true, "statement": "holds: with probability >= 0.9 ..."},
+        "tiers": {"cheap": {"threshold": null, "basis": "highest_untested", "tested": false}}
+      }
     }
 
 A case is decided by the tier that stopped the cascade (its record has ``stopped``), or by the
@@ -19,6 +25,10 @@ share of decided labelled cases whose verdict agrees with the human label (the r
 `agentjudge.harness._agreement.agrees_with_human`). Intervals are Wilson 95%. `CascadeTally` is
 folded by `RunAggregate` like its other counts (live cases, resumed rows, worker shares), so
 the block needs no second read of ``results.jsonl``.
+
+The report prints the calibration's guarantee statement and marks each tier whose threshold
+is untested: ``never decides`` (``null``, ``untested="escalate"``) or ``UNTESTED threshold``
+(the paper's fallback, deciding on no evidence).
 """
 
 from __future__ import annotations
@@ -148,8 +158,24 @@ def cascade_lines(summary: Any) -> list[str]:
         f"  selective agreement with humans {_pct(block['selective_agreement'])} "
         f"[{_pct(sa[0])}, {_pct(sa[1])}] (n={block['selective_agreement_n']})",
     ]
+    calibration = block.get("calibration")
+    calibration = calibration if isinstance(calibration, Mapping) else {}
+    marks = {name: _untested_mark(tier) for name, tier in (calibration.get("tiers") or {}).items()}
     lines += [
         f"  tier {name}: {plural(tier['decided'], 'case')} ({_pct(tier['share'])})"
+        + marks.get(name, "")
         for name, tier in block["by_tier"].items()
     ]
+    guarantee = calibration.get("guarantee")
+    if isinstance(guarantee, Mapping):
+        lines.append(f"  guarantee {guarantee.get('statement')} ({calibration.get('file')})")
     return ["\n".join(lines)]
+
+
+def _untested_mark(tier: Mapping[str, Any]) -> str:
+    """What the report says after a tier whose threshold is untested (nothing when tested)."""
+    if tier.get("tested") is not False:
+        return ""
+    if tier.get("threshold") is None:
+        return f" - no tested threshold ({tier.get('basis')}): never decides"
+    return f" - UNTESTED threshold ({tier.get('basis')}): decides on no evidence"

@@ -268,7 +268,9 @@ def _add_calibrate_command(sub: Any) -> None:
         help="confidence thresholds for a cascade from a `run --calibration` folder",
         description="Fixed-sequence testing (Jung et al., 2024): thresholds such that, with "
         "probability >= 1 - DELTA, the cascade's non-abstaining verdicts agree with the human "
-        "labels at a rate >= 1 - ALPHA.",
+        "labels at a rate >= 1 - ALPHA. That holds when every deciding tier's threshold was "
+        "tested and DELTA is split across the tiers (the defaults); the output and "
+        "thresholds.json say whether it holds.",
     )
     calibrate.add_argument("run_dir", metavar="RUN_DIR", help="a `run --calibration` folder")
     calibrate.add_argument("--alpha", type=float, required=True, help="tolerated disagreement")
@@ -279,6 +281,20 @@ def _add_calibrate_command(sub: Any) -> None:
     )
     calibrate.add_argument(
         "--grid", type=_int_at_least(2), default=5000, metavar="G", help="(default 5000)"
+    )
+    calibrate.add_argument(
+        "--untested",
+        choices=("escalate", "paper"),
+        default="escalate",
+        help="a tier without a tested threshold: never decides (escalate, default: the "
+        "guarantee holds) or applies the paper's untested fallback (paper: no guarantee)",
+    )
+    calibrate.add_argument(
+        "--split-delta",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="test each of K tiers at DELTA/K, a union bound (default); --no-split-delta tests "
+        "each at DELTA as the paper does (the cascade is then covered at 1 - K*DELTA only)",
     )
 
 
@@ -560,6 +576,8 @@ def _calibrate(args: argparse.Namespace) -> int:
             delta=args.delta,
             min_support=args.min_support,
             grid=args.grid,
+            untested=args.untested,
+            split_delta=args.split_delta,
             out=args.out,
         )
     except ValueError as exc:

@@ -170,6 +170,90 @@ def test_thresholded_run_reports_coverage_agreement_and_tier_shares(
     assert "tier strong: 36 cases (36.0%)" in report and "(n=96)" in report
 
 
+def test_the_output_and_thresholds_file_say_the_guarantee_holds(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every deciding tier tested and delta split (the defaults): the guarantee holds."""
+    written = calibrated(project, capsys)
+    assert (written["untested"], written["split_delta"]) == ("escalate", True)
+    assert written["guarantee"]["holds"] is True and written["guarantee"]["untested"] == []
+    assert written["guarantee"]["statement"].startswith("holds: with probability >= 0.9")
+    for tier in written["statistics"]["by_tier"].values():
+        assert (tier["tested"], tier["decides"], tier["delta"]) == (True, True, 0.05)
+    assert "guarantee holds: with probability >= 0.9" in capsys.readouterr().out
+
+
+def calibrate_untested(project: Path, *rule: str) -> dict[str, Any]:
+    """Calibrate with min_support 70: the cheap tier's highest candidate (0.3) fails its test."""
+    assert run("--calibration", "--out", "calib") == 0
+    settings = ["--alpha", "0.1", "--delta", "0.1", "--min-support", "70", "--grid", "21"]
+    assert main(["calibrate", "calib", *settings, *rule]) == 0
+    return dict(json.loads((project / "calib" / "thresholds.json").read_text("utf-8")))
+
+
+def test_an_untested_tier_never_decides_and_every_output_says_so(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--untested escalate: null threshold, marked in the table, the file and the run report."""
+    written = calibrate_untested(project)
+    out = capsys.readouterr().out
+    assert written["thresholds"]["cheap"] is None
+    cheap = written["statistics"]["by_tier"]["cheap"]
+    assert (cheap["basis"], cheap["tested"], cheap["decides"]) == ("highest_untested", False, False)
+    assert written["guarantee"]["holds"] is True and written["guarantee"]["untested"] == ["cheap"]
+    assert "cheap never decides (untested)" in written["guarantee"]["statement"]
+    assert "never" in out and "(UNTESTED)" in out and "never decides; it only adds cost" in out
+    assert run("--thresholds", "calib/thresholds.json", "--out", "applied") == 0
+    block = json.loads((project / "applied" / "summary.json").read_text("utf-8"))["cascade"]
+    assert block["by_tier"]["cheap"]["decided"] == 0  # every case went on to strong
+    assert block["calibration"]["guarantee"]["holds"] is True
+    assert block["calibration"]["tiers"]["cheap"] == {
+        "threshold": None,
+        "basis": "highest_untested",
+        "tested": False,
+    }
+    capsys.readouterr()
+    assert main(["report", "applied"]) == 0
+    report = capsys.readouterr().out
+    assert "tier cheap: 0 cases (0.0%) - no tested threshold (highest_untested)" in report
+    assert "guarantee holds: with probability >= 0.9" in report
+
+
+def test_the_papers_rule_applies_the_untested_threshold_and_says_nothing_holds(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--untested paper --no-split-delta: the fallback decides; no guarantee, said everywhere."""
+    written = calibrate_untested(project, "--untested", "paper", "--no-split-delta")
+    out = capsys.readouterr().out
+    assert 0.2 < written["thresholds"]["cheap"] <= 0.3  # applied: every case is at or above
+    assert (written["untested"], written["split_delta"]) == ("paper", False)
+    guarantee = written["guarantee"]
+    # cheap accepts every case at its fallback: none remains, so strong reuses it (untested)
+    assert (guarantee["holds"], guarantee["deciding_untested"]) == (False, ["cheap", "strong"])
+    assert "does not hold: cheap (highest_untested), strong (reused_previous) decide" in out
+    assert "applied anyway (the paper's fallback)" in out
+    assert run("--thresholds", "calib/thresholds.json", "--out", "applied") == 0
+    capsys.readouterr()
+    assert main(["report", "applied"]) == 0
+    report = capsys.readouterr().out
+    assert "- UNTESTED threshold (highest_untested): decides on no evidence" in report
+    assert "guarantee does not hold: cheap" in report
+
+
+def test_a_hand_written_thresholds_file_carries_no_guarantee(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Thresholds without calibration evidence: the report says nothing is known to hold."""
+    (project / "t.json").write_text('{"thresholds": {"cheap": 0.5, "strong": null}}', "utf-8")
+    assert run("--thresholds", "t.json", "--out", "hand") == 0
+    capsys.readouterr()
+    assert main(["report", "hand"]) == 0
+    report = capsys.readouterr().out
+    assert "guarantee unknown: the thresholds file carries no 'guarantee'" in report
+    rows = {r["id"]: r for r in iter_rows(project / "hand" / "results.jsonl")}
+    assert rows["c70"]["verdict"]["status"] == "abstain"  # strong: null, never decides
+
+
 def test_suite_thresholds_key_resolves_against_the_suite_file(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -76,11 +76,14 @@ def test_trust_example_calibrates_and_keeps_its_guarantee_on_held_out_cases(
     folded = RunAggregate(list(summary["judges"]))
     for row in iter_rows(tmp_path / "trusted" / "results.jsonl"):
         folded.add_row(row)
+    calibration = block.pop("calibration")  # read from the thresholds file, not tallied
     assert folded.cascade.block() == block
+    assert calibration["guarantee"]["holds"] is True and calibration["untested"] == "escalate"
     test_split = str(ROOT / "examples" / "trust" / "test.jsonl")
     proc = run(
         "-m", "agentjudge", "run", suite, "--thresholds", "calib/thresholds.json",
         "--out", "parallel", "--dataset", test_split, "--workers", "2", cwd=tmp_path,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert json.loads((tmp_path / "parallel" / "summary.json").read_text())["cascade"] == block
+    parallel = json.loads((tmp_path / "parallel" / "summary.json").read_text())["cascade"]
+    assert parallel == {**block, "calibration": calibration}
