@@ -22,12 +22,12 @@ Three steps (see docs/how-to/offline-evaluation.md, "Calibrate a cascade"):
 Decisions, for a reader of the numbers:
 
 * **Missing confidence.** At run time a tier judgment without a confidence (None, ERROR, a
-  failed tier) never stops the cascade and an ABSTAIN stops it only to abstain, so it can never
-  be an accepted verdict that agrees with a human. Calibration counts such a judgment as
-  ``(0.0, False)``: never accepted by a threshold above 0, and a disagreement if a tier's
-  threshold comes out as exactly 0.0 - pessimistic for that tier, never flattering. A tier with
-  no confidence on any labelled case (deterministic judges usually leave it None) **cannot be
-  calibrated**: ``calibrate`` refuses it by name.
+  failed tier) never stops the cascade, nor does an ABSTAIN however confident (a non-final
+  tier escalates it), so it can never be an accepted verdict that agrees with a human.
+  Calibration counts such a judgment as ``(0.0, False)``: never accepted by a threshold above
+  0, and a disagreement if a tier's threshold comes out as exactly 0.0 - pessimistic for that
+  tier, never flattering. A tier with no confidence on any labelled case (deterministic
+  judges usually leave it None) **cannot be calibrated**: ``calibrate`` refuses it by name.
 * **Agreement with the human label** follows the harness rule of ``summary.json``'s
   ``agreement`` blocks (`agrees_with_human`): a bool or the words ``"pass"``/``"fail"`` are
   compared with the tier judgment's status, any other string with its label (else its status),
