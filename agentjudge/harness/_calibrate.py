@@ -236,24 +236,30 @@ def thresholds_provenance(path: Path) -> dict[str, Any]:
         data = _read_json(path)
     except CalibrationError as exc:
         data = {"guarantee": {"holds": False, "probability": None, "statement": f"unknown: {exc}"}}
-    data = data if isinstance(data, dict) else {}
-    by_tier = (data.get("statistics") or {}).get("by_tier") or {}
+    data = _mapping(data)
+    by_tier = _mapping(_mapping(data.get("statistics")).get("by_tier"))
     guarantee = data.get("guarantee")
     if not isinstance(guarantee, dict):
         guarantee = {"holds": False, "probability": None, "statement": _NO_EVIDENCE}
+    tiers = {}
+    for name, threshold in _mapping(data.get("thresholds")).items():
+        basis = _mapping(by_tier.get(name)).get("basis")
+        tiers[name] = {
+            "threshold": threshold,
+            "basis": basis,
+            "tested": None if basis is None else basis == "tested",
+        }
     return {
         "file": str(path),
         **{key: data.get(key) for key in ("untested", "split_delta", "alpha", "delta")},
         "guarantee": guarantee,
-        "tiers": {
-            name: {
-                "threshold": threshold,
-                "basis": (by_tier.get(name) or {}).get("basis"),
-                "tested": (by_tier.get(name) or {}).get("tested"),
-            }
-            for name, threshold in (data.get("thresholds") or {}).items()
-        },
+        "tiers": tiers,
     }
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a hand-edited file)."""
+    return value if isinstance(value, dict) else {}
 
 
 def check_labelled(suite: Suite, dataset: Dataset) -> None:

@@ -252,6 +252,16 @@ def test_a_hand_written_thresholds_file_carries_no_guarantee(
     assert "guarantee unknown: the thresholds file carries no 'guarantee'" in report
     rows = {r["id"]: r for r in iter_rows(project / "hand" / "results.jsonl")}
     assert rows["c70"]["verdict"]["status"] == "abstain"  # strong: null, never decides
+    # A file from before the guarantee block: its bases still mark the untested tier.
+    older = {"thresholds": {"cheap": 0.5, "strong": 0.1}, "statistics": {"by_tier": {
+        "cheap": {"basis": "highest_untested"}, "strong": "garbled"}}}  # fmt: skip
+    (project / "t.json").write_text(json.dumps(older), "utf-8")
+    assert run("--thresholds", "t.json", "--out", "older") == 0
+    capsys.readouterr()
+    assert main(["report", "older"]) == 0
+    report = capsys.readouterr().out
+    assert "- UNTESTED threshold (highest_untested): decides on no evidence" in report
+    assert "guarantee unknown" in report
 
 
 def test_suite_thresholds_key_resolves_against_the_suite_file(
