@@ -74,6 +74,7 @@ __all__ = [
     "load_thresholds",
     "single_cascade",
     "thresholds_provenance",
+    "with_provenance",
 ]
 
 METHOD = "fixed-sequence testing (Jung et al., 2024)"
@@ -255,6 +256,13 @@ def thresholds_provenance(path: Path) -> dict[str, Any]:
         "guarantee": guarantee,
         "tiers": tiers,
     }
+
+
+def with_provenance(block: dict[str, Any] | None, path: Path) -> dict[str, Any] | None:
+    """The ``cascade`` block with ``calibration``: what the thresholds file says holds."""
+    if block is not None:
+        block["calibration"] = thresholds_provenance(path)
+    return block
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

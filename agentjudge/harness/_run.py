@@ -34,11 +34,7 @@ from agentjudge.harness._batch_mode import (
     online_resume_warnings,
     remove_state_files,
 )
-from agentjudge.harness._calibrate import (
-    cascade_settings,
-    check_labelled,
-    thresholds_provenance,
-)
+from agentjudge.harness._calibrate import cascade_settings, check_labelled, with_provenance
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._cost import (
@@ -513,9 +509,7 @@ class _Run:
             ),
         )
         if suite.thresholds is not None and status != "running":  # coverage, agreement
-            block = self.aggregate.cascade.block()
-            if block is not None:  # and what the thresholds file says holds
-                block["calibration"] = thresholds_provenance(suite.path(suite.thresholds))
+            block = with_provenance(self.aggregate.cascade.block(), suite.path(suite.thresholds))
             summary.cascade = block  # type: ignore[attr-defined]
         if status != "completed":
             return summary
