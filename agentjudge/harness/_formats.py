@@ -32,12 +32,13 @@ error naming the field: quote it).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import importlib
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, get_args
 
@@ -156,7 +157,7 @@ def _encoded(row: dict[str, Any]) -> bytes:
 
 
 # ----------------------------------------------------------------------------- CSV
-def _csv_lines(path: Path, label: str) -> Iterator[str]:
+def _csv_lines(path: Path, label: str) -> Generator[str, None, None]:
     """The file's lines, decoded, newlines kept (what `csv.reader` wants)."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     with open_file(path, label) as handle:
@@ -259,7 +260,12 @@ may be a whole document. Raising it only loosens an arbitrary cap for every read
 def _csv_records(path: Path, label: str) -> Iterator[tuple[int, bytes]]:
     if csv.field_size_limit() < _CSV_FIELD_LIMIT:
         csv.field_size_limit(_CSV_FIELD_LIMIT)
-    reader = csv.reader(_csv_lines(path, label), strict=True)
+    lines = _csv_lines(path, label)
+    with contextlib.closing(lines):  # an error below must close the file now, not at GC
+        yield from _csv_rows(csv.reader(lines, strict=True), label)
+
+
+def _csv_rows(reader: Any, label: str) -> Iterator[tuple[int, bytes]]:
     columns: _Columns | None = None
     end = 0
     while True:
