@@ -14,7 +14,7 @@ import anyio
 
 from agentjudge.harness._text import plural
 
-__all__ = ["ProgressState", "render_progress"]
+__all__ = ["ProgressState", "clock", "render_progress"]
 
 
 class ProgressState:
@@ -28,14 +28,34 @@ class ProgressState:
         self.errors = 0
         self.started = time.monotonic()
 
-    def line(self) -> str:
-        """``agentjudge: 120/300 cases (40%), 2 errors, 350.0 cases/s``."""
-        elapsed = max(time.monotonic() - self.started, 1e-9)
+    def line(self, now: float | None = None) -> str:
+        """``agentjudge: 120/300 cases (40%), 2 errors, 350.0 cases/s, ETA 1s``.
+
+        The ETA assumes the rate so far holds; it is left out until a case finished.
+        """
+        elapsed = max((time.monotonic() if now is None else now) - self.started, 1e-9)
+        rate = self.done / elapsed
         pct = f" ({100 * self.done / self.total:.0f}%)" if self.total else ""
+        eta = f", ETA {clock(self.remaining / rate)}" if rate > 0 and self.remaining else ""
         return (
             f"agentjudge: {self.done}/{self.total} cases{pct}, {plural(self.errors, 'error')}, "
-            f"{self.done / elapsed:.1f} cases/s"
+            f"{rate:.1f} cases/s{eta}"
         )
+
+    @property
+    def remaining(self) -> int:
+        """Cases not finished yet."""
+        return max(0, self.total - self.done)
+
+
+def clock(seconds: float) -> str:
+    """A duration to read at a glance: ``"42s"``, ``"3m05s"``, ``"2h07m"``."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 async def _plain(state: ProgressState, done: anyio.Event, stream: TextIO, interval: float) -> None:
@@ -70,6 +90,7 @@ async def _rich(state: ProgressState, done: anyio.Event, stream: TextIO) -> None
         MofNCompleteColumn(),
         TextColumn("{task.fields[errors]}"),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
         TimeRemainingColumn(),
     ]
     console = Console(file=stream)

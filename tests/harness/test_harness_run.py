@@ -19,6 +19,7 @@ from agentjudge.harness import (
     render_report,
     run_suite,
 )
+from agentjudge.harness._progress import ProgressState, clock
 from agentjudge.harness._task import TaskInterrupted
 from agentjudge.harness._telemetry import Telemetry
 
@@ -429,6 +430,29 @@ def test_rich_progress_renders_a_bar(tmp_path: Path) -> None:
     )
     assert summary.cases.total == 3
     assert "3/3" in stream.getvalue() and "1 error " in stream.getvalue()
+    assert "ETA" in stream.getvalue()  # the time remaining, labelled
+
+
+def test_plain_progress_line_shows_the_eta() -> None:
+    """The plain line estimates the time remaining from the rate so far (none before a case)."""
+    state = ProgressState(100)
+    state.started = 1000.0
+    assert "ETA" not in state.line(now=1010.0)  # nothing finished: no rate to go by
+    state.done = 25
+    assert state.line(now=1010.0) == (
+        "agentjudge: 25/100 cases (25%), 0 errors, 2.5 cases/s, ETA 30s"
+    )
+    state.done = 1
+    assert state.line(now=1010.0).endswith("0.1 cases/s, ETA 16m30s")
+    state.done = 100
+    assert "ETA" not in state.line(now=1010.0)
+    assert [clock(s) for s in (0.4, 59.6, 61, 3599, 7620)] == [
+        "0s",
+        "1m00s",
+        "1m01s",
+        "59m59s",
+        "2h07m",
+    ]
 
 
 def test_model_task_asks_an_openai_compatible_endpoint(tmp_path: Path) -> None:
