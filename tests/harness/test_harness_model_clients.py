@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from docs_support import blocks
 
 from agentjudge import Cascade, Jury, Tier
 from agentjudge.harness import RunAborted, Suite, iter_rows, run_suite
@@ -219,10 +220,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "offline-evaluat
 
 
 def _doc_block(name: str) -> str:
-    """The code block after ``<!-- llm-suite: NAME -->`` on the offline-evaluation page."""
-    text = DOC.read_text(encoding="utf-8")
-    after = text.split(f"<!-- llm-suite: {name} -->\n", 1)[1]
-    return after.split("\n", 1)[1].split("```", 1)[0]
+    """The code block after ``<!-- file: NAME -->`` on the offline-evaluation page."""
+    (code,) = [b.code for b in blocks(DOC.read_text(encoding="utf-8")) if b.file == name]
+    return code
 
 
 async def test_documented_llm_suite_runs_end_to_end(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 import doctest
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,10 +46,18 @@ def test_fastapi_page_offline_example_runs() -> None:
     """The offline 3-model jury of docs/how-to/fastapi-jury.md runs over real loopback HTTP."""
     import agentjudge.testing
 
-    blocks = _python_blocks("fastapi-jury.md")
-    assert len(blocks) == 1
+    _, offline = _python_blocks("fastapi-jury.md")
     if not hasattr(agentjudge.testing, "FakeModelServer"):
         pytest.skip("agentjudge.testing does not export FakeModelServer yet")
     if not hasattr(agentjudge, "CorrectnessJudge"):
         pytest.skip("the LLM judges are not re-exported from agentjudge yet")
-    exec(compile(blocks[0], "fastapi-jury.md", "exec"), {"__name__": "docs_fastapi_jury"})
+    exec(compile(offline, "fastapi-jury.md", "exec"), {"__name__": "docs_fastapi_jury"})
+
+
+def test_fastapi_page_service_module_loads() -> None:
+    """The page's service.py imports and defines the app with its two routes (no server)."""
+    service, _ = _python_blocks("fastapi-jury.md")
+    namespace: dict[str, Any] = {"__name__": "service"}
+    exec(compile(service, "fastapi-jury.md", "exec"), namespace)
+    paths = {route.path for route in namespace["app"].routes}
+    assert {"/grade", "/grade/votes"} <= paths
