@@ -59,7 +59,7 @@ bench: install ## Run the benchmarks (engine, voting, llm, harness, cascade cali
 	$(RUN) python benchmarks/bench_cascade.py
 
 docs: install ## Build the docs (mkdocs, strict)
-	$(RUN) mkdocs build --strict --site-dir .site
+	NO_MKDOCS_2_WARNING=1 $(RUN) mkdocs build --strict --site-dir .site
 
 all: lint typecheck cov ## The whole quality gate
 

@@ -9,6 +9,7 @@ to nothing.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -56,6 +57,7 @@ def _build(out: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", _OFFLINE_BUILD, "build", "--strict", "--site-dir", str(out)],
         cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},  # mkdocs-material's banner
         capture_output=True,
         text=True,
         timeout=300,
