@@ -229,6 +229,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="print a run's report (per judge and per tag)")
     report.add_argument("run_dir", metavar="DIR", help="a run's output folder")
+    report.add_argument(
+        "--html", metavar="FILE", help="write the browser report (one self-contained file)"
+    )
+    report.add_argument(
+        "--baseline", metavar="DIR", help="with --html: compare with this earlier run"
+    )
+    view = sub.add_parser("view", help="serve a run's browser report on 127.0.0.1")
+    view.add_argument("run_dir", metavar="DIR", help="a run's output folder")
+    view.add_argument("baseline", metavar="BASELINE", nargs="?", help="an earlier run to compare")
+    view.add_argument("--port", type=int, default=0, help="port to listen on (default: a free one)")
 
     compare = sub.add_parser("compare", help="per-judge deltas and flipped cases of two runs")
     compare.add_argument("a", metavar="A", help="the first run folder (or its summary.json)")
@@ -547,12 +557,36 @@ def _crash(exc: BaseException, out: Path) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from agentjudge.harness._html import write_html
     from agentjudge.harness._report import render_report
 
+    if args.baseline is not None and args.html is None:
+        return _error("--baseline needs --html (for the text comparison use `agentjudge compare`)")
     try:
-        print(render_report(args.run_dir))
+        if args.html is None:
+            print(render_report(args.run_dir))
+        else:
+            size = write_html(args.run_dir, args.html, args.baseline)
+            print(f"html report: {args.html} ({size:,} bytes)")
     except ValueError as exc:
         return _error(str(exc))
+    return EXIT_OK
+
+
+def _view(args: argparse.Namespace) -> int:
+    from agentjudge.harness._html import render_html, report_server
+
+    try:
+        server = report_server(render_html(args.run_dir, args.baseline).encode(), args.port)
+    except ValueError as exc:
+        return _error(str(exc))
+    print(f"report at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return EXIT_OK
 
 
@@ -607,6 +641,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {
         "run": _run,
         "report": _report,
+        "view": _view,
         "compare": _compare,
         "schema": _schema,
         "calibrate": _calibrate,
