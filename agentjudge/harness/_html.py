@@ -105,6 +105,12 @@ def _number(value: Any) -> float | None:
     return round(float(value), 6) if math.isfinite(value) else None
 
 
+def _seconds(value: Any) -> float | None:
+    """A duration rounded to 0.1 ms (shorter JSON)."""
+    seconds = _number(value)
+    return None if seconds is None else round(seconds, 4)
+
+
 def _value(value: Any) -> Any:
     """A JSON value as stored: itself when short, else its (cut) JSON text."""
     if value is None or isinstance(value, bool | int | float):
@@ -143,7 +149,7 @@ class _Collector:
     def _judgment(self, result: Mapping[str, Any]) -> list[Any] | int:
         judgment = result.get("judgment")
         ref = self.strings.ref
-        duration = _number(result.get("duration_s"))
+        duration = _seconds(result.get("duration_s"))
         if duration is not None:
             self.latency.setdefault(result["name"], []).append(duration)
         if not isinstance(judgment, Mapping):
@@ -195,7 +201,7 @@ class _Collector:
                     str(row["id"]),
                     status,
                     score,
-                    _number(row.get("duration_s")),
+                    _seconds(row.get("duration_s")),
                     tags,
                     _trim(judgments) if any(judgments) else [],
                     _value(row.get("input")),
