@@ -221,7 +221,10 @@ class _Collector:
         out: dict[str, dict[str, Any]] = {}
         for tag in sorted(self.tags):
             counts = self.tags[tag]
-            passed, decided = counts[_CODES["pass"]], counts[_CODES["pass"]] + counts[_CODES["fail"]]
+            passed, decided = (
+                counts[_CODES["pass"]],
+                counts[_CODES["pass"]] + counts[_CODES["fail"]],
+            )
             out[tag] = {
                 "n": sum(counts),
                 "decided": decided,
@@ -253,9 +256,7 @@ def _baseline(
     out: dict[str, Any] = {
         "run_id": base.run_id,
         "path": str(baseline_dir),
-        "judges": {
-            n: {"mean": s.mean, "pass_rate": s.pass_rate} for n, s in base.judges.items()
-        },
+        "judges": {n: {"mean": s.mean, "pass_rate": s.pass_rate} for n, s in base.judges.items()},
         "verdict": None
         if base.verdict is None
         else {"mean": base.verdict.mean, "pass_rate": base.verdict.pass_rate},
@@ -388,7 +389,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     page = b""
 
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:
         if self.path.split("?", 1)[0] not in ("/", "/index.html"):
             self.send_error(404)
             return
@@ -399,7 +400,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(self.page)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+    def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the command prints the URL once and nothing per request."""
 
 

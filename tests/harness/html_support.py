@@ -60,8 +60,12 @@ def rows() -> list[dict[str, object]]:
 
 def _run(folder: Path, task: str, out: Path) -> None:
     (folder / "task.py").write_text(task, encoding="utf-8")
-    suite = Suite(dataset=Path("data.jsonl"), task="task.py:answer", judges="judges.py:judges",
-                  base_dir=folder)
+    suite = Suite(
+        dataset=Path("data.jsonl"),
+        task="task.py:answer",
+        judges="judges.py:judges",
+        base_dir=folder,
+    )
     anyio.run(lambda: run_suite(suite, out=out, progress="off"))
 
 

@@ -26,7 +26,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def embedded(page: str) -> dict[str, Any]:
     """The JSON blob a page carries."""
-    match = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    match = re.search(
+        r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S
+    )
     assert match is not None
     data: dict[str, Any] = json.loads(match.group(1))
     return data
@@ -49,7 +51,7 @@ def test_report_html_writes_one_file_that_asks_for_nothing(
     page = out.read_text(encoding="utf-8")
     assert "default-src 'none'" in page
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
-    assert "<link rel=\"stylesheet\"" not in page and "<script src" not in page
+    assert '<link rel="stylesheet"' not in page and "<script src" not in page
     assert "%DATA%" not in page and "/*%JS%*/" not in page
 
 
@@ -137,11 +139,11 @@ def served(runs: tuple[Path, Path]) -> Iterator[str]:
 
 def test_view_serves_the_page_on_loopback(served: str) -> None:
     """`agentjudge view`'s server answers / with the page and anything else with 404."""
-    with urllib.request.urlopen(served, timeout=10) as response:  # noqa: S310 - loopback
+    with urllib.request.urlopen(served, timeout=10) as response:
         assert response.headers["Content-Type"] == "text/html; charset=utf-8"
         assert embedded(response.read().decode())["baseline"]["compared"] is True
     with pytest.raises(urllib.error.HTTPError) as caught:
-        urllib.request.urlopen(served + "favicon.ico", timeout=10)  # noqa: S310 - loopback
+        urllib.request.urlopen(served + "favicon.ico", timeout=10)
     assert caught.value.code == 404
     caught.value.close()
 
