@@ -67,6 +67,7 @@ ROW_FIELDS = (
 )
 """The positions of a case's array (trailing nulls are left out)."""
 _CODES = {word: code for code, word in enumerate(STATUSES)}
+_NONE = _CODES["none"]
 _ASSETS = "_html_assets"
 
 
@@ -98,17 +99,19 @@ def _cut(text: str) -> str:
     return text[:TEXT_LIMIT] + f"\u2026 [cut at {TEXT_LIMIT} of {len(text)} characters]"
 
 
-def _number(value: Any) -> float | None:
+def _number(value: Any, digits: int = 6) -> float | None:
     """A finite number rounded for display, else None (NaN is written as a string)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return round(float(value), 6) if math.isfinite(value) else None
+    kind = type(value)
+    if kind is float:
+        return round(value, digits) if math.isfinite(value) else None
+    if kind is int:
+        return value  # type: ignore[no-any-return]
+    return None
 
 
 def _seconds(value: Any) -> float | None:
     """A duration rounded to 0.1 ms (shorter JSON)."""
-    seconds = _number(value)
-    return None if seconds is None else round(seconds, 4)
+    return _number(value, 4)
 
 
 def _value(value: Any) -> Any:
@@ -155,15 +158,15 @@ class _Collector:
         if not isinstance(judgment, Mapping):
             return 0
         checks = [
-            [ref(c.get("name")), 1 if c.get("passed") else 0, ref(c.get("message") or None)]
+            _trim([ref(c.get("name")), 1 if c.get("passed") else 0, ref(c.get("message") or None)])
             for c in judgment.get("checks") or ()
         ]
         return _trim(
             [
-                _CODES.get(str(judgment.get("status")), _CODES["none"]),
+                _CODES.get(judgment["status"], _NONE),
                 _number(judgment.get("score")),
                 ref(judgment.get("reasoning") or None),
-                [_trim(c) for c in checks] or None,
+                checks or None,
                 ref(judgment.get("label")),
                 _number(judgment.get("confidence")),
                 ref(judgment.get("metadata") or None),
@@ -183,10 +186,10 @@ class _Collector:
         if row.get("error") is not None:
             status, score = _CODES[TASK_ERROR], None
         elif isinstance(verdict, Mapping):
-            status = _CODES.get(str(verdict.get("status")), _CODES["none"])
+            status = _CODES.get(verdict["status"], _NONE)
             score = _number(verdict.get("score"))
         else:
-            status, score = _CODES["none"], None
+            status, score = _NONE, None
         tags = [self.strings.ref(t) for t in row_tags(row)]
         for tag in tags:
             self.tags.setdefault(self.strings.items[tag or 0], [0] * len(STATUSES))[status] += 1
@@ -281,7 +284,7 @@ def _baseline(
     ref = collector.strings.ref
 
     def code(word: str) -> int:
-        return _CODES.get(word, _CODES["none"])
+        return _CODES.get(word, _NONE)
 
     out["flips"] = {
         name: [

@@ -77,7 +77,7 @@
       passed == null ? null : chipWord(passed ? 'pass' : 'fail')));
     add(top, el('p', { class: 'meta' }, SUM.status + ' · dataset ' + SUM.dataset.path + ' (' +
       SUM.dataset.rows + ' rows) · ' + SUM.cases.total + ' cases, ' + SUM.cases.errors +
-      ' task errors · started ' + SUM.started_at + (SUM.completed_at ? ', completed ' +
+      (SUM.cases.errors === 1 ? ' task error' : ' task errors') + ' · started ' + SUM.started_at + (SUM.completed_at ? ', completed ' +
       SUM.completed_at : '')));
     (SUM.warnings || []).forEach(function (w) { add(top, el('p', { class: 'meta', text: 'warning: ' + w })); });
     if (SUM.gates && SUM.gates.length) {
