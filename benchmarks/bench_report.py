@@ -32,7 +32,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 
-JUDGES = '''
+JUDGES = """
 from agentjudge import Check, Judgment
 
 PASS = Judgment.passed("ok")
@@ -51,7 +51,7 @@ async def always(ctx):
     return PASS
 
 judges = [exact, length, always]
-'''
+"""
 
 TASK = """
 async def answer(case):

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 
-WORSE_TASK = '''
+WORSE_TASK = """
 from task import answer as _answer
 
 def answer(case):
@@ -26,7 +26,7 @@ def answer(case):
     if case.id in ("rag-004", "rag-011", "rag-021"):
         return out.model_copy(update={"citations": ()})
     return out
-'''
+"""
 
 
 def runs(root: Path) -> tuple[Path, Path]:

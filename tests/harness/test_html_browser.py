@@ -192,6 +192,7 @@ def test_case_view_opens_from_the_keyboard_with_its_traceback(page: Page) -> Non
     assert "Case c07" in text and "Checks" in text and "short" in text
     page.page.keyboard.press("Escape")
     assert not dialog.is_visible()
+    assert page.page.locator(".viewport").evaluate("node => node === document.activeElement")
     assert page.errors == []
 
 

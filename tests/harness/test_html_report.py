@@ -123,6 +123,8 @@ def test_report_baseline_without_html_and_missing_runs_are_usage_errors(
     assert "--baseline needs --html" in capsys.readouterr().err
     assert main(["report", str(tmp_path), "--html", str(tmp_path / "x.html")]) == 2
     assert "summary not found" in capsys.readouterr().err
+    assert main(["view", str(tmp_path)]) == 2
+    assert "summary not found" in capsys.readouterr().err
 
 
 @pytest.fixture

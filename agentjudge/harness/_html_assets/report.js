@@ -519,10 +519,14 @@
         section('Expected', field(r, 'expected')),
         el('h3', { text: 'Judgments' }), J.map(function (_, j) { return judgmentBox(r, i, j); }),
         tierPath(field(r, 'tiers')), section('Metadata', field(r, 'metadata'))));
-    if (!dialog.open) dialog.showModal();
+    if (!dialog.open) { opener = document.activeElement; dialog.showModal(); }
     dialog.querySelector('button[aria-label="Close case"]').focus();
   }
-  dialog.addEventListener('close', function () { if (viewport) viewport.focus(); });
+  var opener = null; // the element focus returns to when the case view closes
+  dialog.addEventListener('close', function () {
+    if (opener && opener.isConnected && opener.offsetParent !== null) opener.focus();
+    else if (viewport) viewport.focus();
+  });
 
   // ------------------------------------------------------------------ comparison view
   function renderCompare() {
