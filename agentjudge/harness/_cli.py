@@ -574,19 +574,12 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _view(args: argparse.Namespace) -> int:
-    from agentjudge.harness._html import render_html, report_server
+    from agentjudge.harness._html import serve_report
 
     try:
-        server = report_server(render_html(args.run_dir, args.baseline).encode(), args.port)
+        serve_report(args.run_dir, args.baseline, args.port)
     except ValueError as exc:
         return _error(str(exc))
-    print(f"report at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
     return EXIT_OK
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "build_report_data",
     "render_html",
     "report_server",
+    "serve_report",
     "write_html",
 ]
 
@@ -421,3 +422,22 @@ def report_server(page: bytes, port: int = 0) -> ThreadingHTTPServer:
         return ThreadingHTTPServer(("127.0.0.1", port), handler)
     except OSError as exc:
         raise ValueError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+
+
+def serve_report(
+    run_dir: str | Path, baseline_dir: str | Path | None = None, port: int = 0
+) -> None:
+    """`agentjudge view`: serve the page on 127.0.0.1, print its URL, stop on Ctrl-C.
+
+    Raises:
+        ValueError: as `build_report_data`, or the port cannot be bound.
+    """
+    server = report_server(render_html(run_dir, baseline_dir).encode("utf-8"), port)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        print(f"report at {url} (Ctrl-C stops)", flush=True)
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

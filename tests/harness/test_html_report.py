@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import _thread
 import json
 import re
 import shutil
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -15,7 +17,13 @@ from typing import Any
 import pytest
 
 from agentjudge.harness._cli import main
-from agentjudge.harness._html import STATUSES, TEXT_LIMIT, render_html, report_server
+from agentjudge.harness._html import (
+    STATUSES,
+    TEXT_LIMIT,
+    render_html,
+    report_server,
+    serve_report,
+)
 from tests.harness.html_support import TRACEBACK, build_runs
 
 
@@ -155,3 +163,30 @@ def test_view_names_a_port_it_cannot_bind(served: str) -> None:
     port = int(served.rsplit(":", 1)[1].strip("/"))
     with pytest.raises(ValueError, match=f"cannot serve on 127.0.0.1:{port}"):
         report_server(b"", port)
+
+
+def test_view_prints_its_url_serves_and_stops_on_ctrl_c(
+    runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`serve_report` prints the URL, serves the page and returns on Ctrl-C (KeyboardInterrupt)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pages: list[bytes] = []
+
+    def visit_then_interrupt() -> None:
+        for _ in range(200):  # until the server is up (each refused attempt waits 50 ms)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
+                    pages.append(response.read())
+                    break
+            except urllib.error.URLError:
+                threading.Event().wait(0.05)
+        _thread.interrupt_main()
+
+    visitor = threading.Thread(target=visit_then_interrupt)
+    visitor.start()
+    serve_report(runs[1], None, port)
+    visitor.join()
+    assert f"report at http://127.0.0.1:{port}/ (Ctrl-C stops)" in capsys.readouterr().out
+    assert pages and b'id="report-data"' in pages[0]
