@@ -201,6 +201,7 @@ def test_comparison_view_highlights_each_judges_flips(page: Page) -> None:
     page.page.click("#tab-compare")
     view = page.page.locator("#view-compare")
     assert "Compared with baseline" in view.inner_text()
+    assert [t.split()[0] for t in view.locator("tr.flip").all_inner_texts()] == ["exact"]
     exact = view.locator("details", has_text="exact")
     assert exact.locator("button.linkrow").all_inner_texts() == ["c01", "c03", "c05"]
     exact.locator("button.linkrow", has_text="c03").click()

@@ -52,6 +52,9 @@
     if (v == null) return '';
     return typeof v === 'string' ? v : JSON.stringify(v, null, 2);
   }
+  function pretty(json) {
+    try { return JSON.stringify(JSON.parse(json), null, 2); } catch (e) { return json; }
+  }
   function field(row, name) { var v = row[F[name]]; return v === undefined ? null : v; }
   function judgment(row, j) {
     var js = row[F.judgments];
@@ -487,7 +490,7 @@
     return el('div', { class: 'judgment' + (f ? ' flip' : ''), role: 'group', 'aria-label': 'Judge ' + J[j] },
       el('h3', null, J[j] + ' ', f ? [chip(f[0]), ' → '] : null, chip(g[0]), f ? ' (flipped)' : null), dl,
       checks.length ? [el('h4', { text: 'Checks' }), el('ul', null, checks)] : null,
-      g[6] != null ? [el('h4', { text: 'Metadata' }), el('pre', { text: text(S[g[6]]) })] : null,
+      g[6] != null ? [el('h4', { text: 'Metadata' }), el('pre', { text: pretty(S[g[6]]) })] : null,
       g[10] ? [el('h4', { text: 'Traceback' }), el('pre', { text: g[10] })] : null);
   }
   function tierPath(tiers) {
@@ -541,8 +544,10 @@
       return [n, num(b.mean), num(s.mean), delta(b.mean, s.mean), num(b.pass_rate), num(s.pass_rate),
         delta(b.pass_rate, s.pass_rate), fl.length, down, fl.length - down];
     });
-    add(host, table(['judge', 'mean (baseline)', 'mean', 'Δ', 'pass rate (baseline)', 'pass rate', 'Δ', 'flips',
-      'pass → not pass', 'not pass → pass'], rows, 'Per-judge changes against the baseline'));
+    var changes = table(['judge', 'mean (baseline)', 'mean', 'Δ', 'pass rate (baseline)', 'pass rate', 'Δ', 'flips',
+      'pass → not pass', 'not pass → pass'], rows, 'Per-judge changes against the baseline');
+    changes.querySelectorAll('tbody tr').forEach(function (tr, k) { if (rows[k][7] > 0) tr.classList.add('flip'); });
+    add(host, changes);
     if (!B.compared) { add(host, el('p', { text: 'Flipped cases not compared: results.jsonl missing on one side.' })); return; }
     add(host, el('p', { class: 'muted', text: 'Cases only in the baseline: ' + B.only_before + '; only in this run: ' + B.only_after + '.' }));
     function flipList(title, list, withReason) {
