@@ -21,13 +21,14 @@ from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import (
     BaselineOutcome,
     FlippedCase,
+    GateOutcome,
     JudgeSummary,
     RunAggregate,
     RunSummary,
 )
 from agentjudge.harness._text import plural
 
-__all__ = ["format_summary", "render_compare", "render_report", "row_tags"]
+__all__ = ["format_summary", "gate_line", "render_compare", "render_report", "row_tags"]
 
 MAX_LISTED = 20
 """Case ids listed per category in a comparison."""
@@ -132,6 +133,13 @@ def _baseline_lines(b: BaselineOutcome) -> list[str]:
     return lines
 
 
+def gate_line(g: GateOutcome) -> str:
+    """``  PASS  correctness.mean>=0.9  (value 0.9312)``, with the reason of an undefined value."""
+    reason = (g.model_extra or {}).get("reason")
+    why = f"  {reason}" if reason else ""
+    return f"  {'PASS' if g.passed else 'FAIL'}  {g.expr}  (value {_num(g.value, 4)}){why}"
+
+
 def _result_line(summary: RunSummary) -> str:
     if summary.passed:
         return "result: PASSED"
@@ -176,11 +184,7 @@ def format_summary(summary: RunSummary) -> str:
     if summary.gates:
         lines.append("")
         lines.append("gates:")
-        for g in summary.gates:
-            mark = "PASS" if g.passed else "FAIL"
-            reason = (g.model_extra or {}).get("reason")
-            why = f"  {reason}" if reason else ""
-            lines.append(f"  {mark}  {g.expr}  (value {_num(g.value, 4)}){why}")
+        lines.extend(gate_line(g) for g in summary.gates)
     if summary.baseline is not None:
         lines += _baseline_lines(summary.baseline)
     if summary.checks:
