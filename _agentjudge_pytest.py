@@ -155,7 +155,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from agentjudge._pytest._session import conclude
 
     gates: list[Gate] = config.stash.get(_GATES, [])
-    report = conclude(list(config.stash[_ROWS]), gates)
+    collected: list[str] = config.stash[_ROWS]
+    report = conclude(collected, gates)
     config.stash[_REPORT] = report
     if not report.passed and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

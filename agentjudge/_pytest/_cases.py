@@ -47,5 +47,9 @@ def parametrize_dataset(
         dataset.require_cases()
         cases = list(dataset.iter_cases())
     except (DatasetError, ValueError) as exc:
-        pytest.fail(f"{_MARK}: {exc}", pytrace=False)
-    metafunc.parametrize(argname, cases, ids=[case.id for case in cases])
+        problem = str(exc)
+    else:
+        metafunc.parametrize(argname, cases, ids=[case.id for case in cases])
+        return
+    # Failed outside the handler: the message alone, without "During handling of ...".
+    pytest.fail(f"{_MARK}: {problem}", pytrace=False)

@@ -109,13 +109,14 @@ def _failures(
             return [f"no result from {', '.join(map(repr, missing))} (judges: {known})"]
         checked = [by_name[name] for name in wanted]
     elif aggregate is not None:
-        return [] if aggregate.status is Status.PASS else [f"the verdict is {aggregate.status}"]
+        verdict = aggregate.status
+        return [] if verdict is Status.PASS else [f"the verdict is {verdict.value.upper()}"]
     else:
         checked = [r for r in results if r.sampled]
         if not checked:
             return ["no judge judged (no result, or none sampled)"]
     return [
-        f"{r.name} is {'not sampled' if r.status is None else r.status}"
+        f"{r.name} is {'not sampled' if r.status is None else r.status.value.upper()}"
         for r in checked
         if r.status is not Status.PASS
     ]
