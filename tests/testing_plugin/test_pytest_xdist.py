@@ -1,0 +1,86 @@
+"""The plugin in real pytest processes: across xdist workers, and the docs page's example.
+
+These tests start interpreters (``runpytest_subprocess``), so conftest marks them ``slow``.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from docs_support import blocks, write_files
+
+pytest_plugins = ["pytester"]
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "how-to" / "pytest.md"
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+DATA = "\n".join(f'{{"id": "c{i}", "input": {i}, "expected": {i % 4}}}' for i in range(8))
+TESTS = """
+import pytest
+from agentjudge import judge
+from agentjudge.testing import assert_eval
+
+@judge(name="Exact")
+def exact(ctx):
+    return ctx.output == ctx.expected
+
+@pytest.mark.agentjudge_dataset("data.jsonl")
+@pytest.mark.anyio
+async def test_rows(case, agentjudge_evaluator):
+    evaluator = agentjudge_evaluator(exact)
+    await assert_eval(evaluator, input=case.input, output=case.input, expected=case.expected)
+"""
+
+
+def _blocks(lang: str) -> list[str]:
+    return [b.code for b in blocks(PAGE.read_text("utf-8")) if b.lang == lang]
+
+
+def test_summary_and_gates_cover_every_xdist_worker(pytester: pytest.Pytester) -> None:
+    """Two workers' outcomes reach the controller: one summary, one gate verdict, exit 1."""
+    pytester.makeini(INI)
+    pytester.makefile(".jsonl", data=DATA)
+    pytester.makepyfile(test_rows=TESTS)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:asyncio", "--agentjudge-gate", "exact.pass_rate>=0.9"
+    )
+    result.assert_outcomes(passed=4, failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "8 outcomes checked with assert_passes / assert_eval*",
+            "Exact * 8 * 0.500 * 4 * 4 * 0 * 0",
+            "  FAIL  exact.pass_rate>=0.9  (value 0.5000)",
+            "agentjudge gates FAILED (1 of 1): the session fails",
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # Both workers ran tests, so both tallies were needed for the 8 outcomes above.
+    assert {"[gw0]", "[gw1]"} <= set(re.findall(r"\[gw\d\]", result.stdout.str()))
+
+
+def test_docs_example_runs_with_xdist_and_its_gate(pytester: pytest.Pytester) -> None:
+    """The how-to page's dataset and test pass under `-n 2` with the page's gate."""
+    pytester.makeini(INI)
+    written = write_files(PAGE.read_text("utf-8"), pytester.path)
+    assert written == ["capitals.jsonl", "test_capitals.py"]
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "--agentjudge-gate", "correctness.pass_rate>=0.9"
+    )
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK
+    shown = next(block for block in _blocks("text") if "agentjudge gates passed" in block)
+    table = [line for line in shown.splitlines() if line.startswith(("judge", "correctness"))]
+    result.stdout.fnmatch_lines([*table, "agentjudge gates passed"])
+
+
+def test_loading_the_plugin_imports_no_agentjudge() -> None:
+    """pytest loads the plugin in every session: that imports pytest, not agentjudge."""
+    code = (
+        "import sys, _agentjudge_pytest\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'agentjudge')\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
