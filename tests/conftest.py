@@ -21,7 +21,13 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # docs build, README commands) is marked ``slow``: such tests take most of the suite's CPU time.
 # `make quick` skips them (`-m "not slow"`); `make test` runs everything. The rule reads the
 # module's text, so a new module of that kind is marked without being listed anywhere.
-_STARTS_INTERPRETERS = ("sys.executable", "cli_support", '"--workers"', "workers=", "runpytest_subprocess")
+_STARTS_INTERPRETERS = (
+    "sys.executable",
+    "cli_support",
+    '"--workers"',
+    "workers=",
+    "runpytest_subprocess",
+)
 _slow_modules: dict[Path, bool] = {}
 
 

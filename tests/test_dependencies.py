@@ -32,6 +32,9 @@ UNDECLARED_OPTIONAL = {
     "otherwise); no feature needs it, so no extra installs it",
 }
 """Optional imports no extra declares, each with the reason."""
+LOADED_BY_PYTEST = "agentjudge/_pytest/"
+"""The pytest plugin's implementation: only pytest loads it (the ``pytest11`` entry point
+module ``_agentjudge_pytest`` imports it lazily), so pytest is always there when it runs."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,8 @@ def test_every_imported_module_is_a_declared_dependency() -> None:
         dists = {canonicalize_name(d) for d in providers.get(imported.top, [])}
         allowed = required | extras if imported.optional else required
         if dists & allowed or (imported.optional and imported.top in UNDECLARED_OPTIONAL):
+            continue
+        if imported.top == "pytest" and imported.where.startswith(LOADED_BY_PYTEST):
             continue
         need = "dependencies or an extra" if imported.optional else "[project] dependencies"
         problems.append(
