@@ -39,6 +39,7 @@ def _blocks(lang: str) -> list[str]:
     return [b.code for b in blocks(PAGE.read_text("utf-8")) if b.lang == lang]
 
 
+@pytest.mark.timeout(240)  # three interpreters import agentjudge: slow on a loaded machine
 def test_summary_and_gates_cover_every_xdist_worker(pytester: pytest.Pytester) -> None:
     """Two workers' outcomes reach the controller: one summary, one gate verdict, exit 1."""
     pytester.makeini(INI)
@@ -61,6 +62,7 @@ def test_summary_and_gates_cover_every_xdist_worker(pytester: pytest.Pytester) -
     assert {"[gw0]", "[gw1]"} <= set(re.findall(r"\[gw\d\]", result.stdout.str()))
 
 
+@pytest.mark.timeout(240)
 def test_docs_example_runs_with_xdist_and_its_gate(pytester: pytest.Pytester) -> None:
     """The how-to page's dataset and test pass under `-n 2` with the page's gate."""
     pytester.makeini(INI)
