@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import _agentjudge_pytest
-from agentjudge import Check, Evaluator, JudgeResult, Judgment, Verdict, judge
+from agentjudge import Check, Context, Evaluator, JudgeResult, Judgment, Verdict, judge
 from agentjudge.testing import ScriptedJudge, assert_eval, assert_passes, describe_outcome
 
 
@@ -113,3 +113,17 @@ async def test_assert_eval_builds_evaluates_and_asserts(recorded: list[tuple[Any
     with pytest.raises(AssertionError, match="the verdict is FAIL"):
         await assert_eval(ScriptedJudge(Judgment.failed("no"), name="s"), input="q")
     assert len(recorded) == 3
+
+
+async def test_case_results_of_a_run_are_accepted(recorded: list[tuple[Any, Any]]) -> None:
+    """A CaseResult from Evaluator.run is checked by its verdict."""
+    evaluator = Evaluator(ScriptedJudge([True, False], name="s"))
+    statuses = []
+    async for case in evaluator.run([Context(input=1), Context(input=2)], concurrency=1):
+        try:
+            assert_passes(case)
+            statuses.append("pass")
+        except AssertionError as exc:
+            statuses.append(str(exc).splitlines()[0])
+    assert statuses == ["pass", "agentjudge: the verdict is FAIL"]
+    assert len(recorded) == 2
