@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentjudge.core._context import Context, ExecutionStatus, Message
+from agentjudge.core._context import Context, ExecutionStatus
 from agentjudge.core._judgment import (
     AGGREGATION_KEY,
     Check,
@@ -11,6 +11,7 @@ from agentjudge.core._judgment import (
     Status,
     judgment_problem,
 )
+from agentjudge.core._messages import Message, ToolArguments, ToolCall
 from agentjudge.core._portable import freeze_metadata, freeze_portable, thaw
 from agentjudge.core._results import CaseResult, JudgeResult, TierAttempt, TierPolicy, Verdict
 
@@ -27,6 +28,8 @@ __all__ = [
     "Status",
     "TierAttempt",
     "TierPolicy",
+    "ToolArguments",
+    "ToolCall",
     "Verdict",
     "freeze_metadata",
     "freeze_portable",

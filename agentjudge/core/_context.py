@@ -1,4 +1,4 @@
-"""What a judge looks at: `Context`, `Message`, `ExecutionStatus`."""
+"""What a judge looks at: `Context` and `ExecutionStatus` (messages: ``_messages``)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from pydantic import (
     PlainSerializer,
     PlainValidator,
     WithJsonSchema,
-    field_validator,
 )
 
 from agentjudge._compat import build_model
 from agentjudge.core._fast import check_fast
+from agentjudge.core._messages import Message
 
 __all__ = ["Context", "ExecutionStatus", "Message"]
 
@@ -34,24 +34,6 @@ class ExecutionStatus(StrEnum):
     CANCELLED = "cancelled"
     REFUSED = "refused"
     UNKNOWN = "unknown"
-
-
-class Message(BaseModel):
-    """One chat message of the conversation being judged."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    role: str
-    """Speaker: ``system``, ``user``, ``assistant``, ``tool``..."""
-    content: str
-    """Text of the message."""
-
-    @field_validator("role")
-    @classmethod
-    def _role_not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("role must be non-blank")
-        return v
 
 
 def _readonly_mapping(value: object) -> Mapping[str, Any]:

@@ -12,11 +12,12 @@ MAX_SAFE_INT = 2**53 - 1
 JSONValue = str | bool | int | float | tuple["JSONValue", ...] | Mapping[str, "JSONValue"]
 
 
-def freeze_portable(value: object, path: str) -> Any:
+def freeze_portable(value: object, path: str, *, nulls: bool = False) -> Any:
     """Validate that ``value`` is JSON-portable and return a deep read-only copy.
 
     Allowed: str (well-formed), bool, int within +-(2**53-1), finite float, list/tuple, and dict
-    with str keys. Lists become tuples and dicts become read-only mappings.
+    with str keys (and None when ``nulls``: tool-call arguments may hold JSON null; metadata
+    may not). Lists become tuples and dicts become read-only mappings.
 
     Raises:
         ValueError: naming the offending path, e.g. ``metadata.a.b[1]``.
@@ -43,18 +44,27 @@ def freeze_portable(value: object, path: str) -> Any:
             raise ValueError(f"{path}: float {value} is not finite")
         return value
     if value is None:
+        if nulls:
+            return None
         raise ValueError(f"{path}: null is not a portable metadata value")
+    return _freeze_container(value, path, nulls)
+
+
+def _freeze_container(value: object, path: str, nulls: bool) -> Any:
+    """`freeze_portable` of a list, tuple or mapping (anything else is refused)."""
     if isinstance(value, list | tuple):
-        return tuple(freeze_portable(item, f"{path}[{i}]") for i, item in enumerate(value))
+        return tuple(
+            freeze_portable(item, f"{path}[{i}]", nulls=nulls) for i, item in enumerate(value)
+        )
     if isinstance(value, Mapping):
         frozen: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"{path}: key {key!r} is not a string")
-            frozen[key] = freeze_portable(item, f"{path}.{key}")
+            frozen[key] = freeze_portable(item, f"{path}.{key}", nulls=nulls)
         return MappingProxyType(frozen)
     raise ValueError(
-        f"{path}: {type(value).__name__} is not a portable metadata value "
+        f"{path}: {type(value).__name__} is not a portable value "
         "(use str, bool, int, finite float, list or dict with str keys)"
     )
 

@@ -9,6 +9,7 @@ booleans are never numbers (already true in JSON schema).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -21,7 +22,14 @@ from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from referencing.exceptions import Unresolvable
 
-__all__ = ["SchemaViolation", "decode_json_object", "schema_errors", "tool_name"]
+__all__ = [
+    "SchemaViolation",
+    "compiled_schema",
+    "decode_json_object",
+    "schema_errors",
+    "tool_name",
+    "validator_errors",
+]
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _MAX_ERRORS = 5
@@ -61,7 +69,11 @@ def schema_errors(value: Any, schema: Mapping[str, Any]) -> list[str]:
         ValueError: ``schema`` itself is not a valid JSON schema (a caller's bug, not the
             model's: asking the model again would not help).
     """
-    validator = _validator(schema)
+    return validator_errors(compiled_schema(schema), value)
+
+
+def validator_errors(validator: Validator, value: Any) -> list[str]:
+    """Every way ``value`` breaks a `compiled_schema` (at most a few), as `schema_errors`."""
     try:
         found = list(islice(validator.iter_errors(value), _MAX_ERRORS))
     except Unresolvable as exc:
@@ -89,14 +101,34 @@ def _finite_integer(checker: Any, value: Any) -> bool:
     return isinstance(value, int) or float(value).is_integer()
 
 
-def _validator(schema: Mapping[str, Any]) -> Validator:
+def compiled_schema(schema: Mapping[str, Any], what: str = "response_schema") -> Validator:
+    """A validator for ``schema``, checked once and cached by the schema's canonical JSON.
+
+    Args:
+        schema: A JSON schema (its ``$schema`` picks the dialect; default Draft 2020-12).
+        what: Names the schema in the error (``"response_schema"``, ``"tool 'search'"``).
+
+    Raises:
+        ValueError: ``schema`` is not a valid JSON schema (or not JSON), naming ``what``.
+    """
+    try:
+        key = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} is not a JSON schema: {exc}") from None
+    return _compiled(key, what)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(key: str, what: str) -> Validator:
+    """The validator for one canonical schema text (bounded cache: 256 schemas)."""
+    schema = json.loads(key)
     base = validators.validator_for(schema, default=Draft202012Validator)
     try:
         base.check_schema(dict(schema))
     except SchemaError as exc:
         where = "/".join(str(part) for part in exc.path) or "(root)"
         raise ValueError(
-            f"response_schema is not a valid {base.__name__} JSON schema at {where}: {exc.message}"
+            f"{what} is not a valid {base.__name__} JSON schema at {where}: {exc.message}"
         ) from None
     checker = base.TYPE_CHECKER.redefine_many(
         {"number": _finite_number, "integer": _finite_integer}

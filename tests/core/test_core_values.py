@@ -479,13 +479,12 @@ def test_metadata_keeps_insertion_order() -> None:
 
 
 def test_message_fields_and_blank_role() -> None:
-    """A Message has role and content; a blank role is rejected, naming `role`."""
+    """A Message has role and content (default ""); a blank role is rejected, naming `role`."""
     message = Message(role="user", content="hi")
     assert (message.role, message.content) == ("user", "hi")
     with pytest.raises(ValidationError, match="role"):
         Message(role=" ", content="hi")
-    with pytest.raises(ValidationError, match="content"):
-        Message(role="user")  # type: ignore[call-arg]
+    assert Message(role="user").content == ""
 
 
 def test_context_defaults() -> None:
