@@ -21,6 +21,7 @@ from agentjudge.core import (
     Status,
     TierAttempt,
     TierPolicy,
+    ToolCall,
     Verdict,
 )
 from agentjudge.engine import (
@@ -100,6 +101,7 @@ if TYPE_CHECKING:
         SelfConsistency,
         SimulatedAnnotators,
         SupersetDiff,
+        TrajectoryMatch,
         citation_precision,
         citation_recall,
         refusal_correctness,
@@ -156,6 +158,7 @@ _LAZY: dict[str, str] = {
     "RouteAccuracy": "agentjudge.judges",
     "RefusalCorrectness": "agentjudge.judges",
     "RefusalPolicy": "agentjudge.judges",
+    "TrajectoryMatch": "agentjudge.judges",
     "citation_precision": "agentjudge.judges",
     "citation_recall": "agentjudge.judges",
     "route_accuracy": "agentjudge.judges",
@@ -267,6 +270,8 @@ __all__ = [
     "Tier",
     "TierAttempt",
     "TierPolicy",
+    "ToolCall",
+    "TrajectoryMatch",
     "Usage",
     "Verdict",
     "VotingStrategy",

@@ -11,6 +11,12 @@ base classes, prompt plumbing and lookup tables live in the private modules.
 
 from __future__ import annotations
 
+from agentjudge.judges._agent import (
+    ForbiddenTools,
+    StepEfficiency,
+    ToolArgumentsValid,
+    ToolSelection,
+)
 from agentjudge.judges._bytecode import PYC_MAGIC_NUMBERS, ClassVersionJudge, PycVersionJudge
 from agentjudge.judges._classifier import LabelClassifier
 from agentjudge.judges._commands import BuildSuccess, CommandJudge
@@ -48,6 +54,7 @@ from agentjudge.judges._retrieval import (
 )
 from agentjudge.judges._score import Runner, RunnerResult, ScoreJudge
 from agentjudge.judges._template import MissingPolicy, PromptTemplate
+from agentjudge.judges._trajectory import TrajectoryMatch
 from agentjudge.judges._verdict import parse_verdict
 
 __all__ = [
@@ -69,6 +76,7 @@ __all__ = [
     "FileComparison",
     "FileContent",
     "FileExists",
+    "ForbiddenTools",
     "HallucinationJudge",
     "LLMJudge",
     "LabelClassifier",
@@ -87,7 +95,11 @@ __all__ = [
     "ScoreJudge",
     "SelfConsistency",
     "SimulatedAnnotators",
+    "StepEfficiency",
     "SupersetDiff",
+    "ToolArgumentsValid",
+    "ToolSelection",
+    "TrajectoryMatch",
     "citation_precision",
     "citation_recall",
     "compare_contents",
