@@ -48,6 +48,10 @@ def _plural(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def _listed(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else "no step"
+
+
 def _expected_steps(value: object) -> list[tuple[str, ...]] | None:
     """Expected tools per step from ``ctx.expected`` (None: it names none)."""
     if isinstance(value, Mapping) and "tools" in value:
@@ -106,9 +110,8 @@ class ToolSelection(DeterministicJudge):
             got = actual[i] if i < len(actual) else ()
             want = expected[i] if i < len(expected) else ()
             ok = Counter(got) == Counter(want)
-            checks.append(
-                Check(name=f"step {i + 1}", passed=ok, message=f"expected {want}, got {got}")
-            )
+            message = f"expected {_listed(want)}, got {_listed(got)}"
+            checks.append(Check(name=f"step {i + 1}", passed=ok, message=message))
         right = sum(c.passed for c in checks)
         score = right / steps if steps else 1.0
         wrong = next((c for c in checks if not c.passed), None)
