@@ -115,5 +115,5 @@ def test_message_with_tool_calls_round_trips_through_json() -> None:
 
 def test_context_accepts_openai_message_dicts() -> None:
     """Context(messages=[...]) takes OpenAI chat-format dicts as they come from the SDK."""
-    ctx = Context(messages=[{"role": "user", "content": "weather?"}, OPENAI_ASSISTANT])  # type: ignore[list-item]
+    ctx = Context(messages=[{"role": "user", "content": "weather?"}, OPENAI_ASSISTANT])
     assert ctx.messages[1].tool_calls[0].name == "get_weather"
