@@ -22,6 +22,13 @@ from agentjudge.judges._classifier import LabelClassifier
 from agentjudge.judges._commands import BuildSuccess, CommandJudge
 from agentjudge.judges._compare import FileComparison, compare_contents, normalize_requirement
 from agentjudge.judges._confidence import LogprobConfidence, SelfConsistency, SimulatedAnnotators
+from agentjudge.judges._conversation import (
+    CONSISTENCY_RUBRIC,
+    GOAL_COMPLETION_RUBRIC,
+    TRAJECTORY_RUBRIC,
+    ConversationJudge,
+    TrajectoryJudge,
+)
 from agentjudge.judges._coverage import (
     CoverageImprovement,
     CoverageMetric,
@@ -58,7 +65,10 @@ from agentjudge.judges._trajectory import TrajectoryMatch
 from agentjudge.judges._verdict import parse_verdict
 
 __all__ = [
+    "CONSISTENCY_RUBRIC",
+    "GOAL_COMPLETION_RUBRIC",
     "PYC_MAGIC_NUMBERS",
+    "TRAJECTORY_RUBRIC",
     "VERDICT_SCHEMA",
     "BuildSuccess",
     "CitationPrecision",
@@ -66,6 +76,7 @@ __all__ = [
     "ClassVersionJudge",
     "CommandJudge",
     "ContextualRelevanceJudge",
+    "ConversationJudge",
     "CorrectnessJudge",
     "CoverageImprovement",
     "CoverageMetric",
@@ -99,6 +110,7 @@ __all__ = [
     "SupersetDiff",
     "ToolArgumentsValid",
     "ToolSelection",
+    "TrajectoryJudge",
     "TrajectoryMatch",
     "citation_precision",
     "citation_recall",

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from enum import Enum, StrEnum
 from pathlib import PurePath
 from typing import Any
 
 from pydantic import BaseModel
 
-from agentjudge.core import Context
+from agentjudge.core import Context, Message
 from agentjudge.exceptions import TemplateError
 
-__all__ = ["VARIABLES", "MissingPolicy", "PromptTemplate", "render_value"]
+__all__ = ["VARIABLES", "MissingPolicy", "PromptTemplate", "render_messages", "render_value"]
 
 VARIABLES: tuple[str, ...] = (
     "input",
@@ -107,8 +107,20 @@ def _is_known(variable: str) -> bool:
     return variable.startswith(_METADATA_PREFIX) and bool(variable[len(_METADATA_PREFIX) :].strip())
 
 
-def _render_messages(ctx: Context) -> str:
-    return "\n".join(f"{m.role}: {m.content}" for m in ctx.messages)
+def render_messages(messages: Sequence[Message]) -> str:
+    """Messages as prompt text: one ``role: content`` line each, tool calls and ids included.
+
+    An assistant message's tool calls follow it as ``  -> name({"arg": ...})`` lines (with
+    ``[id]`` when set); a tool result shows the call it answers as ``tool [id]: ...``.
+    """
+    lines: list[str] = []
+    for m in messages:
+        role = f"{m.role} [{m.tool_call_id}]" if m.tool_call_id is not None else m.role
+        lines.append(f"{role}: {m.content}")
+        for call in m.tool_calls:
+            ref = f" [{call.id}]" if call.id is not None else ""
+            lines.append(f"  -> {call}{ref}")
+    return "\n".join(lines)
 
 
 class PromptTemplate:
@@ -126,7 +138,7 @@ class PromptTemplate:
             an unknown placeholder renders as ``""`` or stays as written.
 
     Example:
-        >>> from agentjudge.core import Context
+        >>> from agentjudge.core import Context, Message
         >>> t = PromptTemplate("Q: {{ input }}\nA: {{output}}")
         >>> t.render(Context(input="2+2?", output="{{input}}"))
         'Q: 2+2?\nA: {{input}}'
@@ -201,7 +213,7 @@ class PromptTemplate:
                 )
             return render_value(ctx.metadata[key])
         if variable == "messages":
-            return _render_messages(ctx)
+            return render_messages(ctx.messages)
         return render_value(getattr(ctx, variable))
 
     def render(self, ctx: Context) -> str:
