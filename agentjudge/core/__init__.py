@@ -11,7 +11,13 @@ from agentjudge.core._judgment import (
     Status,
     judgment_problem,
 )
-from agentjudge.core._messages import Message, ToolArguments, ToolCall
+from agentjudge.core._messages import (
+    Message,
+    ToolArguments,
+    ToolCall,
+    TrajectoryError,
+    as_trajectory,
+)
 from agentjudge.core._portable import freeze_metadata, freeze_portable, thaw
 from agentjudge.core._results import CaseResult, JudgeResult, TierAttempt, TierPolicy, Verdict
 
@@ -30,7 +36,9 @@ __all__ = [
     "TierPolicy",
     "ToolArguments",
     "ToolCall",
+    "TrajectoryError",
     "Verdict",
+    "as_trajectory",
     "freeze_metadata",
     "freeze_portable",
     "judgment_problem",

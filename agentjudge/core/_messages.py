@@ -8,12 +8,15 @@ Both validate from their own JSON dumps and from the OpenAI chat format: an assi
 
 A message dumps as ``{"role", "content"}`` plus ``tool_calls`` / ``tool_call_id`` only when set,
 so plain messages keep the wire format they always had.
+
+`as_trajectory` reads a message sequence from a value (a list of messages, a mapping or object
+with ``messages``), raising `TrajectoryError` that names the index of a message it cannot read.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Annotated, Any
 
@@ -25,6 +28,7 @@ from pydantic import (
     PlainValidator,
     SerializationInfo,
     SerializerFunctionWrapHandler,
+    ValidationError,
     WithJsonSchema,
     field_validator,
     model_serializer,
@@ -33,7 +37,7 @@ from pydantic import (
 
 from agentjudge.core._portable import freeze_portable, thaw
 
-__all__ = ["Message", "ToolArguments", "ToolCall"]
+__all__ = ["Message", "ToolArguments", "ToolCall", "TrajectoryError", "as_trajectory"]
 
 _OPENAI_EXTRAS = ("name", "refusal", "annotations", "audio", "function_call")
 """Keys of an OpenAI chat message that `Message` does not model (dropped on validation)."""
@@ -186,3 +190,62 @@ class Message(BaseModel):
         if self.tool_call_id is None:
             dumped.pop("tool_call_id", None)
         return dumped
+
+
+class TrajectoryError(ValueError):
+    """A trajectory that cannot be read (the message names the offending message's index)."""
+
+
+def _looks_like_message(item: object) -> bool:
+    if isinstance(item, Message):
+        return True
+    if isinstance(item, Mapping):
+        return "role" in item
+    return isinstance(getattr(item, "role", None), str)
+
+
+def _messages_in(value: object) -> Sequence[Any] | None:
+    """The message sequence ``value`` holds, or None when it holds none."""
+    if isinstance(value, Mapping) and "messages" in value:
+        inner = value["messages"]
+        return inner if isinstance(inner, list | tuple) else None
+    if isinstance(value, list | tuple) and (not value or _looks_like_message(value[0])):
+        return value
+    inner = getattr(value, "messages", None)  # e.g. a TaskOutput with messages
+    if isinstance(inner, list | tuple) and not isinstance(value, type):
+        return inner
+    return None
+
+
+def _first_problem(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(p) for p in error.get("loc", ()))
+    message = str(error.get("msg", "")).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
+
+
+def _as_message(item: object, index: int, what: str) -> Message:
+    if isinstance(item, Message):
+        return item
+    if not isinstance(item, Mapping):
+        fields = ("role", "content", "tool_calls", "tool_call_id")
+        item = {f: getattr(item, f) for f in fields if getattr(item, f, None) is not None}
+    try:
+        return Message.model_validate(dict(item))
+    except ValidationError as exc:
+        raise TrajectoryError(f"{what} messages[{index}]: {_first_problem(exc)}") from None
+
+
+def as_trajectory(value: object, what: str = "trajectory") -> tuple[Message, ...] | None:
+    """The messages ``value`` holds (a sequence of messages or a mapping with ``"messages"``).
+
+    Returns:
+        The messages, or None when ``value`` is not a trajectory at all.
+
+    Raises:
+        TrajectoryError: a message cannot be read (naming ``what`` and its index).
+    """
+    items = _messages_in(value)
+    if items is None:
+        return None
+    return tuple(_as_message(item, i, what) for i, item in enumerate(items))

@@ -27,6 +27,7 @@ from pydantic import (
 )
 
 from agentjudge._compat import build_model, check_buildable
+from agentjudge.core import Message
 
 if TYPE_CHECKING:
     from agentjudge.models import Usage
@@ -177,8 +178,9 @@ _SHAPES: dict[tuple[str, ...], tuple[set[str], tuple[tuple[str, Any, Any], ...]]
 class TaskOutput(BaseModel):
     """What a task may return when judges need more than the answer text.
 
-    ``TaskOutput(text, citations=(), route=None, refused=False, usage=None)``. The retrieval and
-    routing judges read ``citations``, ``route`` and ``refused`` from it.
+    ``TaskOutput(text, citations=(), route=None, refused=False, usage=None, messages=())``. The
+    retrieval and routing judges read ``citations``, ``route`` and ``refused`` from it; the
+    trajectory judges read ``messages`` (as ``ctx.messages``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -193,6 +195,9 @@ class TaskOutput(BaseModel):
     """True when the system declined to answer."""
     usage: Any = None
     """Token usage of the call (an `agentjudge.models.Usage` or a dict of its fields)."""
+    messages: tuple[Message, ...] = ()
+    """The agent's trajectory (messages with tool calls; OpenAI chat-format dicts accepted):
+    judges see it as ``ctx.messages``."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Anything else worth keeping in the results file (JSON values)."""
 

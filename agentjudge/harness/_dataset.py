@@ -11,7 +11,10 @@ required (any JSON value, ``null`` included); ``expected`` is optional (any JSON
 ``metadata`` is optional and must be an object. ``human`` is optional: a person's label for the
 case (a non-blank string such as ``"relevant"`` or a status word ``"pass"``, a boolean meaning
 pass/fail, or a finite number); ``null`` means unlabelled, like leaving it out. Judges never see
-it; the results row carries it back. Other fields are kept as the case's extras.
+it; the results row carries it back. ``messages`` is optional: the conversation or agent
+trajectory as a list of chat messages (OpenAI chat format, tool calls included), checked
+message by message; judges see it as ``ctx.messages`` unless the task returns a trajectory of
+its own. Other fields are kept as the case's extras.
 ``NaN`` and ``Infinity`` are not JSON and are rejected, and so are text that is not valid Unicode
 (a lone surrogate such as ``"\ud800"``, which JSON's escapes can express but UTF-8 cannot
 store) and values nested more than `MAX_NESTING` levels deep.
@@ -33,6 +36,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentjudge.core import TrajectoryError, as_trajectory
 from agentjudge.exceptions import DatasetError
 from agentjudge.harness._case import Case, case_from_row, human_label_problem
 from agentjudge.harness._formats import (
@@ -146,7 +150,31 @@ def _row(text: str, lineno: int, label: str) -> dict[str, Any]:
             )
     if "human" in row:
         _check_human(row, lineno, label)
+    if "messages" in row:
+        _check_messages(row, lineno, label)
     return row
+
+
+def _check_messages(row: dict[str, Any], lineno: int, label: str) -> None:
+    """Check a row's ``messages`` trajectory (a ``null`` one is dropped: no trajectory)."""
+    value = row["messages"]
+    if value is None:
+        del row["messages"]
+        return
+    where = f"{label} line {lineno} (id {row['id']!r})"
+    if not isinstance(value, list):
+        raise DatasetError(
+            f"{where}: field 'messages' must be a list of chat messages, got {_type_name(value)}"
+        )
+    try:
+        found = as_trajectory(value, "field")
+    except TrajectoryError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+    if found is None:
+        raise DatasetError(
+            f"{where}: field 'messages' must be a list of chat messages (objects with a 'role'), "
+            f"got a list starting with {_type_name(value[0])}"
+        )
 
 
 def _check_human(row: dict[str, Any], lineno: int, label: str) -> None:

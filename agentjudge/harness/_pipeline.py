@@ -19,7 +19,14 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from agentjudge.core import Context, ExecutionStatus, Verdict
+from agentjudge.core import (
+    Context,
+    ExecutionStatus,
+    Message,
+    TrajectoryError,
+    Verdict,
+    as_trajectory,
+)
 from agentjudge.engine import Evaluator
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._case import Case, TaskOutput
@@ -35,6 +42,7 @@ __all__ = [
     "Finished",
     "JudgeInterrupted",
     "case_context",
+    "case_messages",
     "fold_rows",
     "new_pipes",
 ]
@@ -89,6 +97,27 @@ def fold_rows(aggregate: RunAggregate, batch: list[Finished]) -> None:
         add(verdict, error, human)
 
 
+def case_messages(case: Case, output: Any) -> tuple[Message, ...]:
+    """The trajectory judges see: the one the task returned, else the row's ``messages``.
+
+    The task's output holds a trajectory when it is a list of messages, a mapping with
+    ``"messages"`` or a `TaskOutput` with messages. One that cannot be read is left out here
+    (judges reading ``ctx.output`` report it, naming the message); the row's own messages were
+    checked when the dataset was read.
+    """
+    if type(output) is not str:
+        try:
+            found = as_trajectory(output)
+        except TrajectoryError:
+            found = None
+        if found:
+            return found
+    extra = case.model_extra
+    if extra and "messages" in extra:
+        return as_trajectory(extra["messages"]) or ()
+    return ()
+
+
 def case_context(
     case: Case, output: Any, status: ExecutionStatus, started: datetime, duration: float
 ) -> Context:
@@ -103,7 +132,7 @@ def case_context(
         input=case.input,
         output=output,
         expected=case.expected,
-        messages=(),
+        messages=case_messages(case, output),
         workspace=None,
         status=status,
         started_at=started,

@@ -18,9 +18,15 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
-from agentjudge.core import Context, Judgment, Message, ToolCall, thaw
+from agentjudge.core import (
+    Context,
+    Judgment,
+    Message,
+    ToolCall,
+    TrajectoryError,
+    as_trajectory,
+    thaw,
+)
 from agentjudge.judges._paths import DeterministicJudge
 
 __all__ = [
@@ -49,63 +55,7 @@ ArgsOverride = str | Sequence[str] | ArgsMatcher
 """Per-tool argument comparison: an `ARGS_MODES` word, key paths, or a matcher."""
 
 
-class TrajectoryError(ValueError):
-    """A trajectory that cannot be read (the message names the offending message's index)."""
-
-
 # --------------------------------------------------------------------------- reading
-
-
-def _looks_like_message(item: object) -> bool:
-    if isinstance(item, Message):
-        return True
-    if isinstance(item, Mapping):
-        return "role" in item
-    return isinstance(getattr(item, "role", None), str)
-
-
-def _messages_in(value: object) -> Sequence[Any] | None:
-    """The message sequence ``value`` holds, or None when it holds none."""
-    if isinstance(value, Mapping) and "messages" in value:
-        inner = value["messages"]
-        return inner if isinstance(inner, list | tuple) else None
-    if isinstance(value, list | tuple) and (not value or _looks_like_message(value[0])):
-        return value
-    return None
-
-
-def _first_problem(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(p) for p in error.get("loc", ()))
-    message = str(error.get("msg", "")).removeprefix("Value error, ")
-    return f"{where}: {message}" if where else message
-
-
-def _as_message(item: object, index: int, what: str) -> Message:
-    if isinstance(item, Message):
-        return item
-    if not isinstance(item, Mapping):
-        fields = ("role", "content", "tool_calls", "tool_call_id")
-        item = {f: getattr(item, f) for f in fields if getattr(item, f, None) is not None}
-    try:
-        return Message.model_validate(dict(item))
-    except ValidationError as exc:
-        raise TrajectoryError(f"{what} messages[{index}]: {_first_problem(exc)}") from None
-
-
-def as_trajectory(value: object, what: str = "trajectory") -> tuple[Message, ...] | None:
-    """The messages ``value`` holds (a sequence of messages or a mapping with ``"messages"``).
-
-    Returns:
-        The messages, or None when ``value`` is not a trajectory at all.
-
-    Raises:
-        TrajectoryError: a message cannot be read (naming ``what`` and its index).
-    """
-    items = _messages_in(value)
-    if items is None:
-        return None
-    return tuple(_as_message(item, i, what) for i, item in enumerate(items))
 
 
 def actual_trajectory(ctx: Context) -> tuple[Message, ...]:
