@@ -212,7 +212,7 @@ def _messages_in(value: object) -> Sequence[Any] | None:
     if isinstance(value, list | tuple) and (not value or _looks_like_message(value[0])):
         return value
     inner = getattr(value, "messages", None)  # e.g. a TaskOutput with messages
-    if isinstance(inner, list | tuple) and not isinstance(value, type):
+    if isinstance(inner, list | tuple) and (not inner or _looks_like_message(inner[0])):
         return inner
     return None
 

@@ -1,4 +1,4 @@
-"""Built-in judges: LLM / RAG judges, files, commands, coverage, comparison, retrieval metrics.
+"""Built-in judges: LLM / RAG, agent trajectories, files, commands, coverage, comparison, retrieval.
 
 Deterministic judges never call a model; LLM judges call an `agentjudge.models.ModelClient`
 (or a `Runner`) and draw on the Evaluator limit named after their client (``resource``).

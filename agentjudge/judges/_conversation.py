@@ -218,6 +218,8 @@ class ConversationJudge:
         concurrency: int = 4,
         name: str = "Conversation",
     ) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"name must be a non-blank string, got {name!r}")
         if per_turn is None and whole is None:
             raise ValueError("give a per_turn judge, a whole-conversation judge, or both")
         if isinstance(threshold, bool) or not 0.0 <= float(threshold) <= 1.0:
