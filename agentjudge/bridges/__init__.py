@@ -11,6 +11,7 @@ from agentjudge.bridges._chat import (
     from_langchain_message,
     from_openai_chat,
 )
+from agentjudge.bridges._cli import run_cli_agent, workspace_changes
 
 __all__ = [
     "Disconnect",
@@ -21,4 +22,6 @@ __all__ = [
     "from_anthropic_message",
     "from_langchain_message",
     "from_openai_chat",
+    "run_cli_agent",
+    "workspace_changes",
 ]

@@ -244,7 +244,7 @@ def _total_tokens(ctx: Context) -> int | None:
 
 
 _KEYS = ("input_tokens", "output_tokens", "total_tokens")
-_BRIDGE_PREFIXES = ("openai", "anthropic", "langchain", "agent")
+_BRIDGE_PREFIXES = ("openai", "anthropic", "langchain", "agent", "cli")
 
 
 def _get(value: object, key: str) -> Any:
