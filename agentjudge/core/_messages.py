@@ -197,20 +197,26 @@ class TrajectoryError(ValueError):
 
 
 def _looks_like_message(item: object) -> bool:
-    if isinstance(item, Message):
-        return True
-    if isinstance(item, Mapping):
+    if type(item) is dict or isinstance(item, Mapping):
         return "role" in item
-    return isinstance(getattr(item, "role", None), str)
+    return isinstance(item, Message) or isinstance(getattr(item, "role", None), str)
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
+"""Types that never hold a trajectory (checked first: the harness asks for every case)."""
 
 
 def _messages_in(value: object) -> Sequence[Any] | None:
     """The message sequence ``value`` holds, or None when it holds none."""
-    if isinstance(value, Mapping) and "messages" in value:
-        inner = value["messages"]
+    kind = type(value)
+    if kind in _SCALARS:
+        return None
+    if kind is dict or isinstance(value, Mapping):
+        inner = value.get("messages")  # type: ignore[attr-defined]
         return inner if isinstance(inner, list | tuple) else None
-    if isinstance(value, list | tuple) and (not value or _looks_like_message(value[0])):
-        return value
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
+        items: Sequence[Any] = value  # type: ignore[assignment]
+        return items if not items or _looks_like_message(items[0]) else None
     inner = getattr(value, "messages", None)  # e.g. a TaskOutput with messages
     if isinstance(inner, list | tuple) and (not inner or _looks_like_message(inner[0])):
         return inner
