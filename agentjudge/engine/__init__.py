@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 from agentjudge._retry import RetryPolicy
+from agentjudge.engine._background import BackgroundEvaluator
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._composite import Cascade, Jury, Tier
 from agentjudge.engine._evaluator import EvaluationHandle, Evaluator, ResultCallback
+from agentjudge.engine._sinks import CallbackSink, OnlineResult, Sink
 
 # Internal plumbing for the harness (not public, not in __all__).
 from agentjudge.engine._inline import await_armed as await_armed
 
 __all__ = [
+    "BackgroundEvaluator",
     "Budget",
     "BudgetExhausted",
+    "CallbackSink",
     "Cascade",
     "EvaluationHandle",
     "Evaluator",
     "Jury",
+    "OnlineResult",
     "ResultCallback",
     "RetryPolicy",
+    "Sink",
     "Tier",
 ]

@@ -17,7 +17,6 @@ or in one driver task of the evaluator's task group (`submit`).
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 from collections.abc import (
     AsyncIterable,
@@ -36,7 +35,9 @@ from anyio.lowlevel import checkpoint_if_cancelled
 from agentjudge._retry import RetryPolicy
 from agentjudge.core import CaseResult, Context, JudgeResult, Verdict
 from agentjudge.engine._admission import Admission, AdmissionStatistics
+from agentjudge.engine._background import BackgroundEvaluator
 from agentjudge.engine._budget import Budget
+from agentjudge.engine._deadline import check_seconds, execute_until, resolve_timeouts
 from agentjudge.engine._detached import Feed, single_exception
 from agentjudge.engine._fastpath import FastPath, fast_path_default
 from agentjudge.engine._leaf import LeafRunner, ResultCallback
@@ -114,6 +115,9 @@ class Evaluator:
         limits: Per-resource caps (judges name theirs with a ``resource`` attribute),
             shared by all submissions.
         timeout: Per judge attempt, seconds (None: no timeout).
+        timeouts: Per judge name, its own attempt timeout (seconds, None: none), overriding
+            ``timeout`` and the judge's ``attempt_timeout`` attribute; unknown names are a
+            ValueError (see `agentjudge.engine._deadline`).
         retry: Retry policy for judge attempts (None: no retries).
         sampling: Per judge name, the fraction of evaluations it runs in (0..1).
         rng: The random source for sampling draws (seed it for reproducible runs).
@@ -142,21 +146,18 @@ class Evaluator:
         on_result: ResultCallback | None = None,
         budget: Budget | None = None,
         fast_path: bool | None = None,
+        timeouts: Mapping[str, float | None] | None = None,
     ) -> None:
         if budget is not None and not isinstance(budget, Budget):
             raise ValueError(f"budget must be a Budget or None, got {budget!r}")
         self.budget = budget
         max_concurrency = _positive_int("max_concurrency", max_concurrency)
-        if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-                raise ValueError(f"timeout must be a number of seconds or None, got {timeout!r}")
-            if not math.isfinite(timeout) or timeout <= 0:
-                raise ValueError(f"timeout must be finite and > 0, got {timeout!r}")
-        timeout = None if timeout is None else float(timeout)
+        timeout = None if timeout is None else check_seconds("timeout", timeout)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ValueError(f"retry must be a RetryPolicy or None, got {retry!r}")
         retry = retry if retry is not None and retry.attempts > 1 else None
         self._plan: Plan = compile_plan(judges, sampling)
+        per_leaf, sources = resolve_timeouts(self._plan.leaves, timeout, timeouts)
         caps = {k: _positive_int(f"limits[{k!r}]", v) for k, v in (limits or {}).items()}
         unknown = sorted(set(caps) - self._plan.resources)
         if unknown:
@@ -176,7 +177,8 @@ class Evaluator:
         leaves = LeafRunner(
             self._admission,
             self._learned,
-            timeout=timeout,
+            timeouts=per_leaf,
+            sources=sources,
             retry=retry,
             budget=budget,
             on_result=on_result,
@@ -205,6 +207,11 @@ class Evaluator:
         The same value its `JudgeResult.tier` carries.
         """
         return tuple(leaf.tier for leaf in self._plan.leaves)
+
+    @property
+    def max_concurrency(self) -> int:
+        """Judge calls in flight at most, across everything this evaluator runs."""
+        return self._admission._max
 
     @property
     def limiter(self) -> anyio.CapacityLimiter:
@@ -284,16 +291,63 @@ class Evaluator:
         return EvaluationHandle(run, scope)
 
     async def evaluate(
-        self, context: Context | None = None, /, **context_fields: Any
+        self,
+        context: Context | None = None,
+        /,
+        *,
+        deadline: float | None = None,
+        **context_fields: Any,
     ) -> list[JudgeResult]:
-        """Evaluate one context in the calling task; results in configured order."""
-        return list((await self.verdict(context, **context_fields)).results)
+        """Evaluate one context in the calling task; results in configured order.
 
-    async def verdict(self, context: Context | None = None, /, **context_fields: Any) -> Verdict:
-        """Evaluate one context in the calling task and return the `Verdict`."""
+        ``deadline``: seconds the whole evaluation may take (see `verdict`).
+        """
+        return list((await self.verdict(context, deadline=deadline, **context_fields)).results)
+
+    async def verdict(
+        self,
+        context: Context | None = None,
+        /,
+        *,
+        deadline: float | None = None,
+        **context_fields: Any,
+    ) -> Verdict:
+        """Evaluate one context in the calling task and return the `Verdict`.
+
+        Args:
+            context: The context (or give its fields as keyword arguments).
+            deadline: Seconds the whole evaluation may take: no attempt, retry wait,
+                rate-limit or slot wait outlives it; judges cut short are ERROR
+                ``TimeoutError`` naming the deadline (None: no deadline).
+            **context_fields: `Context` fields, merged over ``context``.
+        """
         if context_fields or type(context) is not Context:
             context = self._context(context, context_fields)
-        return await self._execute(self._new_run(context))
+        if deadline is None:
+            return await self._execute(self._new_run(context))
+        seconds = check_seconds("deadline", deadline)
+        run = self._new_run(context)
+        return await execute_until(self._execute, run, anyio.current_time() + seconds, seconds)
+
+    async def _execute_until(self, run: RunState, at: float | None, seconds: float) -> Verdict:
+        """Run ``run`` (with the deadline ``at`` on the ``anyio.current_time()`` clock)."""
+        if at is None:
+            return await self._execute(run)
+        return await execute_until(self._execute, run, at, seconds)
+
+    def background(
+        self, *, max_backlog: int = 1000, policy: str = "drop_newest", **options: Any
+    ) -> BackgroundEvaluator:
+        """A background front for fire-and-forget evaluation from request handlers.
+
+        ``async with evaluator.background(...) as background:`` then
+        ``background.offer(ctx, key=trace_id)`` from handlers. See `BackgroundEvaluator`
+        for every option (sampling, sinks, drain timeout, deadlines) and the counters.
+
+        Raises:
+            ValueError: an invalid option, naming it.
+        """
+        return BackgroundEvaluator(self, max_backlog=max_backlog, policy=policy, **options)
 
     def stream(self, context: Context | None = None, /, **context_fields: Any) -> Feed[JudgeResult]:
         """Evaluate one context, yielding results in completion order.

@@ -74,8 +74,8 @@ class FastPath:
         Yes when it is flat, its first member is instant or unsampled, and slots are free for
         all its sampled members at once (the general way reserves them all up front).
         """
-        if not self.enabled or not group.flat:
-            return False
+        if not self.enabled or not group.flat or run.deadline is not None:
+            return False  # under a deadline every member runs in the leaf's deadline scope
         first = group.leaves[0]
         if not (self.leaves.learned.instant(first.index) or not run.sampled[first.index]):
             return False
@@ -179,7 +179,7 @@ class FastPath:
     def _accept(self, leaf: Leaf, value: object, began: float) -> Judgment:
         """The judgment of a leaf that completed in its first step (overrun: TimeoutError)."""
         judgment = value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
-        timeout = self.leaves.timeout
+        timeout = self.leaves.timeouts[leaf.index]
         if timeout is not None and perf_counter() - began > timeout:
             raise self.leaves.timed_out(leaf, 1)
         assert isinstance(judgment, Judgment)

@@ -22,6 +22,7 @@ from agentjudge._retry import RetryPolicy, call_with_retry
 from agentjudge.core import Context, JudgeResult, Judgment
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
+from agentjudge.engine._deadline import deadline_error
 from agentjudge.engine._inline import Resume, arm
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Leaf
@@ -65,27 +66,30 @@ class LeafRunner:
     Args:
         admission: The evaluator's slots.
         learned: Where instant-or-not facts are recorded.
-        timeout: Per attempt, seconds (None: none).
+        timeouts: Per leaf index, the attempt timeout in seconds (None: none).
+        sources: Per leaf index, where its timeout came from (named when it fires).
         retry: The retry policy (None: no retries).
         budget: Spending limit of model-backed judges (None: none).
         on_result: Called with each result.
     """
 
-    __slots__ = ("admission", "budget", "learned", "on_result", "retry", "timeout")
+    __slots__ = ("admission", "budget", "learned", "on_result", "retry", "sources", "timeouts")
 
     def __init__(
         self,
         admission: Admission,
         learned: Learned,
         *,
-        timeout: float | None,
+        timeouts: tuple[float | None, ...],
+        sources: tuple[str, ...],
         retry: RetryPolicy | None,
         budget: Budget | None,
         on_result: ResultCallback | None,
     ) -> None:
         self.admission = admission
         self.learned = learned
-        self.timeout = timeout
+        self.timeouts = timeouts
+        self.sources = sources
         self.retry = retry
         self.budget = budget
         self.on_result = on_result
@@ -136,7 +140,8 @@ class LeafRunner:
     def timed_out(self, leaf: Leaf, attempt: int) -> TimeoutError:
         """The exception of an attempt past the timeout."""
         return TimeoutError(
-            f"judge {leaf.name!r} timed out after {self.timeout:g} s (attempt {attempt})"
+            f"judge {leaf.name!r} timed out after {self.timeouts[leaf.index]:g} s "
+            f"({self.sources[leaf.index]}, attempt {attempt})"
         )
 
     # ------------------------------------------------------------------ the general way
@@ -151,7 +156,9 @@ class LeafRunner:
         if stats is None:
             stats = LeafStats()
         outcome: Judgment | BaseException | None = None
-        if run.sampled[leaf.index]:
+        if run.sampled[leaf.index] and run.deadline is not None:
+            outcome = await self._before_deadline(leaf, run, stats, failed)
+        elif run.sampled[leaf.index]:
             if failed is None:
                 try:
                     outcome = await self.attempt(leaf, run.ctx, stats)
@@ -163,6 +170,19 @@ class LeafRunner:
         if self.on_result is not None:
             await self.notify(leaf, result)
         return result
+
+    async def _before_deadline(
+        self, leaf: Leaf, run: RunState, stats: LeafStats, failed: Exception | None
+    ) -> Judgment | Exception:
+        """Attempts and retries under the evaluation's deadline (`agentjudge.engine._deadline`)."""
+        with anyio.CancelScope(deadline=cast(float, run.deadline)):
+            if failed is None:
+                try:
+                    return await self.attempt(leaf, run.ctx, stats)
+                except Exception as exc:
+                    failed = exc
+            return await self._recover(leaf, run, stats, failed)
+        return deadline_error(leaf, run, stats.attempts)  # the deadline cancelled the block
 
     async def _recover(
         self, leaf: Leaf, run: RunState, stats: LeafStats, exc: Exception
@@ -245,7 +265,7 @@ class LeafRunner:
         token = queue_clock.set(clock)
         began = perf_counter()
         stats.queued += began - started
-        timeout = self.timeout
+        timeout = self.timeouts[leaf.index]
         try:
             if timeout is None:
                 return await call(None, began)
@@ -293,8 +313,9 @@ class LeafRunner:
         began: float,
     ) -> object:
         """Drive a judge that suspended in its first step (``scope``: timed from ``began``)."""
-        if scope is not None and self.timeout is not None:
-            arm(scope, self.timeout, began)
+        timeout = self.timeouts[leaf.index]
+        if scope is not None and timeout is not None:
+            arm(scope, timeout, began)
         try:
             return await Resume(coro, first)
         except BaseException as exc:
@@ -311,6 +332,8 @@ class LeafRunner:
         """
         stats = carried.stats
         outcome: Judgment | BaseException
+        if run.deadline is not None:  # the fast path never starts under a deadline
+            raise AssertionError("agentjudge engine: a carried attempt under a deadline")
         try:
             outcome = await self._carried_attempt(leaf, carried)
         except Exception as exc:

@@ -49,6 +49,8 @@ class Leaf:
     metered: bool = False
     """True for a model-backed judge (``kind`` LLM, or a ``client`` attribute): a `Budget`
     admits each of its attempts."""
+    attempt_timeout: object = None
+    """The judge's own ``attempt_timeout`` attribute (checked by `resolve_timeouts`)."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -143,6 +145,7 @@ class _Compiler:
             tier=tier,
             metered=getattr(judge, "kind", None) == JudgeKind.LLM
             or getattr(judge, "client", None) is not None,
+            attempt_timeout=getattr(judge, "attempt_timeout", None),
         )
         self.leaves.append(leaf)
         return leaf

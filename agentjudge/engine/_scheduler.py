@@ -452,7 +452,12 @@ class _Members:
     def _start_later(self, i: int) -> None:
         m, st = self.members[i], self.stats[i]
         assert self.tg is not None
-        if type(m) is Leaf and st is not None and m.resource not in self.admission.limits:
+        if (
+            type(m) is Leaf
+            and st is not None
+            and m.resource not in self.admission.limits
+            and self.run_state.deadline is None  # under a deadline it waits in its own scope
+        ):
             entry = Queued(st, lambda: self._launch(i))
             self.queued.append(entry)
             self.admission.waiting.append(entry)

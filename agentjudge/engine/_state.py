@@ -81,6 +81,8 @@ class RunState:
         "_done",
         "completed",
         "ctx",
+        "deadline",
+        "deadline_s",
         "finished",
         "results",
         "sampled",
@@ -96,6 +98,10 @@ class RunState:
         self.tiers: list[TierAttempt] = []
         self.verdict: Verdict | None = None
         self.finished = False
+        self.deadline: float | None = None
+        """When the evaluation must be done (``anyio.current_time()`` clock; None: never)."""
+        self.deadline_s = 0.0
+        """The deadline as the caller gave it, in seconds (for messages)."""
         self._done: anyio.Event | None = None
         self._changed: anyio.Event | None = None
 
