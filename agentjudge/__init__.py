@@ -25,12 +25,14 @@ from agentjudge.core import (
     Verdict,
 )
 from agentjudge.engine import (
+    BackgroundEvaluator,
     Budget,
     BudgetExhausted,
     Cascade,
     EvaluationHandle,
     Evaluator,
     Jury,
+    OnlineResult,
     RetryPolicy,
     Tier,
 )
@@ -195,6 +197,7 @@ __all__ = [
     "AgentJudgeError",
     "AnthropicMessages",
     "Average",
+    "BackgroundEvaluator",
     "Budget",
     "BudgetExhausted",
     "BuildSuccess",
@@ -244,6 +247,7 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelResponseError",
+    "OnlineResult",
     "OpenAIChat",
     "PairwiseJudge",
     "PriceTable",

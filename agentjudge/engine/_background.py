@@ -115,9 +115,9 @@ class _Item:
         self.wall = time()
 
 
-def _positive(name: str, value: object, *, integer: bool = False) -> Any:
+def _positive(name: str, value: Any, *, integer: bool = False) -> Any:
     ok = not isinstance(value, bool) and isinstance(value, int if integer else int | float)
-    if not ok or not math.isfinite(value) or value <= 0:  # type: ignore[arg-type]
+    if not ok or not math.isfinite(value) or value <= 0:
         kind = "an integer >= 1" if integer else "a finite number > 0"
         raise ValueError(f"{name} must be {kind}, got {value!r}")
     return value
@@ -510,8 +510,8 @@ class BackgroundEvaluator:
         try:
             run = self._evaluator._new_run(item.ctx)
             if item.judges is not None:
-                mask = item.judges
-                run = RunState(run.ctx, tuple([a and b for a, b in zip(run.sampled, mask)]))
+                both = zip(run.sampled, item.judges, strict=True)
+                run = RunState(run.ctx, tuple([a and b for a, b in both]))
             at, seconds = item.deadline or (None, 0.0)
             verdict = await self._evaluator._execute_until(run, at, seconds)
         except Exception as exc:  # an engine or setup bug: logged and counted, never raised

@@ -78,7 +78,8 @@ def resolve_timeouts(
             sources.append(where)
             continue
         if leaf.attempt_timeout is not None:
-            values.append(check_seconds(f"judge {leaf.name!r}: attempt_timeout", leaf.attempt_timeout))
+            where = f"judge {leaf.name!r}: attempt_timeout"
+            values.append(check_seconds(where, leaf.attempt_timeout))
             sources.append("its attempt_timeout")
             continue
         values.append(default)

@@ -3,7 +3,8 @@
 A request offered with a key (a trace id, a conversation id, a user id) is mapped to a point
 ``u`` in [0, 1) by a hash that depends on nothing but the key (and an optional salt)::
 
-    u = int.from_bytes(blake2b(key.encode("utf-8"), digest_size=8, key=salt).digest(), "big") / 2**64
+    digest = blake2b(key.encode("utf-8"), digest_size=8, key=salt).digest()
+    u = int.from_bytes(digest, "big") / 2**64
 
 The request is sampled iff ``u < rate``, so the same keys are sampled in every process, after
 every restart and by every judge; lowering a rate keeps a subset of the keys sampled before.

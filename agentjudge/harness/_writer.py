@@ -21,8 +21,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from agentjudge.core._rows import _encoder
 from agentjudge.exceptions import AgentJudgeError
-from agentjudge.harness._results import ResultsError, _encoder, _iter_parsed
+from agentjudge.harness._results import ResultsError, _iter_parsed
 
 __all__ = [
     "RESERVE_BYTES",

@@ -12,7 +12,8 @@ from typing import Any
 
 from agentjudge import Judgment, Verdict
 from agentjudge.core import JudgeResult
-from agentjudge.harness import _case, _results
+from agentjudge.core import _rows as _results
+from agentjudge.harness import _case
 from agentjudge.harness._case import Case, case_from_row
 from agentjudge.harness._results import encode_case, encode_row, judge_result_dict, judgment_dict
 

@@ -16,7 +16,7 @@ from pydantic import ConfigDict
 
 from agentjudge import Check, Judgment, Majority, Status, Verdict
 from agentjudge.core import JudgeResult
-from agentjudge.harness import _results
+from agentjudge.core import _rows as _results
 from agentjudge.harness._results import encode_case, encode_row, judge_result_dict, judgment_dict
 
 HEAD: dict[str, Any] = {"input": "q", "output": "a", "expected": None, "metadata": {}}
