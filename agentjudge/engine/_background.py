@@ -16,9 +16,10 @@ Shedding policies, when the backlog is full (``max_backlog`` contexts, or
   new one accepted;
 * ``"adaptive"``: like drop_newest when full, and before that the effective sample rate is
   halved each time the backlog stays at or above ``high_water`` for another
-  ``high_water - low_water`` arrivals, and doubled back (up to the configured rate) each time
-  it stays at or below ``low_water`` for as many pickups. With keys, a lowered rate samples a
-  subset of the keys sampled before (`agentjudge.engine._sampling`).
+  ``high_water - low_water`` offers and pickups, and doubled back (up to the configured rate)
+  each time it stays at or below ``low_water`` for as many (a factor of 1/1024 at least).
+  With keys, a lowered rate samples a subset of the keys sampled before
+  (`agentjudge.engine._sampling`).
 
 Shutdown (leaving ``async with``): ``offer`` returns False at once (counted as shed), the
 workers drain the backlog for at most ``drain_timeout`` seconds, then what is left is cancelled
@@ -277,6 +278,8 @@ class BackgroundEvaluator:
         if not self._open:
             self.shed += 1
             return False
+        if self.policy == "adaptive":
+            self._adapt()
         rate = self._sampler.route_rate(route) * self._factor
         judges = None
         if rate < 1.0 or self._sampler.per_judge:
@@ -311,8 +314,6 @@ class BackgroundEvaluator:
         self.accepted += 1
         if len(backlog) > self._high_mark:
             self._high_mark = len(backlog)
-        if self.policy == "adaptive":
-            self._adapt()
         if self._parked:
             self._parked.popleft().set()
         return True
@@ -416,7 +417,7 @@ class BackgroundEvaluator:
             self._workers_scope.cancel()
             tg.cancel_scope.cancel()
             try:
-                result = await tg.__aexit__(*exc_info)
+                result = await _exit_group(tg, exc_info)
             finally:
                 self._account_leftovers()
                 await self._sinks.aclose_sinks()
@@ -532,6 +533,17 @@ class BackgroundEvaluator:
             error=error,
             trace_context=item.trace,
         )
+
+
+async def _exit_group(tg: anyio.abc.TaskGroup, exc_info: tuple[Any, ...]) -> bool | None:
+    """Leave ``tg``; the block's own exception propagates unwrapped (as `Evaluator` does)."""
+    error = exc_info[1] if len(exc_info) > 1 else None
+    try:
+        return await tg.__aexit__(*exc_info)
+    except BaseExceptionGroup as group:
+        if error is not None and len(group.exceptions) == 1 and group.exceptions[0] is error:
+            return False
+        raise
 
 
 def _current_trace() -> Any:

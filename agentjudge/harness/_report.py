@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from agentjudge.harness._pairwise_summary import pairwise_lines
 from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import (
     BaselineOutcome,
+    DatasetInfo,
     FlippedCase,
     GateOutcome,
     JudgeSummary,
@@ -323,7 +325,7 @@ def render_report(run_dir: str | Path) -> str:
         ValueError: no usable ``summary.json`` in the folder.
     """
     folder = Path(run_dir)
-    summary = load_summary(folder)
+    summary = _summary_of(folder)
     parts = [format_summary(summary), *cascade_lines(summary)]
     results = summary_path(folder).parent / "results.jsonl"
     if results.is_file():
@@ -331,6 +333,33 @@ def render_report(run_dir: str | Path) -> str:
         if tags is not None:
             parts.append("by tag:\n" + tags)
     return "\n\n".join(parts)
+
+
+def _summary_of(folder: Path) -> RunSummary:
+    """The folder's ``summary.json``; without one, a summary of its ``results.jsonl``.
+
+    Folders written by the online JSONL sink (`agentjudge.engine.JsonlSink`) hold rows and no
+    summary: they are summarised on the fly (no gates, no dataset).
+    """
+    results = folder / "results.jsonl"
+    if not folder.is_dir() or (folder / "summary.json").exists() or not results.is_file():
+        return load_summary(folder)
+    aggregate = RunAggregate()
+    for row in iter_rows(results):
+        aggregate.add_row(row)
+    now = datetime.now(UTC).isoformat()
+    return RunSummary(
+        run_id=f"online:{folder.name}",
+        status="completed",
+        started_at=now,
+        completed_at=now,
+        dataset=DatasetInfo(path=str(results), sha256="", rows=aggregate.total),
+        config={"source": "results.jsonl without summary.json (online evaluation)"},
+        judges=aggregate.judge_summaries(),
+        verdict=aggregate.verdict_summary(),
+        juries=aggregate.jury_summaries(),
+        cases=aggregate.cases_summary(),
+    )
 
 
 def _flip_texts(flips: list[FlippedCase]) -> list[str]:
