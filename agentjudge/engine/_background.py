@@ -41,6 +41,7 @@ from time import perf_counter, time
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from anyio.lowlevel import cancel_shielded_checkpoint
 
 from agentjudge.core import Context, Status, Verdict
 from agentjudge.engine._sampling import Sampler
@@ -402,17 +403,15 @@ class BackgroundEvaluator:
         self._open = False
         began = perf_counter()
         try:
-            if len(exc_info) > 1 and exc_info[1] is not None:
-                self._workers_scope.cancel()  # the block raised: cancel at once
-            else:
+            if len(exc_info) < 2 or exc_info[1] is None:  # if the block raised, cancel at once
                 self._wake_all()  # idle workers return once the backlog is empty
                 with anyio.move_on_after(self.drain_timeout):
                     await self._workers_done.wait()
                 self._workers_scope.cancel()
-            await self._workers_done.wait()
-            self._sinks.close()
-            with anyio.move_on_after(max(1.0, self.drain_timeout - (perf_counter() - began))):
-                await self._sinks_done.wait()
+                await self._workers_done.wait()
+                self._sinks.close()
+                with anyio.move_on_after(max(1.0, self.drain_timeout - (perf_counter() - began))):
+                    await self._sinks_done.wait()
         finally:
             self._workers_scope.cancel()
             tg.cancel_scope.cancel()
@@ -502,6 +501,8 @@ class BackgroundEvaluator:
             else:
                 self.completed += 1
             self._sinks.put(result)
+            # Instant judges finish without suspending: let the server and the sinks run.
+            await cancel_shielded_checkpoint()
 
     async def _evaluate(self, item: _Item) -> OnlineResult:
         started = perf_counter()
