@@ -35,7 +35,8 @@ import math
 import random
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from time import perf_counter, time
 from typing import TYPE_CHECKING, Any
@@ -450,13 +451,17 @@ class BackgroundEvaluator:
             s["sink_errors"],
         )
 
-    def lifespan(self, app: object = None) -> BackgroundEvaluator:
+    @asynccontextmanager
+    async def lifespan(self, app: object = None) -> AsyncIterator[dict[str, Any]]:
         """A Starlette / FastAPI lifespan: ``FastAPI(lifespan=background.lifespan)``.
 
-        Entering starts the background evaluator, leaving drains and stops it. Handlers
-        reach it as ``request.app.state`` would hold it, or keep a module-level reference.
+        Server startup enters the background evaluator, shutdown drains and stops it (see
+        the module docstring). It yields the lifespan state ``{"background": self}``, so
+        handlers reach it as ``request.state.background``. To start more (model clients,
+        the evaluator's own scope), enter ``background.lifespan(app)`` in your own lifespan.
         """
-        return self
+        async with self:
+            yield {"background": self}
 
     # ------------------------------------------------------------------ workers
     async def _run_workers(self) -> None:

@@ -1,0 +1,115 @@
+"""Online evaluation in a real service: FastAPI on uvicorn (127.0.0.1), FakeModelServer as the
+model, a bounded load generator. Overload sheds exactly what is counted, the backlog stays
+bounded, and shutdown drains for at most the drain timeout (issue 21)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx
+import uvicorn
+from fastapi import FastAPI, Request
+
+from agentjudge import BackgroundEvaluator, CorrectnessJudge, Evaluator
+from agentjudge.models import OpenAIChat
+from agentjudge.testing import FakeModelServer, FakeResponse
+
+TERMINAL = ("sampled_out", "shed", "completed", "errored", "cancelled")
+
+
+def make_app(background: BackgroundEvaluator) -> FastAPI:
+    app = FastAPI(lifespan=background.lifespan)
+
+    @app.post("/chat")
+    async def chat(body: dict[str, str], request: Request) -> dict[str, str]:
+        answer = f"echo: {body['question']}"
+        request.state.background.offer(
+            input=body["question"], output=answer, key=body["trace"], route="/chat"
+        )
+        return {"answer": answer}
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app
+
+
+@asynccontextmanager
+async def serving(app: FastAPI) -> AsyncIterator[str]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(256)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(server.serve, [sock])
+        with anyio.fail_after(10):
+            while not server.started:
+                await anyio.sleep(0.01)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
+
+
+async def load(base: str, requests: int, concurrency: int) -> list[int]:
+    """POST /chat ``requests`` times, ``concurrency`` at a time; the status codes."""
+    codes: list[int] = []
+    limiter = anyio.Semaphore(concurrency)
+    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+
+        async def one(i: int) -> None:
+            async with limiter:
+                r = await client.post("/chat", json={"question": f"q{i}", "trace": f"t{i}"})
+                codes.append(r.status_code)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(requests):
+                tg.start_soon(one, i)
+        health = await client.get("/health")
+        codes.append(health.status_code)
+    return codes
+
+
+async def test_overload_sheds_exactly_and_keeps_the_backlog_bounded() -> None:
+    """Judges far slower than the traffic: every request answers, shedding is counted exactly."""
+    slow = FakeResponse(text="Answer: YES\nReasoning: fine", latency=0.05)
+    async with (
+        FakeModelServer(default=slow) as server,
+        OpenAIChat("judge", base_url=server.base_url, api_key="test") as model,
+    ):
+        evaluator = Evaluator(CorrectnessJudge(model), timeout=30)
+        background = evaluator.background(max_backlog=10, workers=2, drain_timeout=30)
+        async with serving(make_app(background)) as base:
+            codes = await load(base, requests=200, concurrency=20)
+            assert codes == [200] * 201
+            during = background.statistics()
+        stats = background.statistics()
+    assert during["offered"] == 200 and during["shed"] > 0
+    assert during["backlog_high_water"] <= 10
+    assert sum(stats[k] for k in TERMINAL) == 200
+    assert stats["backlog"] == stats["running"] == stats["cancelled"] == 0
+    assert stats["completed"] == stats["accepted"] == len(server.requests)
+
+
+async def test_shutdown_under_load_drains_within_the_deadline() -> None:
+    """A server stopping with judges that never answer cancels them after drain_timeout."""
+    async with (
+        FakeModelServer(default=FakeResponse(hang=True)) as server,
+        OpenAIChat("judge", base_url=server.base_url, api_key="test") as model,
+    ):
+        evaluator = Evaluator(CorrectnessJudge(model), timeout=None, retry=None)
+        background = evaluator.background(max_backlog=50, workers=4, drain_timeout=0.2)
+        with anyio.fail_after(20):  # the drain timeout, not the hanging judges, ends it
+            async with serving(make_app(background)) as base:
+                codes = await load(base, requests=30, concurrency=10)
+                assert codes == [200] * 31
+                while len(server.requests) < 4:
+                    await anyio.sleep(0.01)
+    stats = background.statistics()
+    assert (stats["offered"], stats["accepted"], stats["cancelled"]) == (30, 30, 30)
+    assert stats["completed"] == stats["errored"] == 0
