@@ -45,6 +45,7 @@ import anyio
 from anyio.lowlevel import cancel_shielded_checkpoint
 
 from agentjudge.core import Context, Status, Verdict
+from agentjudge.engine._knobs import check_seconds, positive_int
 from agentjudge.engine._sampling import Sampler
 from agentjudge.engine._sinks import OnlineResult, SinkPump, as_sink
 from agentjudge.engine._state import RunState
@@ -116,14 +117,6 @@ class _Item:
         self.seq = seq
         self.offered = perf_counter()
         self.wall = time()
-
-
-def _positive(name: str, value: Any, *, integer: bool = False) -> Any:
-    ok = not isinstance(value, bool) and isinstance(value, int if integer else int | float)
-    if not ok or not math.isfinite(value) or value <= 0:
-        kind = "an integer >= 1" if integer else "a finite number > 0"
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    return value
 
 
 def _waters(max_backlog: int, high: object, low: object) -> tuple[int, int]:
@@ -203,21 +196,21 @@ class BackgroundEvaluator:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {list(POLICIES)}, got {policy!r}")
         self._evaluator = evaluator
-        self.max_backlog: int = _positive("max_backlog", max_backlog, integer=True)
+        self.max_backlog: int = positive_int("max_backlog", max_backlog)
         self.policy = policy
         self.max_backlog_bytes: int | None = (
             None
             if max_backlog_bytes is None
-            else _positive("max_backlog_bytes", max_backlog_bytes, integer=True)
+            else positive_int("max_backlog_bytes", max_backlog_bytes)
         )
         self._size_of = size_of or (approximate_size if max_backlog_bytes is not None else None)
         if size_of is not None and not callable(size_of):
             raise ValueError(f"size_of must be callable, got {size_of!r}")
-        self.workers: int = _positive(
-            "workers", evaluator.max_concurrency if workers is None else workers, integer=True
+        self.workers = positive_int(
+            "workers", evaluator.max_concurrency if workers is None else workers
         )
-        self.drain_timeout = float(_positive("drain_timeout", drain_timeout))
-        self.deadline = None if deadline is None else float(_positive("deadline", deadline))
+        self.drain_timeout = check_seconds("drain_timeout", drain_timeout)
+        self.deadline = None if deadline is None else check_seconds("deadline", deadline)
         self._high, self._low = _waters(self.max_backlog, high_water, low_water)
         self._sampler = Sampler(
             evaluator.judge_names,
@@ -228,7 +221,7 @@ class BackgroundEvaluator:
             rng=rng,
         )
         self._sinks = SinkPump(
-            [as_sink(s) for s in sinks], _positive("sink_buffer", sink_buffer, integer=True)
+            [as_sink(s) for s in sinks], positive_int("sink_buffer", sink_buffer)
         )
         self._trace = self._sinks.wants_trace_context if trace_context is None else trace_context
         self._meter_provider = meter_provider
@@ -299,7 +292,7 @@ class BackgroundEvaluator:
         if not self._fits(size):
             self.shed += 1
             return False
-        seconds = self.deadline if deadline is None else float(_positive("deadline", deadline))
+        seconds = self.deadline if deadline is None else check_seconds("deadline", deadline)
         self._seq += 1
         item = _Item(
             ctx,

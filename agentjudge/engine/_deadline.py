@@ -18,32 +18,19 @@ attempt 1)`` or ``judge 'x' ran out of the evaluation's deadline (5 s) after 2 a
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import anyio
 
 from agentjudge.core import Judgment, Verdict
+from agentjudge.engine._knobs import check_seconds
 from agentjudge.engine._plan import Leaf
 from agentjudge.engine._state import RunState
 
-__all__ = ["BACKSTOP_S", "check_seconds", "deadline_error", "execute_until", "resolve_timeouts"]
+__all__ = ["BACKSTOP_S", "deadline_error", "execute_until", "resolve_timeouts"]
 
 BACKSTOP_S = 0.05
 """How long after the deadline the evaluation as a whole is cancelled (see `execute_until`)."""
-
-
-def check_seconds(name: str, value: object) -> float:
-    """``value`` as a finite number of seconds > 0.
-
-    Raises:
-        ValueError: anything else (naming ``name``).
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{name} must be a number of seconds, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return float(value)
 
 
 def resolve_timeouts(

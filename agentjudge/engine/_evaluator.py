@@ -37,9 +37,10 @@ from agentjudge.core import CaseResult, Context, JudgeResult, Verdict
 from agentjudge.engine._admission import Admission, AdmissionStatistics
 from agentjudge.engine._background import BackgroundEvaluator
 from agentjudge.engine._budget import Budget
-from agentjudge.engine._deadline import check_seconds, execute_until, resolve_timeouts
+from agentjudge.engine._deadline import execute_until, resolve_timeouts
 from agentjudge.engine._detached import Feed, single_exception
 from agentjudge.engine._fastpath import FastPath, fast_path_default
+from agentjudge.engine._knobs import check_seconds, positive_int
 from agentjudge.engine._leaf import LeafRunner, ResultCallback
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Plan, compile_plan
@@ -99,12 +100,6 @@ class EvaluationHandle:
         return await self._wait()
 
 
-def _positive_int(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    return value
-
-
 class Evaluator:
     """Schedules judges, juries and cascades concurrently under bounded concurrency.
 
@@ -151,14 +146,14 @@ class Evaluator:
         if budget is not None and not isinstance(budget, Budget):
             raise ValueError(f"budget must be a Budget or None, got {budget!r}")
         self.budget = budget
-        max_concurrency = _positive_int("max_concurrency", max_concurrency)
+        max_concurrency = positive_int("max_concurrency", max_concurrency)
         timeout = None if timeout is None else check_seconds("timeout", timeout)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ValueError(f"retry must be a RetryPolicy or None, got {retry!r}")
         retry = retry if retry is not None and retry.attempts > 1 else None
         self._plan: Plan = compile_plan(judges, sampling)
         per_leaf, sources = resolve_timeouts(self._plan.leaves, timeout, timeouts)
-        caps = {k: _positive_int(f"limits[{k!r}]", v) for k, v in (limits or {}).items()}
+        caps = {k: positive_int(f"limits[{k!r}]", v) for k, v in (limits or {}).items()}
         unknown = sorted(set(caps) - self._plan.resources)
         if unknown:
             raise ValueError(
@@ -398,7 +393,7 @@ class Evaluator:
         early (``async with``, ``aclosing``, or just breaking out) cancels the cases in
         flight, never the caller (see `stream`).
         """
-        concurrency = _positive_int("concurrency", concurrency)
+        concurrency = positive_int("concurrency", concurrency)
         return Feed(lambda publish: self._run_cases(contexts, concurrency, publish))
 
     async def _run_cases(

@@ -9,13 +9,13 @@ qualified by its name (``"cascade/judge"``) and repeats become ``name-2``, ``nam
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agentjudge.core import Context, Judgment, TierPolicy
 from agentjudge.engine._composite import Cascade, Jury, unique_name
+from agentjudge.engine._knobs import check_rate
 from agentjudge.judging import JudgeKind, direct_async, judge_name, to_async
 from agentjudge.voting import VotingStrategy
 
@@ -104,14 +104,6 @@ class Plan:
     resources: frozenset[str] = field(default_factory=frozenset)
 
 
-def _rate(value: object, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{where}: sampling rate must be a number in [0, 1], got {value!r}")
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{where}: sampling rate must be within [0, 1], got {value!r}")
-    return float(value)
-
-
 class _Compiler:
     def __init__(self, sampling: Mapping[str, float]) -> None:
         self.sampling = sampling
@@ -141,7 +133,7 @@ class _Compiler:
             coerce_as=coerce_as,
             resource=resource,
             metric_key=metric_key if isinstance(metric_key, str) else None,
-            rate=1.0 if rate is None else _rate(rate, where),
+            rate=1.0 if rate is None else check_rate(rate, where),
             tier=tier,
             metered=getattr(judge, "kind", None) == JudgeKind.LLM
             or getattr(judge, "client", None) is not None,

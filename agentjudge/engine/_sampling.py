@@ -17,12 +17,13 @@ reproducibly.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Mapping, Sequence
 from hashlib import blake2b
 
-__all__ = ["Sampler", "check_rate", "key_point"]
+from agentjudge.engine._knobs import check_rate
+
+__all__ = ["Sampler", "key_point"]
 
 _SCALE = 2.0**-64
 
@@ -31,19 +32,6 @@ def key_point(key: str, salt: bytes = b"") -> float:
     """The point in [0, 1) a key maps to (see the module docstring for the exact function)."""
     digest = blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8, key=salt).digest()
     return int.from_bytes(digest, "big") * _SCALE
-
-
-def check_rate(value: object, where: str) -> float:
-    """``value`` as a sampling rate in [0, 1].
-
-    Raises:
-        ValueError: not a finite number within [0, 1] (naming ``where``).
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{where} must be a number in [0, 1], got {value!r}")
-    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{where} must be within [0, 1], got {value!r}")
-    return float(value)
 
 
 class Sampler:
