@@ -252,6 +252,10 @@ class BackgroundEvaluator:
     ) -> bool:
         """Offer one context for background evaluation; never waits, never raises on overload.
 
+        Call it from any task of the event loop the background evaluator runs in (request
+        handlers do); it is not thread-safe. With a trace context to capture (see
+        ``trace_context``), the caller's current OpenTelemetry context is kept with the offer.
+
         Args:
             context: The context (or give its fields as keyword arguments).
             key: The sampling key (trace id, conversation id...): the same keys are sampled

@@ -7,15 +7,17 @@ from __future__ import annotations
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import httpx
 import uvicorn
 from fastapi import FastAPI, Request
 
-from agentjudge import BackgroundEvaluator, CorrectnessJudge, Evaluator
+from agentjudge import BackgroundEvaluator, CorrectnessJudge, ErrorPolicy, Evaluator, Jury, Majority
+from agentjudge.bridges import cancel_on_disconnect
 from agentjudge.models import OpenAIChat
-from agentjudge.testing import FakeModelServer, FakeResponse
+from agentjudge.testing import FakeModelServer, FakeResponse, ScriptedJudge
 
 TERMINAL = ("sampled_out", "shed", "completed", "errored", "cancelled")
 
@@ -113,3 +115,32 @@ async def test_shutdown_under_load_drains_within_the_deadline() -> None:
     stats = background.statistics()
     assert (stats["offered"], stats["accepted"], stats["cancelled"]) == (30, 30, 30)
     assert stats["completed"] == stats["errored"] == 0
+
+
+async def test_an_awaited_handler_answers_within_its_deadline() -> None:
+    """A handler awaiting a jury with deadline= answers even though one model never does."""
+    async with (
+        FakeModelServer(default=FakeResponse(hang=True)) as server,
+        OpenAIChat("stuck", base_url=server.base_url, api_key="test") as stuck,
+    ):
+        jury = Jury(
+            [CorrectnessJudge(stuck, name="stuck"), ScriptedJudge(True, name="quick")],
+            voting=Majority(errors=ErrorPolicy.IGNORE),
+        )
+        evaluator = Evaluator(jury, timeout=None)
+        app = FastAPI()
+
+        @app.post("/grade")
+        async def grade(body: dict[str, str], request: Request) -> dict[str, Any]:
+            async with cancel_on_disconnect(request.receive):
+                verdict = await evaluator.verdict(input=body["q"], output="a", deadline=0.2)
+            return {
+                "status": verdict.judgment.status.value,
+                "stuck": verdict.by_name["stuck"].reasoning,
+            }
+
+        with anyio.fail_after(20):
+            async with serving(app) as base, httpx.AsyncClient(base_url=base) as client:
+                response = await client.post("/grade", json={"q": "q"})
+    assert response.json()["status"] == "pass"
+    assert "deadline (0.2 s)" in response.json()["stuck"]

@@ -210,3 +210,22 @@ async def test_counters_are_exported_as_otel_instruments() -> None:
     assert values["agentjudge.online.offered"] == 3
     assert values["agentjudge.online.completed"] == 3
     assert values["agentjudge.online.backlog"] == 0
+
+
+async def test_the_offering_trace_context_is_restored_around_the_evaluation() -> None:
+    """Judges run under the span that was current when offer() was called."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    seen: list[int] = []
+
+    async def traced_judge(ctx: object) -> bool:
+        seen.append(trace.get_current_span().get_span_context().span_id)
+        return True
+
+    tracer = TracerProvider().get_tracer("test")
+    evaluator = Evaluator(traced_judge)
+    async with evaluator.background(trace_context=True) as background:
+        with tracer.start_as_current_span("request") as span:
+            background.offer(input="q")
+    assert seen == [span.get_span_context().span_id]
