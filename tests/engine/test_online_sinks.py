@@ -229,3 +229,17 @@ async def test_the_offering_trace_context_is_restored_around_the_evaluation() ->
         with tracer.start_as_current_span("request") as span:
             background.offer(input="q")
     assert seen == [span.get_span_context().span_id]
+
+
+async def test_agentjudge_report_reads_a_jsonl_sink_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`agentjudge report FOLDER` (the CLI) prints the per-judge table of an online folder."""
+    from agentjudge.harness._cli import main
+
+    async with Evaluator(judges()).background(sinks=[JsonlSink(tmp_path / "results.jsonl")]) as bg:
+        for i in range(3):
+            bg.offer(input=f"q{i}")
+    assert main(["report", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "relevance" in out and "cases: 3" in out
