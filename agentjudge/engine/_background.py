@@ -273,6 +273,8 @@ class BackgroundEvaluator:
             TypeError, ValueError: invalid context fields or deadline (programmer errors; the
                 context of a request that is sampled out or shed is never built).
         """
+        if deadline is not None:
+            deadline = check_seconds("deadline", deadline)
         self.offered += 1
         if not self._open:
             self.shed += 1
@@ -291,12 +293,16 @@ class BackgroundEvaluator:
         if len(backlog) >= self.max_backlog and self.policy != "drop_oldest":
             self.shed += 1
             return False
-        ctx = self._evaluator._context(context, context_fields)
-        size = 0 if self._size_of is None else int(self._size_of(ctx))
+        try:
+            ctx = self._evaluator._context(context, context_fields)
+            size = 0 if self._size_of is None else int(self._size_of(ctx))
+        except BaseException:
+            self.offered -= 1  # a call that raised offered nothing (the accounting stays exact)
+            raise
         if not self._fits(size):
             self.shed += 1
             return False
-        seconds = self.deadline if deadline is None else check_seconds("deadline", deadline)
+        seconds = self.deadline if deadline is None else deadline
         self._seq += 1
         item = _Item(
             ctx,

@@ -48,15 +48,17 @@ For example, each judge's pass rate over the last hour::
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from agentjudge.core._rows import encode_case
 from agentjudge.engine._sinks import OnlineResult
+
+if TYPE_CHECKING:
+    import sqlite3
 
 __all__ = ["JsonlSink", "SqliteSink", "online_row"]
 
@@ -183,6 +185,8 @@ class SqliteSink:
 
     def _connect(self) -> sqlite3.Connection:
         if self._db is None:
+            import sqlite3  # on first use: `import agentjudge` stays light
+
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             db.execute("PRAGMA journal_mode=WAL")

@@ -260,3 +260,14 @@ def test_every_offer_ends_in_exactly_one_counter(
             assert stats["cancelled"] == 0
 
     anyio.run(scenario)
+
+
+async def test_an_offer_that_raises_is_not_counted() -> None:
+    """Invalid context fields raise (a programmer error) and leave the counters balanced."""
+    async with Evaluator(ScriptedJudge(True)).background() as background:
+        with pytest.raises(ValueError):
+            background.offer(messages="not messages")
+        with pytest.raises(ValueError, match="deadline"):
+            background.offer(input=1, deadline=-1)
+        stats = background.statistics()
+        assert stats["offered"] == 0 and balanced(stats)
