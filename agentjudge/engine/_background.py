@@ -164,7 +164,8 @@ class BackgroundEvaluator:
         trace_context: Capture the caller's OpenTelemetry context at ``offer`` and restore it
             around the evaluation (None: when a sink wants it, e.g. `OtelEventSink`).
         meter_provider: An OpenTelemetry meter provider: the counters are exported as
-            observable instruments ``agentjudge.online.*`` (the ``otel`` extra).
+            observable instruments ``agentjudge.online.*`` (the ``otel`` extra). None: the
+            global one when a real (SDK) provider is installed; False: never.
 
     Raises:
         ValueError: Any invalid option, naming it.
@@ -387,10 +388,7 @@ class BackgroundEvaluator:
         if self._started:
             raise RuntimeError("a BackgroundEvaluator can be entered once")
         self._started = True
-        if self._meter_provider is not None:
-            from agentjudge.engine._otel import export_counters
-
-            export_counters(self, self._meter_provider)
+        self._export_counters()
         self._workers_done = anyio.Event()
         self._sinks_done = anyio.Event()
         tg = anyio.create_task_group()
@@ -400,6 +398,15 @@ class BackgroundEvaluator:
         tg.start_soon(self._run_sinks)
         self._open = True
         return self
+
+    def _export_counters(self) -> None:
+        from agentjudge.engine._otel import export_counters, global_meter_provider
+
+        provider = self._meter_provider
+        if provider is None:
+            provider = global_meter_provider()
+        if provider is not None and provider is not False:
+            export_counters(self, provider)
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         tg = self._tg

@@ -26,7 +26,13 @@ from agentjudge.engine._sinks import OnlineResult
 if TYPE_CHECKING:
     from agentjudge.engine._background import BackgroundEvaluator
 
-__all__ = ["EVENT_NAME", "OtelEventSink", "evaluation_attributes", "export_counters"]
+__all__ = [
+    "EVENT_NAME",
+    "OtelEventSink",
+    "evaluation_attributes",
+    "export_counters",
+    "global_meter_provider",
+]
 
 EVENT_NAME = "gen_ai.evaluation.result"
 _EXPLANATION_CHARS = 4096
@@ -133,6 +139,21 @@ class OtelEventSink:
 
 def _first_error(results: Sequence[JudgeResult]) -> str | None:
     return next((r.error_type for r in results if r.error_type is not None), None)
+
+
+def global_meter_provider() -> Any:
+    """The global meter provider when a real (SDK) one is installed; else None.
+
+    None too when OpenTelemetry is not installed, so nothing is created for a no-op provider.
+    """
+    try:
+        from opentelemetry import metrics
+    except ImportError:  # pragma: no cover - the otel extra is installed in CI
+        return None
+    provider = metrics.get_meter_provider()
+    if type(provider).__name__ in ("_ProxyMeterProvider", "NoOpMeterProvider"):
+        return None
+    return provider
 
 
 def export_counters(background: BackgroundEvaluator, meter_provider: Any) -> None:

@@ -25,15 +25,16 @@ __all__ = ["Telemetry"]
 
 
 def _global_providers_configured() -> tuple[Any, Any] | None:
-    from opentelemetry import metrics, trace
+    from opentelemetry import trace
+
+    from agentjudge.engine._otel import global_meter_provider
 
     tracer_provider = trace.get_tracer_provider()
-    meter_provider = metrics.get_meter_provider()
+    meter_provider = global_meter_provider()
     tracing = not isinstance(tracer_provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider)
-    metering = type(meter_provider).__name__ not in ("_ProxyMeterProvider", "NoOpMeterProvider")
-    if not tracing and not metering:
+    if not tracing and meter_provider is None:
         return None
-    return (tracer_provider if tracing else None, meter_provider if metering else None)
+    return (tracer_provider if tracing else None, meter_provider)
 
 
 class Telemetry:
