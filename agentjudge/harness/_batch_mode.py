@@ -34,12 +34,14 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from agentjudge.exceptions import ModelError
 from agentjudge.harness._clients import find_model_clients
 from agentjudge.harness._suite import Suite
-from agentjudge.models import AnthropicMessages, BatchCollector, ModelRequest, OpenAIChat
+
+if TYPE_CHECKING:  # the model clients (httpx, aiohttp) load only when a run uses batch mode
+    from agentjudge.models import BatchCollector, ModelRequest
 
 __all__ = [
     "JUDGE_SLOTS",
@@ -174,6 +176,8 @@ class BatchMode:
     def __init__(
         self, clients: list[Any], folder: Path, *, retry_online: bool, poll_interval: float
     ) -> None:
+        from agentjudge.models import AnthropicMessages, BatchCollector, OpenAIChat
+
         self.pairs: list[tuple[Any, BatchCollector]] = []
         self.warnings: list[str] = []
         taken: set[str] = set()

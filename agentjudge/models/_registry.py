@@ -7,19 +7,37 @@ message everywhere (naming the known providers), never tried as a Python module.
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any, cast
 
-from agentjudge.models._anthropic import AnthropicMessages
-from agentjudge.models._http import HTTPModelClient
-from agentjudge.models._openai import OpenAIChat
+if TYPE_CHECKING:
+    from agentjudge.models._http import HTTPModelClient
 
-__all__ = ["PROVIDERS", "known_providers", "model_from_string", "split_model_spec"]
+__all__ = [
+    "PROVIDERS",
+    "known_providers",
+    "model_from_string",
+    "provider_class",
+    "split_model_spec",
+]
 
-PROVIDERS: dict[str, type[HTTPModelClient]] = {
-    "openai": OpenAIChat,
-    "anthropic": AnthropicMessages,
+PROVIDERS: dict[str, type[HTTPModelClient] | str] = {
+    "openai": "agentjudge.models._openai:OpenAIChat",
+    "anthropic": "agentjudge.models._anthropic:AnthropicMessages",
 }
-"""Provider prefixes (lower case) and the client class each builds."""
+"""Provider prefixes (lower case) and the client class each builds: the class itself, or
+``"module:Class"``, imported on first use so that naming the providers (the harness asks for
+every task reference) does not load the HTTP stack."""
+
+
+def provider_class(provider: str) -> type[HTTPModelClient] | None:
+    """The client class registered for ``provider`` (lower case), imported now; None if unknown."""
+    entry = PROVIDERS.get(provider)
+    if isinstance(entry, str):
+        module, _, attr = entry.partition(":")
+        entry = cast("type[HTTPModelClient]", getattr(importlib.import_module(module), attr))
+        PROVIDERS[provider] = entry
+    return entry
 
 
 def known_providers() -> tuple[str, ...]:
@@ -46,7 +64,7 @@ def split_model_spec(spec: object) -> tuple[type[HTTPModelClient], str]:
             f"model spec {spec!r} must look like '<provider>:<model>', "
             f"e.g. 'openai:gpt-4o-mini' (providers: {known})"
         )
-    cls = PROVIDERS.get(provider.strip().lower())
+    cls = provider_class(provider.strip().lower())
     if cls is None:
         raise ValueError(
             f"unknown model provider {provider!r} in {spec!r}; known providers: {known}"
