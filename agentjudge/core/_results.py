@@ -40,6 +40,12 @@ class JudgeResult(BaseModel):
     """Time spent waiting for concurrency slots and rate limits."""
     error_type: str | None = None
     """Exception class name when the judge raised or timed out."""
+    traceback: tuple[str, ...] | None = None
+    """Where the judge raised: its traceback's last frames, innermost last, each
+    ``"path:line in function"``, frames of the user's own code prefixed with ``"> "``
+    (`agentjudge.judging.short_traceback`). None when the judge did not raise, or when
+    agentjudge raised it with no user code involved (a timeout). Never source lines or
+    values."""
 
     @classmethod
     def fast(
@@ -54,6 +60,7 @@ class JudgeResult(BaseModel):
         duration_s: float,
         queued_s: float,
         error_type: str | None,
+        traceback: tuple[str, ...] | None,
     ) -> JudgeResult:
         """Build from already-valid values without validation (the engine's hot path).
 
@@ -72,6 +79,7 @@ class JudgeResult(BaseModel):
                 "duration_s": duration_s,
                 "queued_s": queued_s,
                 "error_type": error_type,
+                "traceback": traceback,
             },
             _JUDGE_RESULT_FIELDS,
         )

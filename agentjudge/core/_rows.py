@@ -36,7 +36,7 @@ import datetime as _dt
 import enum
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from types import MappingProxyType
 from typing import Any
@@ -95,6 +95,8 @@ def judge_result_dict(r: JudgeResult) -> dict[str, Any]:
     out["queued_s"] = r.queued_s
     if r.error_type is not None:
         out["error_type"] = r.error_type
+    if r.traceback is not None:
+        out["traceback"] = list(r.traceback)
     return out
 
 
@@ -355,6 +357,9 @@ def _result_json(r: JudgeResult) -> str:
             _RESULT_PARTS.clear()
         _RESULT_PARTS[key] = parts
     head, middle, tail = parts
+    frames = d["traceback"]
+    if frames is not None:  # errors only: never memoised
+        tail = tail[:-1] + ',"traceback":' + _value(list(frames)) + "}"
     j = d["judgment"]
     return (
         f"{head}{'null' if j is None else _judgment_json(j)}{middle}{d['attempts']}"
@@ -368,6 +373,7 @@ def encode_case(
     verdict: Verdict | None,
     duration_s: float,
     error: str | None,
+    traceback: Sequence[str] | None = None,
 ) -> str:
     """One results line for a finished case, the same text as `encode_row` of its row dict.
 
@@ -394,6 +400,8 @@ def encode_case(
         repr(duration_s),
         ',"error":',
         "null" if error is None else _string(error),
-        "}\n",
     ]
+    if traceback is not None:  # where the task raised
+        parts += [',"traceback":', _value(list(traceback))]
+    parts.append("}\n")
     return "".join(parts)

@@ -34,6 +34,7 @@ from agentjudge.judging import (
     error_type_name,
     is_stray_cancellation,
     queue_clock,
+    short_traceback,
     spend_gate,
 )
 
@@ -45,12 +46,12 @@ ResultCallback = Callable[[JudgeResult], Awaitable[None] | None]
 """Called once per completed JudgeResult (unsampled ones included), in completion order."""
 
 
-def _failure(exc: BaseException, leaf: Leaf) -> tuple[Judgment, str]:
-    """The ERROR judgment and ``error_type`` recording ``exc``."""
+def _failure(exc: BaseException, leaf: Leaf) -> tuple[Judgment, str, tuple[str, ...] | None]:
+    """The ERROR judgment, ``error_type`` and short traceback recording ``exc``."""
     kind = error_type_name(exc)
     text = str(exc).strip()
     judgment = Judgment.errored(f"{kind}: {text}" if text else f"judge {leaf.name!r} raised {kind}")
-    return judgment, kind
+    return judgment, kind, short_traceback(exc)
 
 
 def stray(leaf: Leaf, exc: BaseException) -> StrayCancellation:
@@ -107,11 +108,13 @@ class LeafRunner:
         """Build the leaf's result from its outcome and store it in the run (the one place).
 
         ``outcome`` is the judgment, None (not sampled), or the exception that ended the last
-        attempt, which becomes an ERROR judgment with ``error_type`` its class name.
+        attempt, which becomes an ERROR judgment with ``error_type`` its class name and
+        ``traceback`` its last frames.
         """
         error_type: str | None = None
+        frames: tuple[str, ...] | None = None
         if isinstance(outcome, BaseException):
-            outcome, error_type = _failure(outcome, leaf)
+            outcome, error_type, frames = _failure(outcome, leaf)
         result = JudgeResult.fast(
             name=leaf.name,
             judgment=outcome,
@@ -122,6 +125,7 @@ class LeafRunner:
             duration_s=working,
             queued_s=queued,
             error_type=error_type,
+            traceback=frames,
         )
         run.add(leaf.index, result)
         return result

@@ -33,7 +33,7 @@ from agentjudge.harness._case import Case, TaskOutput
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._results import encode_case
 from agentjudge.harness._summary import RunAggregate
-from agentjudge.harness._task import TaskRunner, describe_error
+from agentjudge.harness._task import TaskError, TaskRunner, describe_error
 from agentjudge.harness._telemetry import Telemetry
 
 __all__ = [
@@ -194,7 +194,9 @@ class CaseRunner:
                 raise interrupted from exc
         if telemetry is not None:
             telemetry.end_case(span, verdict, error)
-        return encode_case(case.id, head, verdict, duration, error), verdict, error, case.human
+        frames = error.traceback if isinstance(error, TaskError) else None
+        line = encode_case(case.id, head, verdict, duration, error, frames)
+        return line, verdict, error, case.human
 
     async def work(self, cases: Pipe[Case], rows: Pipe[Finished]) -> None:
         """Run cases until the pipe is drained.

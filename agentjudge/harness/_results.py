@@ -5,7 +5,10 @@ Row keys, in order: ``id``, ``input``, ``output``, ``expected``, ``metadata``, `
 errored case), ``duration_s`` (the task's wall time), ``error`` (null unless the task raised or
 timed out: ``"TypeName: message"``). Cases that went through a cascade also carry ``tiers``.
 A case with a ``human`` label carries it as a top-level ``human`` key (after ``metadata`` and
-``extra``); unlabelled cases have no such key.
+``extra``); unlabelled cases have no such key. An error row whose task raised also carries
+``traceback`` (after ``error``): the last frames, ``"path:line in function"``, the user's own
+frames prefixed with ``"> "`` (`agentjudge.judging.short_traceback`); a judge that raised has
+the same list as its result's ``traceback``. Neither holds source lines or values.
 
 Durability: lines are written by one writer, in batches of whatever finished while the previous
 batch was being written, each batch followed by a flush to the operating system. Killing the

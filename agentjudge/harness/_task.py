@@ -31,13 +31,15 @@ import anyio.to_thread
 from agentjudge.engine import await_armed
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._case import Case
-from agentjudge.judging import cancel_requested, run_sync_bounded
+from agentjudge.judging import cancel_requested, run_sync_bounded, short_traceback
 
 __all__ = [
+    "TaskError",
     "TaskInterrupted",
     "TaskRunner",
     "describe_error",
     "lingering_threads",
+    "task_error",
 ]
 
 
@@ -55,13 +57,39 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def _stray_cancel_error(exc: BaseException) -> str:
-    """The error string of a task that raised ``CancelledError`` nobody asked for."""
+class TaskError(str):
+    """A task's failure: the row's ``error`` text, carrying where the task raised.
+
+    A `str` (everything that reads the error reads the text); ``traceback`` is the task's
+    short traceback (`agentjudge.judging.short_traceback`), None for a timeout.
+    """
+
+    __slots__ = ("traceback",)
+    traceback: tuple[str, ...] | None
+
+    def __new__(cls, text: str, traceback: tuple[str, ...] | None = None) -> TaskError:
+        """The error ``text`` with its ``traceback``."""
+        made = super().__new__(cls, text)
+        made.traceback = traceback
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (TaskError, (str(self), self.traceback))
+
+
+def task_error(exc: BaseException) -> TaskError:
+    """The error of a task that raised ``exc``: ``"TypeName: message"`` and its traceback."""
+    return TaskError(describe_error(exc), short_traceback(exc))
+
+
+def _stray_cancel_error(exc: BaseException) -> TaskError:
+    """The error of a task that raised ``CancelledError`` nobody asked for."""
     message = str(exc).strip()
     detail = f"{message} " if message else ""
-    return (
+    return TaskError(
         f"CancelledError: {detail}(raised by the task although the run was not cancelled, "
-        "e.g. it awaited a future that was cancelled elsewhere)"
+        "e.g. it awaited a future that was cancelled elsewhere)",
+        short_traceback(exc),
     )
 
 
@@ -139,7 +167,7 @@ class TaskRunner:
                 raise
             return None, _stray_cancel_error(exc)
         except Exception as exc:
-            return None, describe_error(exc)
+            return None, task_error(exc)
         except (KeyboardInterrupt, SystemExit) as exc:
             raise TaskInterrupted(f"the task raised {describe_error(exc)}") from exc
 
@@ -160,7 +188,7 @@ class TaskRunner:
                 raise
             return None, _stray_cancel_error(exc)
         except Exception as exc:
-            return None, describe_error(exc)
+            return None, task_error(exc)
         except (KeyboardInterrupt, SystemExit) as exc:
             raise TaskInterrupted(f"the task raised {describe_error(exc)}") from exc
         return None, self.timeout_error()

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidat
 from agentjudge.core import Context, JudgeResult, Judgment, Message, thaw
 from agentjudge.judges._template import render_value
 from agentjudge.judges._verdict import excerpt, parse_json_object
-from agentjudge.judging import JudgeKind
+from agentjudge.judging import JudgeKind, short_traceback
 from agentjudge.models._prices import response_cost
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse, Usage
 
@@ -393,6 +393,7 @@ class ScoreJudge:
             )
         started = time.perf_counter()
         error_type: str | None = None
+        frames: tuple[str, ...] | None = None
         try:
             with anyio.fail_after(self.timeout):
                 result = await self.runner.run(make_input(), copy.deepcopy(dict(SCORE_SCHEMA)))
@@ -400,6 +401,7 @@ class ScoreJudge:
             raise
         except Exception as exc:
             error_type = type(exc).__name__
+            frames = short_traceback(exc)
             message = str(exc).strip() or "(no message)"
             judgment = Judgment.errored(
                 f"runner raised {error_type}: {message}", metadata=self._base_metadata()
@@ -413,6 +415,7 @@ class ScoreJudge:
             attempts=1,
             duration_s=time.perf_counter() - started,
             error_type=error_type,
+            traceback=frames,
         )
 
     # ------------------------------------------------------------------ judge shape

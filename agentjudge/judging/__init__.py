@@ -35,6 +35,8 @@ from agentjudge.judging._queueing import queue_clock as queue_clock
 from agentjudge.judging._spending import SpendGate as SpendGate
 from agentjudge.judging._spending import SpendHold as SpendHold
 from agentjudge.judging._spending import spend_gate as spend_gate
+from agentjudge.judging._traceback import USER_MARK as USER_MARK
+from agentjudge.judging._traceback import short_traceback as short_traceback
 
 __all__ = [
     "FunctionJudge",

@@ -34,6 +34,7 @@ RESULT_FIELDS: dict[str, Any] = {
     "duration_s": 0.5,
     "queued_s": 0.25,
     "error_type": None,
+    "traceback": None,
 }
 RESULT = JudgeResult(**RESULT_FIELDS)
 CONTEXT_FIELDS: dict[str, Any] = {
