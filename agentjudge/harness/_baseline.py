@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from agentjudge.harness._cases import VERDICT, case_reasons
 from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import (
     BaselineJudge,
@@ -21,8 +22,10 @@ from agentjudge.harness._summary import (
 
 __all__ = [
     "MAX_LISTED_FLIPS",
+    "MAX_REASONED_FLIPS",
     "CaseStatus",
     "Comparison",
+    "add_reasons",
     "case_statuses",
     "check_baseline",
     "compare_rows",
@@ -31,6 +34,8 @@ __all__ = [
 
 MAX_LISTED_FLIPS = 1000
 """Flipped cases listed in a summary (all are counted)."""
+MAX_REASONED_FLIPS = 50
+"""Flipped cases of each list (the verdict's, each judge's) recorded with their reasons."""
 _EPSILON = 1e-12
 TASK_ERROR = "task_error"
 """The status a case whose task errored is given in comparisons."""
@@ -160,6 +165,30 @@ def compare_rows(
     return out
 
 
+def add_reasons(
+    comparison: Comparison, before: Path, after: Path, limit: int | None = MAX_REASONED_FLIPS
+) -> None:
+    """Give the first ``limit`` flips of every list their reasons before and after.
+
+    Reads both results files once more, keeping only the reasons of those cases.
+    """
+    lists = [comparison.newly_failing, comparison.newly_passing, comparison.changed]
+    named: list[tuple[str, list[FlippedCase]]] = [(VERDICT, flips) for flips in lists]
+    named += list(comparison.judges.items())
+    ids = {f.id for _, flips in named for f in (flips if limit is None else flips[:limit])}
+    if not ids:
+        return
+    then, now = case_reasons(iter_rows(before), ids), case_reasons(iter_rows(after), ids)
+    for who, flips in named:
+        for i, flip in enumerate(flips if limit is None else flips[:limit]):
+            flips[i] = flip.model_copy(
+                update={
+                    "before_reason": then.get(flip.id, {}).get(who),
+                    "after_reason": now.get(flip.id, {}).get(who),
+                }
+            )
+
+
 def compare_means(
     baseline: Mapping[str, JudgeSummary],
     current: Mapping[str, JudgeSummary],
@@ -235,6 +264,7 @@ def check_baseline(
     comparison = Comparison()
     if checked:
         comparison = compare_rows(case_statuses(baseline_results), iter_rows(current_results))
+        add_reasons(comparison, baseline_results, current_results)
         means = _with_judge_flips(means, comparison)
     flips = comparison.newly_failing
     passed = not any(j.regressed for j in means.values())

@@ -227,13 +227,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_calibration_flags(run)
 
-    report = sub.add_parser("report", help="print a run's report (per judge and per tag)")
+    report = sub.add_parser(
+        "report",
+        help="print a run's report (per judge, per tag, the cases needing attention)",
+        description="Print a run's report: per-judge table, gates, why judges or the task "
+        "errored, per-tag slices, then the cases needing attention (task errors, judge "
+        "errors, FAIL, ABSTAIN; most severe first) with each judge's status, score, reasoning "
+        "and failed checks.",
+    )
     report.add_argument("run_dir", metavar="DIR", help="a run's output folder")
     report.add_argument(
         "--html", metavar="FILE", help="write the browser report (one self-contained file)"
     )
     report.add_argument(
         "--baseline", metavar="DIR", help="with --html: compare with this earlier run"
+    )
+    _add_cases_flag(report, "cases needing attention to list")
+    report.add_argument(
+        "--case", metavar="ID", help="print one case in full (input, output, every judgment)"
+    )
+    report.add_argument(
+        "--json", action="store_true", help="print the report (or the --case row) as JSON"
     )
     view = sub.add_parser("view", help="serve a run's browser report on 127.0.0.1")
     view.add_argument("run_dir", metavar="DIR", help="a run's output folder")
@@ -243,10 +257,30 @@ def build_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser("compare", help="per-judge deltas and flipped cases of two runs")
     compare.add_argument("a", metavar="A", help="the first run folder (or its summary.json)")
     compare.add_argument("b", metavar="B", help="the second run folder (or its summary.json)")
+    _add_cases_flag(compare, "changed cases to list per list, with the reasons before and after")
 
     sub.add_parser("schema", help="print the JSON schema of a dataset row")
     _add_calibrate_command(sub)
     return parser
+
+
+def _case_count(text: str) -> int | None:
+    """``--cases``: a whole number >= 0, or ``all`` (None)."""
+    if text.strip().lower() == "all":
+        return None
+    return _non_negative_int(text)
+
+
+def _add_cases_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    from agentjudge.harness._cases import DEFAULT_CASES
+
+    parser.add_argument(
+        "--cases",
+        type=_case_count,
+        default=DEFAULT_CASES,
+        metavar="N",
+        help=f"{what} (default {DEFAULT_CASES}; 0: none, 'all': every one)",
+    )
 
 
 def _version() -> str:
@@ -557,17 +591,25 @@ def _crash(exc: BaseException, out: Path) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from agentjudge.harness._html import write_html
-    from agentjudge.harness._report import render_report
+    from agentjudge.harness import _report as report
 
     if args.baseline is not None and args.html is None:
         return _error("--baseline needs --html (for the text comparison use `agentjudge compare`)")
     try:
-        if args.html is None:
-            print(render_report(args.run_dir))
-        else:
+        if args.html is not None:
+            from agentjudge.harness._html import write_html
+
             size = write_html(args.run_dir, args.html, args.baseline)
-            print(f"html report: {args.html} ({size:,} bytes)")
+            text = f"html report: {args.html} ({size:,} bytes)"
+        elif args.case is not None and args.json:
+            text = json.dumps(report.case_row(args.run_dir, args.case), indent=2)
+        elif args.case is not None:
+            text = report.render_case(args.run_dir, args.case)
+        elif args.json:
+            text = json.dumps(report.report_data(args.run_dir, args.cases), indent=2)
+        else:
+            text = report.render_report(args.run_dir, args.cases)
+        print(text)
     except ValueError as exc:
         return _error(str(exc))
     return EXIT_OK
@@ -587,7 +629,7 @@ def _compare(args: argparse.Namespace) -> int:
     from agentjudge.harness._report import render_compare
 
     try:
-        print(render_compare(args.a, args.b))
+        print(render_compare(args.a, args.b, args.cases))
     except ValueError as exc:
         return _error(str(exc))
     return EXIT_OK

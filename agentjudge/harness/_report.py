@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -10,12 +10,20 @@ from typing import Any
 from agentjudge.harness._agreement_report import agreement_compare_lines, agreement_lines
 from agentjudge.harness._baseline import (
     Comparison,
+    add_reasons,
     case_statuses,
     compare_rows,
     load_summary,
     summary_path,
 )
 from agentjudge.harness._cascade_summary import cascade_lines
+from agentjudge.harness._case_report import (
+    attention_lines,
+    case_text,
+    error_reason_lines,
+    flip_lines,
+)
+from agentjudge.harness._cases import DEFAULT_CASES, FailingCases, failing_cases, row_tags
 from agentjudge.harness._cost import CostLine, CostSummary
 from agentjudge.harness._pairwise_summary import pairwise_lines
 from agentjudge.harness._results import iter_rows
@@ -28,12 +36,18 @@ from agentjudge.harness._summary import (
     RunAggregate,
     RunSummary,
 )
-from agentjudge.harness._text import plural
+from agentjudge.harness._text import did_you_mean, plural
 
-__all__ = ["format_summary", "gate_line", "render_compare", "render_report", "row_tags"]
-
-MAX_LISTED = 20
-"""Case ids listed per category in a comparison."""
+__all__ = [
+    "case_row",
+    "format_summary",
+    "gate_line",
+    "render_case",
+    "render_compare",
+    "render_report",
+    "report_data",
+    "row_tags",
+]
 MAX_TAG_COLUMNS = 6
 """Up to this many tags are shown as columns (one row per measure); more as rows."""
 
@@ -102,7 +116,19 @@ _JUDGE_HEADERS = (
 )
 
 
-def _baseline_lines(b: BaselineOutcome) -> list[str]:
+def _judge_flip_lines(name: str, flips: list[FlippedCase], limit: int | None) -> list[str]:
+    """One judge's changed cases: PASS -> not pass first, then not pass -> PASS."""
+    down = [f for f in flips if f.before == "pass"]
+    up = [f for f in flips if f.before != "pass"]
+    lines = []
+    for title, group in ((f"{name} pass -> not pass", down), (f"{name} not pass -> pass", up)):
+        if group:
+            lines.append(f"  {title}: {len(group)}")
+            lines += flip_lines(group, limit, "    ")
+    return lines
+
+
+def _baseline_lines(b: BaselineOutcome, limit: int | None) -> list[str]:
     lines = [
         "",
         f"baseline {b.summary}: {'PASS' if b.passed else 'FAIL'} "
@@ -128,10 +154,11 @@ def _baseline_lines(b: BaselineOutcome) -> list[str]:
     lines.append(
         f"  flipped pass -> not pass: {count} (verdicts; {b.fixed_count} not pass -> pass)"
     )
-    for f in b.flipped[:MAX_LISTED]:
-        lines.append(f"    {f.id}: {f.before} -> {f.after}")
-    if count > MAX_LISTED:
-        lines.append(f"    ... and {count - MAX_LISTED} more (see summary.json)")
+    lines += flip_lines(b.flipped, limit, "    ")
+    if count > len(b.flipped) and (limit is None or limit > len(b.flipped)):
+        lines.append(f"    ... and {count - len(b.flipped)} more not listed in summary.json")
+    for name, j in b.judges.items():
+        lines += _judge_flip_lines(name, j.flipped_cases, limit)
     return lines
 
 
@@ -157,9 +184,12 @@ def _result_line(summary: RunSummary) -> str:
     return "result: FAILED" + (f": {'; '.join(reasons)}" if reasons else "")
 
 
-def format_summary(summary: RunSummary) -> str:
-    """Per-judge table, cases, gates and the baseline check of one run."""
-    cases = summary.cases
+def format_summary(summary: RunSummary, cases: int | None = DEFAULT_CASES) -> str:
+    """Per-judge table, cases, gates and the baseline check of one run.
+
+    ``cases``: how many changed cases the baseline block lists per list (None: all).
+    """
+    counts = summary.cases
     lines = [
         f"run {summary.run_id} ({summary.status})  dataset {summary.dataset.path} "
         f"({plural(summary.dataset.rows, 'row')})"
@@ -171,7 +201,7 @@ def format_summary(summary: RunSummary) -> str:
         )
     lines.extend(f"warning: {warning}" for warning in summary.warnings)
     lines += [
-        f"cases: {cases.total}, task errors: {cases.errors} (rate {_num(cases.error_rate)})",
+        f"cases: {counts.total}, task errors: {counts.errors} (rate {_num(counts.error_rate)})",
         "",
     ]
     rows = [_judge_row(name, s) for name, s in summary.judges.items()]
@@ -188,7 +218,7 @@ def format_summary(summary: RunSummary) -> str:
         lines.append("gates:")
         lines.extend(gate_line(g) for g in summary.gates)
     if summary.baseline is not None:
-        lines += _baseline_lines(summary.baseline)
+        lines += _baseline_lines(summary.baseline, cases)
     if summary.checks:
         lines += ["", "trust checks:"]
         for c in summary.checks:
@@ -270,45 +300,54 @@ def _cost_compare_lines(first: RunSummary, second: RunSummary) -> list[str]:
     return ["", "cost:", table(["", "usd", "input tok", "output tok"], rows)]
 
 
-def row_tags(row: Mapping[str, Any]) -> list[str]:
-    """Tags of a results row: ``metadata.tags`` / ``metadata.tag``, else extra ``tags``/``tag``."""
-    found: list[str] = []
-    for source in (row.get("metadata"), row.get("extra")):
-        if not isinstance(source, Mapping):
-            continue
-        for key in ("tags", "tag"):
-            value = source.get(key)
-            if isinstance(value, str) and value.strip():
-                found.append(value)
-            elif isinstance(value, list):
-                found.extend(v for v in value if isinstance(v, str) and v.strip())
-    return list(dict.fromkeys(found))
+class _Tags:
+    """Per-tag aggregates, folded as the rows stream past."""
+
+    def __init__(self, judge_names: Sequence[str], seed: int) -> None:
+        self.judge_names = list(judge_names)
+        self.seed = seed
+        self.slices: dict[str, RunAggregate] = {}
+
+    def watch(self, rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """``rows``, each folded into its tags' aggregates on the way."""
+        for row in rows:
+            for tag in row_tags(row):
+                agg = self.slices.get(tag)
+                if agg is None:
+                    agg = self.slices[tag] = RunAggregate(self.judge_names, seed=self.seed)
+                agg.add_row(row)
+            yield row
+
+    def data(self) -> dict[str, dict[str, Any]]:
+        """Per tag (sorted): cases, task errors, the verdict's pass rate and each judge's mean."""
+        out = {}
+        for tag in sorted(self.slices):
+            agg = self.slices[tag]
+            out[tag] = {
+                "cases": agg.total,
+                "task_errors": agg.errors,
+                "verdict_pass_rate": agg.verdict_summary().pass_rate,
+                "means": {n: agg.judges[n].summary(self.seed).mean for n in agg.names()},
+            }
+        return out
 
 
-def _tag_table(results: Path, judge_names: Sequence[str], seed: int) -> str | None:
+def _tag_table(data: Mapping[str, Mapping[str, Any]], judge_names: Sequence[str]) -> str | None:
     """Per-tag slices; tags as columns when there are few, as rows otherwise."""
-    slices: dict[str, RunAggregate] = {}
-    for row in iter_rows(results):
-        for tag in row_tags(row):
-            agg = slices.get(tag)
-            if agg is None:
-                agg = slices[tag] = RunAggregate(judge_names, seed=seed)
-            agg.add_row(row)
-    if not slices:
+    if not data:
         return None
     names = list(judge_names)
-    for agg in slices.values():
-        names.extend(n for n in agg.names() if n not in names)
-    tags = sorted(slices)
+    for block in data.values():
+        names.extend(n for n in block["means"] if n not in names)
+    tags = list(data)
     cells: dict[str, list[str]] = {}
-    for tag in tags:
-        agg = slices[tag]
-        judges = {n: agg.judges[n].summary(seed) for n in agg.judges}
+    for tag, block in data.items():
+        means = block["means"]
         cells[tag] = [
-            str(agg.total),
-            str(agg.errors),
-            _num(agg.verdict_summary().pass_rate),
-            *[_num(judges[n].mean) if n in judges else "-" for n in names],
+            str(block["cases"]),
+            str(block["task_errors"]),
+            _num(block["verdict_pass_rate"]),
+            *[_num(means[n]) if n in means else "-" for n in names],
         ]
     labels = ["cases", "task errors", "verdict pass_rate", *[f"{n} mean" for n in names]]
     if len(tags) <= MAX_TAG_COLUMNS:
@@ -318,21 +357,90 @@ def _tag_table(results: Path, judge_names: Sequence[str], seed: int) -> str | No
     return table(["tag", *labels], [[t, *cells[t]] for t in tags])
 
 
-def render_report(run_dir: str | Path) -> str:
-    """The report of one run folder: the summary table plus per-tag slices.
+def _scan(
+    folder: Path, summary: RunSummary, cases: int | None
+) -> tuple[dict[str, dict[str, Any]], FailingCases | None]:
+    """Per-tag data and the cases needing attention, in one pass over ``results.jsonl``."""
+    results = summary_path(folder).parent / "results.jsonl"
+    if not results.is_file():
+        return {}, None
+    tags = _Tags(list(summary.judges), int(summary.config.get("seed", 0)))
+    found = failing_cases(tags.watch(iter_rows(results)), cases)
+    return tags.data(), found
+
+
+def report_data(run_dir: str | Path, cases: int | None = DEFAULT_CASES) -> dict[str, Any]:
+    """What `render_report` shows, as JSON values (``agentjudge report --json``).
+
+    Keys: ``summary`` (the ``summary.json`` content), ``by_tag`` (per tag: ``cases``,
+    ``task_errors``, ``verdict_pass_rate``, ``means``), ``attention`` (`FailingCases`; null
+    without a results file).
 
     Raises:
         ValueError: no usable ``summary.json`` in the folder.
     """
     folder = Path(run_dir)
     summary = _summary_of(folder)
-    parts = [format_summary(summary), *cascade_lines(summary)]
-    results = summary_path(folder).parent / "results.jsonl"
-    if results.is_file():
-        tags = _tag_table(results, list(summary.judges), int(summary.config.get("seed", 0)))
-        if tags is not None:
-            parts.append("by tag:\n" + tags)
+    tags, found = _scan(folder, summary, cases)
+    return {
+        "summary": summary.model_dump(mode="json"),
+        "by_tag": tags,
+        "attention": None if found is None else found.model_dump(mode="json"),
+    }
+
+
+def render_report(run_dir: str | Path, cases: int | None = DEFAULT_CASES) -> str:
+    """The report of one run folder: summary, error reasons, per-tag slices, cases to look at.
+
+    The cases needing attention are the first ``cases`` by severity (None: all).
+
+    Raises:
+        ValueError: no usable ``summary.json`` in the folder.
+    """
+    folder = Path(run_dir)
+    summary = _summary_of(folder)
+    tag_data, found = _scan(folder, summary, cases)
+    parts = [format_summary(summary, cases)]
+    if found is not None and (reasons := error_reason_lines(found, summary)):
+        parts.append("\n".join(reasons))
+    parts += cascade_lines(summary)
+    tags = _tag_table(tag_data, list(summary.judges))
+    if tags is not None:
+        parts.append("by tag:\n" + tags)
+    if found is not None:
+        parts.append("\n".join(attention_lines(found, summary.cases.total, str(run_dir))))
     return "\n\n".join(parts)
+
+
+def case_row(run_dir: str | Path, case_id: str) -> dict[str, Any]:
+    """The results row of one case of a run (``agentjudge report DIR --case ID --json``).
+
+    Raises:
+        ValueError: no results file, or no such case (with the closest ids).
+    """
+    results = summary_path(Path(run_dir)).parent / "results.jsonl"
+    if not results.is_file():
+        raise ValueError(f"no results file: {results}")
+    found = None
+    ids: list[str] = []
+    for row in iter_rows(results):
+        if row["id"] == case_id:
+            found = row  # the last row wins, as on resume
+        elif found is None and len(ids) < 100_000:
+            ids.append(row["id"])
+    if found is None:
+        hint = did_you_mean(case_id, ids)
+        raise ValueError(f"no case {case_id!r} in {results}{hint}")
+    return found
+
+
+def render_case(run_dir: str | Path, case_id: str) -> str:
+    """One case in full: input, output, expected, metadata, each judgment, checks, traceback.
+
+    Raises:
+        ValueError: no results file, or no such case.
+    """
+    return case_text(case_row(run_dir, case_id))
 
 
 def _summary_of(folder: Path) -> RunSummary:
@@ -362,16 +470,16 @@ def _summary_of(folder: Path) -> RunSummary:
     )
 
 
-def _flip_texts(flips: list[FlippedCase]) -> list[str]:
-    return [f"{f.id}: {f.before} -> {f.after}" for f in flips]
-
-
-def _compare_lines(comparison: Comparison, names: list[str]) -> list[str]:
+def _compare_lines(comparison: Comparison, names: list[str], limit: int | None) -> list[str]:
     """Verdict changes, then each judge's flips (its own PASS <-> not PASS changes)."""
     lines = [""]
-    lines += _list("flipped pass -> not pass (A -> B)", _flip_texts(comparison.newly_failing))
-    lines += _list("flipped not pass -> pass (A -> B)", _flip_texts(comparison.newly_passing))
-    lines += _list("other verdict changes", _flip_texts(comparison.changed))
+    for title, flips in (
+        ("flipped pass -> not pass (A -> B)", comparison.newly_failing),
+        ("flipped not pass -> pass (A -> B)", comparison.newly_passing),
+        ("other verdict changes", comparison.changed),
+    ):
+        lines.append(f"{title}: {len(flips)}")
+        lines += flip_lines(flips, limit, "  ")
     if comparison.only_before or comparison.only_after:
         lines.append(
             f"cases only in A: {comparison.only_before}; only in B: {len(comparison.only_after)}"
@@ -384,22 +492,16 @@ def _compare_lines(comparison: Comparison, names: list[str]) -> list[str]:
     lines += ["", "per-judge flips (A -> B; cases the judge judged in both runs):"]
     lines.append(table(["judge", "flips", "pass -> not pass", "not pass -> pass"], rows))
     for name in names:
-        flips = comparison.judges.get(name)
-        if flips:
-            lines += _list(f"{name} flips", _flip_texts(flips))
+        if comparison.judges.get(name):
+            lines += _judge_flip_lines(name, comparison.judges[name], limit)
     return lines
 
 
-def _list(title: str, ids: list[str]) -> list[str]:
-    lines = [f"{title}: {len(ids)}"]
-    lines.extend(f"  {i}" for i in ids[:MAX_LISTED])
-    if len(ids) > MAX_LISTED:
-        lines.append(f"  ... and {len(ids) - MAX_LISTED} more")
-    return lines
+def render_compare(a: str | Path, b: str | Path, cases: int | None = DEFAULT_CASES) -> str:
+    """Per-judge deltas (B - A) and the cases that changed between two runs.
 
-
-def render_compare(a: str | Path, b: str | Path) -> str:
-    """Per-judge deltas (B - A) and the cases whose verdict changed between two runs.
+    ``cases``: how many changed cases each list shows, with the reasons before and after
+    (None: all).
 
     Raises:
         ValueError: either side has no usable ``summary.json``.
@@ -438,7 +540,8 @@ def render_compare(a: str | Path, b: str | Path) -> str:
     results_b = summary_path(Path(b)).parent / "results.jsonl"
     if results_a.is_file() and results_b.is_file():
         comparison = compare_rows(case_statuses(results_a), iter_rows(results_b))
-        lines += _compare_lines(comparison, names)
+        add_reasons(comparison, results_a, results_b, cases)
+        lines += _compare_lines(comparison, names, cases)
     else:
         lines += ["", "flipped cases: not compared (results.jsonl missing on one side)"]
     return "\n".join(lines)

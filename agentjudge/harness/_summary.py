@@ -218,6 +218,11 @@ class FlippedCase(BaseModel):
     """The baseline status."""
     after: str
     """The current status, or ``"task_error"`` (a verdict whose task errored)."""
+    before_reason: str | None = None
+    """Why, in the baseline: the judge's (or verdict's) reasoning, or the task's error; cut to
+    300 characters. Recorded for the first `MAX_REASONED_FLIPS` flips of each list only."""
+    after_reason: str | None = None
+    """Why, now (as ``before_reason``)."""
 
 
 class BaselineJudge(BaseModel):
