@@ -259,7 +259,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("b", metavar="B", help="the second run folder (or its summary.json)")
     _add_cases_flag(compare, "changed cases to list per list, with the reasons before and after")
 
-    sub.add_parser("schema", help="print the JSON schema of a dataset row")
+    schema = sub.add_parser("schema", help="print the JSON schema of a dataset row")
+    schema.add_argument(
+        "--results",
+        action="store_true",
+        help="the schema of a results.jsonl row instead (with the judges' results)",
+    )
     _add_calibrate_command(sub)
     return parser
 
@@ -657,8 +662,10 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _schema(args: argparse.Namespace) -> int:
     from agentjudge.harness._case import Case
+    from agentjudge.harness._row_schema import results_row_schema
 
-    print(json.dumps(Case.model_json_schema(), indent=2))
+    schema = results_row_schema() if args.results else Case.model_json_schema()
+    print(json.dumps(schema, indent=2))
     return EXIT_OK
 
 
