@@ -225,15 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="print no summary table, only warnings, errors and the output files "
         "(`agentjudge report OUT` prints the report)",
     )
+    _add_cases_flag(run, "cases needing attention printed after the table (and flips listed)")
     _add_calibration_flags(run)
 
     report = sub.add_parser(
-        "report",
-        help="print a run's report (per judge, per tag, the cases needing attention)",
-        description="Print a run's report: per-judge table, gates, why judges or the task "
-        "errored, per-tag slices, then the cases needing attention (task errors, judge "
-        "errors, FAIL, ABSTAIN; most severe first) with each judge's status, score, reasoning "
-        "and failed checks.",
+        "report", help="print a run's report (per judge, per tag, the cases needing attention)"
     )
     report.add_argument("run_dir", metavar="DIR", help="a run's output folder")
     report.add_argument(
@@ -269,19 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _case_count(text: str) -> int | None:
-    """``--cases``: a whole number >= 0, or ``all`` (None)."""
-    if text.strip().lower() == "all":
-        return None
-    return _non_negative_int(text)
-
-
 def _add_cases_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--cases N``: a whole number >= 0, or ``all`` (None)."""
     from agentjudge.harness._cases import DEFAULT_CASES
 
     parser.add_argument(
         "--cases",
-        type=_case_count,
+        type=lambda text: None if text.strip().lower() == "all" else _non_negative_int(text),
         default=DEFAULT_CASES,
         metavar="N",
         help=f"{what} (default {DEFAULT_CASES}; 0: none, 'all': every one)",
@@ -465,7 +455,7 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
     from pydantic import ValidationError
 
-    from agentjudge.harness._report import format_summary
+    from agentjudge.harness._report import cases_text, format_summary
     from agentjudge.harness._run import RunAborted, default_out
     from agentjudge.harness._suite import describe_validation_error
 
@@ -499,7 +489,9 @@ def _run(args: argparse.Namespace) -> int:
         print(summary.model_dump_json(indent=2))
     else:
         if not args.quiet:
-            print(format_summary(summary) + "\n")
+            print(format_summary(summary, args.cases) + "\n")
+            if args.cases != 0 and (listed := cases_text(out, summary, args.cases)):
+                print(listed + "\n")
         print(f"results: {out / 'results.jsonl'}\nsummary: {out / 'summary.json'}")
     if summary.budget is not None and summary.budget.exhausted:
         return _aborted(f"run aborted ({summary.budget.message})", out)

@@ -40,6 +40,7 @@ from agentjudge.harness._text import did_you_mean, plural
 
 __all__ = [
     "case_row",
+    "cases_text",
     "format_summary",
     "gate_line",
     "render_case",
@@ -409,6 +410,20 @@ def render_report(run_dir: str | Path, cases: int | None = DEFAULT_CASES) -> str
         parts.append("by tag:\n" + tags)
     if found is not None:
         parts.append("\n".join(attention_lines(found, summary.cases.total, str(run_dir))))
+    return "\n\n".join(parts)
+
+
+def cases_text(run_dir: str | Path, summary: RunSummary, cases: int | None = DEFAULT_CASES) -> str:
+    """Why judges and the task errored, and the cases needing attention.
+
+    What ``run`` prints after its table; empty without a results file.
+    """
+    results = summary_path(Path(run_dir)).parent / "results.jsonl"
+    if not results.is_file():
+        return ""
+    found = failing_cases(iter_rows(results), cases)
+    parts = ["\n".join(lines) for lines in (error_reason_lines(found, summary),) if lines]
+    parts.append("\n".join(attention_lines(found, summary.cases.total, str(run_dir))))
     return "\n\n".join(parts)
 
 

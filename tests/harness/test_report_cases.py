@@ -98,6 +98,30 @@ def test_rag_qa_report_names_the_task_error_and_the_failing_cases(tmp_path: Path
         assert not list(schema.iter_errors(row)), row["id"]
 
 
+def test_run_prints_the_cases_needing_attention_after_its_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`agentjudge run` (not --quiet) prints the error reasons and the listed cases too."""
+    suite = str(ROOT / "examples" / "rag_qa" / "agentjudge.toml")
+    code, text, _ = cli(capsys, "run", suite, "--out", str(tmp_path), "--progress", "off")
+    assert code == 0
+    assert "1x ValueError: case rag-030: the question is empty" in text
+    assert "rag-030  TASK ERROR" in text and "rag-028  FAIL" in text
+    code, text, _ = cli(
+        capsys,
+        "run",
+        suite,
+        "--out",
+        str(tmp_path),
+        "--overwrite",
+        "--progress",
+        "off",
+        "--cases",
+        "0",
+    )
+    assert "cases needing attention" not in text and "result: PASSED" in text
+
+
 # --------------------------------------------------------------------------- severity
 def row(case_id: str, verdict: str | None, *statuses: str, error: str | None = None) -> dict:
     results = [
