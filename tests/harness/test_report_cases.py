@@ -283,3 +283,37 @@ def test_baseline_block_lists_judge_flips_with_reasons(tmp_path: Path) -> None:
     assert summary.baseline.flipped[0].after_reason is not None
     text = format_summary(summary)
     assert "exact pass -> not pass: 1" in text and "before: same" in text
+
+
+# --------------------------------------------------------------------------- secrets
+async def test_an_api_key_echoed_by_the_provider_never_reaches_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An LLM judge whose provider echoes the key in a 401: report, --case and --json show
+    [REDACTED] (the client's redaction) and the traceback holds no message at all."""
+    from agentjudge.judges import LLMJudge
+    from agentjudge.models import OpenAIChat
+    from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
+
+    key = "sk-live-0123456789abcdef"
+    (tmp_path / "data.jsonl").write_text('{"id": "q1", "input": "x"}\n')
+    echo = FakeResponse(status=401, text=f"Incorrect API key provided: {key}.")
+    async with (
+        FakeModelServer(echo) as server,
+        OpenAIChat("m", base_url=server.base_url, api_key=key) as model,
+    ):
+        await run_suite(
+            Suite(dataset=tmp_path / "data.jsonl", allow_errors=True),
+            out=tmp_path / "out",
+            task=lambda case: "answer",
+            judges=LLMJudge("graded", model, "{{output}}"),
+        )
+    out = str(tmp_path / "out")
+    text = render_report(out)
+    assert "graded: 1 of 1 judgment errored (every one)" in text
+    assert "1x ModelHTTPError: openai:m: HTTP 401" in text
+    for args in (["--case", "q1"], ["--json"], ["--case", "q1", "--json"]):
+        code, printed, _ = cli(capsys, "report", out, *args)
+        assert code == 0 and "[REDACTED]" in printed
+        assert key not in printed
+    assert key not in text
