@@ -265,13 +265,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _case_count(text: str) -> int | None:  # --cases: a whole number >= 0, or all (None)
+    if text.strip().lower() == "all":
+        return None
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 or 'all', got {text!r}")
+    return int(text)
+
+
 def _add_cases_flag(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--cases N``: a whole number >= 0, or ``all`` (None)."""
     from agentjudge.harness._cases import DEFAULT_CASES
 
     parser.add_argument(
         "--cases",
-        type=lambda text: None if text.strip().lower() == "all" else _non_negative_int(text),
+        type=_case_count,
         default=DEFAULT_CASES,
         metavar="N",
         help=f"{what} (default {DEFAULT_CASES}; 0: none, 'all': every one)",

@@ -235,6 +235,10 @@ def test_report_json_and_case_flags(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert json.loads(text)["id"] == "b"
     code, _, err = cli(capsys, "report", str(out), "--case", "bb")
     assert code == 2 and "no case 'bb'" in err and "did you mean 'b'" in err
+    with pytest.raises(SystemExit) as usage:
+        main(["report", str(out), "--cases", "-1"])
+    assert usage.value.code == 2
+    assert "expected a whole number >= 0 or 'all', got '-1'" in capsys.readouterr().err
 
 
 def test_schema_results_includes_the_traceback_fields(capsys: pytest.CaptureFixture[str]) -> None:
