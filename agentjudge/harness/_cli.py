@@ -26,10 +26,18 @@ import re
 import signal
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from agentjudge.harness._cli_args import (
+    case_count,
+    fraction,
+    int_at_least,
+    non_negative_int,
+    positive_int,
+    seconds,
+)
 from agentjudge.harness._formats import DATASET_FORMATS
 from agentjudge.harness._text import did_you_mean
 
@@ -43,43 +51,6 @@ EXIT_ABORTED = 3
 _SUITE_FILE = "agentjudge.toml"
 THREAD_GRACE = 1.0
 """Seconds `exit_now` lets other threads finish before it ends the process without them."""
-
-
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-_positive_int = _int_at_least(1)
-_non_negative_int = _int_at_least(0)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return value
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
-    return value
 
 
 _INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
@@ -141,17 +112,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", metavar="MODULE:FUNC", help="the task, or openai:<model>")
     run.add_argument("--task-url", metavar="URL", help="base URL of the OpenAI-compatible endpoint")
     run.add_argument("--judges", metavar="MODULE:ATTR", help="judge, list, dict, Jury or Cascade")
-    run.add_argument("--concurrency", type=_positive_int, metavar="N", help="cases in flight")
+    run.add_argument("--concurrency", type=positive_int, metavar="N", help="cases in flight")
     run.add_argument(
         "--workers",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="worker processes running cases (default 1: this process)",
     )
-    run.add_argument("--task-timeout", type=_seconds, metavar="S", help="seconds per case")
-    run.add_argument(
-        "--judge-timeout", type=_seconds, metavar="S", help="seconds per judge attempt"
-    )
+    run.add_argument("--task-timeout", type=seconds, metavar="S", help="seconds per case")
+    run.add_argument("--judge-timeout", type=seconds, metavar="S", help="seconds per judge attempt")
     run.add_argument("--out", metavar="DIR", help="output folder (default .agentjudge/<suite>)")
     mode = run.add_mutually_exclusive_group()
     mode.add_argument(
@@ -171,13 +140,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--baseline", metavar="SUMMARY", help="a previous run's summary.json")
     run.add_argument(
         "--max-regression",
-        type=_fraction,
+        type=fraction,
         metavar="X",
         help="fail when a judge's mean drops by more than X against the baseline",
     )
     run.add_argument(
         "--max-flips",
-        type=_non_negative_int,
+        type=non_negative_int,
         metavar="N",
         help="fail when more than N cases flipped from pass against the baseline",
     )
@@ -202,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --batch (implied): send a request that expired or errored in a batch once "
         "more online instead of making its judgment ERROR",
     )
-    run.add_argument("--limit", type=_non_negative_int, metavar="N", help="first N cases only")
+    run.add_argument("--limit", type=non_negative_int, metavar="N", help="first N cases only")
     run.add_argument("--seed", type=int, metavar="N", help="seed for sampling and bootstrap")
     run.add_argument(
         "--progress",
@@ -212,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--progress-interval",
-        type=_seconds,
+        type=seconds,
         default=5.0,
         metavar="S",
         help="seconds between plain progress lines (default 5)",
@@ -265,20 +234,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _case_count(text: str) -> int | None:  # --cases: a whole number >= 0, or all (None)
-    if text.strip().lower() == "all":
-        return None
-    if not text.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0 or 'all', got {text!r}")
-    return int(text)
-
-
 def _add_cases_flag(parser: argparse.ArgumentParser, what: str) -> None:
     from agentjudge.harness._cases import DEFAULT_CASES
 
     parser.add_argument(
         "--cases",
-        type=_case_count,
+        type=case_count,
         default=DEFAULT_CASES,
         metavar="N",
         help=f"{what} (default {DEFAULT_CASES}; 0: none, 'all': every one)",
@@ -323,10 +284,10 @@ def _add_calibrate_command(sub: Any) -> None:
     calibrate.add_argument("--delta", type=float, required=True, help="tolerated failure odds")
     calibrate.add_argument("--out", metavar="FILE", help="default RUN_DIR/thresholds.json")
     calibrate.add_argument(
-        "--min-support", type=_positive_int, default=30, metavar="N", help="(default 30)"
+        "--min-support", type=positive_int, default=30, metavar="N", help="(default 30)"
     )
     calibrate.add_argument(
-        "--grid", type=_int_at_least(2), default=5000, metavar="G", help="(default 5000)"
+        "--grid", type=int_at_least(2), default=5000, metavar="G", help="(default 5000)"
     )
     calibrate.add_argument(
         "--untested",
@@ -347,7 +308,7 @@ def _add_calibrate_command(sub: Any) -> None:
 def _add_cost_flags(run: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--max-cost",
-        type=_fraction,
+        type=fraction,
         metavar="USD",
         help="stop starting judge model calls once this many US dollars would be exceeded "
         "(refused judgments are ERROR BudgetExhausted; exit 3; --resume continues)",
