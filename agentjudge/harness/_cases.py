@@ -210,7 +210,7 @@ class _Reasons:
 
     @staticmethod
     def _add(counter: Counter[str], reason: str) -> None:
-        reason = " ".join(reason.split())[:REASON_CHARS] or "(no reason given)"
+        reason = _reason(reason) or "(no reason given)"
         if reason in counter or len(counter) < MAX_REASONS:
             counter[reason] += 1
         else:
@@ -261,7 +261,9 @@ def failing_cases(
     if limit is None:
         chosen = sorted(found, key=lambda item: item[:2])
     elif limit <= 0:
-        chosen = [item for item in found if False]  # counted, none kept
+        chosen = []
+        for _ in found:  # counted, none kept
+            pass
     else:
         chosen = heapq.nsmallest(limit, found, key=lambda item: item[:2])
     out.total = sum(counts.values())
