@@ -323,5 +323,5 @@ def test_compare_reports_flips_per_judge_and_exits_0(tmp_path: Path) -> None:
     assert "flipped pass -> not pass (A -> B): 0" in lines
     assert any(line.split() == ["picky", "4", "0", "4"] for line in lines)
     assert any(line.split() == ["yes", "0", "0", "0"] for line in lines)
-    assert "  q3: fail -> pass" in lines
+    assert "    q3: fail -> pass" in lines  # under "  picky not pass -> pass: 4"
     assert render_compare(project / "base", project / "new") == proc.stdout.rstrip("\n")
