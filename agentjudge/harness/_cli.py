@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from agentjudge.harness._cli_args import (
-    case_count,
+    add_cases_flag,
     fraction,
     int_at_least,
     non_negative_int,
@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="print no summary table, only warnings, errors and the output files "
         "(`agentjudge report OUT` prints the report)",
     )
-    _add_cases_flag(run, "cases needing attention printed after the table (and flips listed)")
+    add_cases_flag(run, "cases needing attention printed after the table (and flips listed)")
     _add_calibration_flags(run)
 
     report = sub.add_parser(
@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--baseline", metavar="DIR", help="with --html: compare with this earlier run"
     )
-    _add_cases_flag(report, "cases needing attention to list")
+    add_cases_flag(report, "cases needing attention to list")
     report.add_argument(
         "--case", metavar="ID", help="print one case in full (input, output, every judgment)"
     )
@@ -222,7 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare = sub.add_parser("compare", help="per-judge deltas and flipped cases of two runs")
     compare.add_argument("a", metavar="A", help="the first run folder (or its summary.json)")
     compare.add_argument("b", metavar="B", help="the second run folder (or its summary.json)")
-    _add_cases_flag(compare, "changed cases to list per list, with the reasons before and after")
+    add_cases_flag(compare, "changed cases to list per list, with the reasons before and after")
 
     schema = sub.add_parser("schema", help="print the JSON schema of a dataset row")
     schema.add_argument(
@@ -232,18 +232,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_calibrate_command(sub)
     return parser
-
-
-def _add_cases_flag(parser: argparse.ArgumentParser, what: str) -> None:
-    from agentjudge.harness._cases import DEFAULT_CASES
-
-    parser.add_argument(
-        "--cases",
-        type=case_count,
-        default=DEFAULT_CASES,
-        metavar="N",
-        help=f"{what} (default {DEFAULT_CASES}; 0: none, 'all': every one)",
-    )
 
 
 def _version() -> str:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-__all__ = ["case_count", "fraction", "int_at_least", "non_negative_int", "positive_int", "seconds"]
+from agentjudge.harness._cases import DEFAULT_CASES
+
+__all__ = [
+    "add_cases_flag",
+    "case_count",
+    "fraction",
+    "int_at_least",
+    "non_negative_int",
+    "positive_int",
+    "seconds",
+]
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
@@ -56,3 +66,14 @@ def case_count(text: str) -> int | None:
     if not text.strip().isdigit():
         raise argparse.ArgumentTypeError(f"expected a whole number >= 0 or 'all', got {text!r}")
     return int(text)
+
+
+def add_cases_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--cases N`` (default `DEFAULT_CASES`; ``all``: None) to a command."""
+    parser.add_argument(
+        "--cases",
+        type=case_count,
+        default=DEFAULT_CASES,
+        metavar="N",
+        help=f"{what} (default {DEFAULT_CASES}; 0: none, 'all': every one)",
+    )
