@@ -13,7 +13,7 @@ finished them. Judges that were not sampled are left out.
 
 One pass over the rows, memory bounded by ``limit``: only the selected rows are kept (plus, per
 judge, at most `MAX_REASONS` distinct error reasons). The terminal report, ``report --json``
-and the HTML report all read this.
+and ``run`` read this; the HTML report can (one order everywhere).
 """
 
 from __future__ import annotations
