@@ -439,7 +439,8 @@ class HTTPModelClient:
             nonlocal queued
             session = self._session.get()
             started = anyio.current_time()
-            async with session.limiter:
+            await session.take_slot()
+            try:
                 control = session.controller if self.adaptive else None
                 begun = await self._admit(control) if control is not None else started
                 try:
@@ -452,6 +453,8 @@ class HTTPModelClient:
                 queued += waited
                 add_queued(waited)  # waiting for capacity is queueing, not the judge's work
                 return await self._exchange(content, headers, session, control, begun, lease)
+            finally:
+                session.limiter.release()
 
         async def attempt() -> _Reply:
             nonlocal throttled
