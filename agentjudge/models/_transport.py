@@ -339,6 +339,16 @@ class AiohttpPoster(Poster):
                 proxy=self._proxy(url),
                 allow_redirects=False,
             ) as response:
+                declared = _declared_length(response.headers)
+                # a known, allowed length of plain bytes (a compressed body may inflate past
+                # the cap): one read instead of a chunk loop
+                if (
+                    declared is not None
+                    and declared <= max_bytes
+                    and "content-encoding" not in response.headers
+                ):
+                    body = await response.read()
+                    return Response(response.status, response.headers, body, False, declared)
                 return await _read_capped(
                     response.status,
                     response.headers,
