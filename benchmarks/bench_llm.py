@@ -9,8 +9,8 @@ W4: 1,000 chat calls at concurrency 100 to a fake provider answering after 20 ms
     same run; rounds alternate which tree goes first, and medians are reported (the machine is
     shared). Targets: `OpenAIChat` <= 1.15x raw aiohttp, both judges <= 1.35x.
 
-Imports: ``import agentjudge`` and ``agentjudge --help`` wall time, this tree and the baseline,
-    interleaved, medians (``--imports`` runs only this).
+Imports: ``import agentjudge`` and ``python -m agentjudge --help`` wall time, this tree and the
+    baseline, interleaved, medians of 10 (``--imports`` runs only this).
 
 Transports (``--transports``): in one process, raw aiohttp against raw httpx (default and
     httpx-aiohttp transports) and `OpenAIChat` on each transport it can build.
@@ -648,6 +648,9 @@ async def main(args: argparse.Namespace) -> None:
         await transports(total, 100, rounds=rounds, slow=slow, everything=args.all)
         return
     baseline = args.baseline_ref or None
+    if args.imports:
+        await anyio.to_thread.run_sync(import_times, 3 if args.quick else 10, baseline)
+        return
     if not args.jury:
         await anyio.to_thread.run_sync(w4, total, args.rounds or (1 if args.quick else 5), baseline)
     if args.w4:
@@ -668,6 +671,7 @@ def _arguments() -> argparse.Namespace:
         help="git ref whose package W4 and the import times also measure ('' for none)",
     )
     parser.add_argument("--w4", action="store_true", help="only W4")
+    parser.add_argument("--imports", action="store_true", help="only the import / --help times")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # W4's provider
     parser.add_argument(
         "--transports", action="store_true", help="only the in-process transport comparison"
