@@ -259,8 +259,12 @@ def import_times(rounds: int, baseline_ref: str | None) -> None:
             for name, tree in trees.items() if r % 2 else reversed(trees.items()):
                 for label, args in commands.items():
                     start = time.perf_counter()
-                    subprocess.run(
-                        [sys.executable, *args], env=_on_path(tree), capture_output=True, check=True
+                    subprocess.run(  # cwd: ``-c`` and ``-m`` put it first on sys.path
+                        [sys.executable, *args],
+                        env=_on_path(tree),
+                        cwd=tree,
+                        capture_output=True,
+                        check=True,
                     )
                     if r:
                         times.setdefault((name, label), []).append(time.perf_counter() - start)
