@@ -98,7 +98,7 @@ W4_LABELS = {
     "chat": "`OpenAIChat.complete`",
     "plain": "`LLMJudge` through an `Evaluator`",
     "structured": "`LLMJudge(output_model=...)` through an `Evaluator`",
-    "jury": "`Jury` of 3 `LLMJudge`s (333 cases, 999 calls)",
+    "jury": "`Jury` of 3 `LLMJudge`s (a third as many cases, as many calls)",
 }
 
 
