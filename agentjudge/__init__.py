@@ -10,64 +10,43 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from agentjudge.core import (
-    CaseResult,
-    Check,
-    Context,
-    ExecutionStatus,
-    JudgeResult,
-    Judgment,
-    Message,
-    Status,
-    TierAttempt,
-    TierPolicy,
-    ToolCall,
-    Verdict,
-)
-from agentjudge.engine import (
-    BackgroundEvaluator,
-    Budget,
-    BudgetExhausted,
-    Cascade,
-    EvaluationHandle,
-    Evaluator,
-    Jury,
-    OnlineResult,
-    RetryPolicy,
-    Tier,
-)
-from agentjudge.exceptions import (
-    AgentJudgeError,
-    DatasetError,
-    EvaluationCancelled,
-    ModelError,
-    ModelHTTPError,
-    ModelResponseError,
-    RetryableError,
-    TemplateError,
-)
-from agentjudge.judging import (
-    FunctionJudge,
-    Judge,
-    JudgeKind,
-    all_of,
-    any_of,
-    judge,
-    judge_name,
-    named,
-)
-from agentjudge.voting import (
-    Average,
-    Consensus,
-    ErrorPolicy,
-    Majority,
-    Median,
-    TiePolicy,
-    VotingStrategy,
-    WeightedAverage,
-)
-
 if TYPE_CHECKING:
+    from agentjudge.core import (
+        CaseResult,
+        Check,
+        Context,
+        ExecutionStatus,
+        JudgeResult,
+        Judgment,
+        Message,
+        Status,
+        TierAttempt,
+        TierPolicy,
+        ToolCall,
+        Verdict,
+    )
+    from agentjudge.engine import (
+        BackgroundEvaluator,
+        Budget,
+        BudgetExhausted,
+        Cascade,
+        EvaluationHandle,
+        Evaluator,
+        Jury,
+        OnlineResult,
+        RetryPolicy,
+        Tier,
+    )
+    from agentjudge.exceptions import (
+        AgentJudgeError,
+        DatasetError,
+        EvaluationCancelled,
+        ModelError,
+        ModelHTTPError,
+        ModelResponseError,
+        RetryableError,
+        TemplateError,
+    )
     from agentjudge.harness import Case, TaskOutput
     from agentjudge.judges import (
         BuildSuccess,
@@ -109,6 +88,16 @@ if TYPE_CHECKING:
         refusal_correctness,
         route_accuracy,
     )
+    from agentjudge.judging import (
+        FunctionJudge,
+        Judge,
+        JudgeKind,
+        all_of,
+        any_of,
+        judge,
+        judge_name,
+        named,
+    )
     from agentjudge.models import (
         AnthropicMessages,
         ModelClient,
@@ -121,68 +110,161 @@ if TYPE_CHECKING:
         Usage,
         model_from_string,
     )
+    from agentjudge.voting import (
+        Average,
+        Consensus,
+        ErrorPolicy,
+        Majority,
+        Median,
+        TiePolicy,
+        VotingStrategy,
+        WeightedAverage,
+    )
 
 __version__ = "0.1.0"
 
-# Judges, model clients and the harness import httpx and friends: load them on first access so that
-# `import agentjudge` stays light (PEP 562).
-_LAZY: dict[str, str] = {
-    "PromptTemplate": "agentjudge.judges",
-    "MissingPolicy": "agentjudge.judges",
-    "LabelClassifier": "agentjudge.judges",
-    "LLMJudge": "agentjudge.judges",
-    "PairwiseJudge": "agentjudge.judges",
-    "LogprobConfidence": "agentjudge.judges",
-    "SelfConsistency": "agentjudge.judges",
-    "SimulatedAnnotators": "agentjudge.judges",
-    "ReplayJudge": "agentjudge.judges",
-    "CorrectnessJudge": "agentjudge.judges",
-    "FaithfulnessJudge": "agentjudge.judges",
-    "ContextualRelevanceJudge": "agentjudge.judges",
-    "HallucinationJudge": "agentjudge.judges",
-    "Runner": "agentjudge.judges",
-    "RunnerResult": "agentjudge.judges",
-    "ScoreJudge": "agentjudge.judges",
-    "FileExists": "agentjudge.judges",
-    "FileContent": "agentjudge.judges",
-    "MatchMode": "agentjudge.judges",
-    "SupersetDiff": "agentjudge.judges",
-    "CommandJudge": "agentjudge.judges",
-    "BuildSuccess": "agentjudge.judges",
-    "ClassVersionJudge": "agentjudge.judges",
-    "PycVersionJudge": "agentjudge.judges",
-    "CoveragePreservation": "agentjudge.judges",
-    "CoverageImprovement": "agentjudge.judges",
-    "CoverageMetrics": "agentjudge.judges",
-    "FileComparison": "agentjudge.judges",
-    "CitationPrecision": "agentjudge.judges",
-    "CitationRecall": "agentjudge.judges",
-    "RouteAccuracy": "agentjudge.judges",
-    "RefusalCorrectness": "agentjudge.judges",
-    "RefusalPolicy": "agentjudge.judges",
-    "TrajectoryMatch": "agentjudge.judges",
-    "citation_precision": "agentjudge.judges",
-    "citation_recall": "agentjudge.judges",
-    "route_accuracy": "agentjudge.judges",
-    "refusal_correctness": "agentjudge.judges",
-    "ModelClient": "agentjudge.models",
-    "ModelRequest": "agentjudge.models",
-    "ModelResponse": "agentjudge.models",
-    "Usage": "agentjudge.models",
-    "OpenAIChat": "agentjudge.models",
-    "AnthropicMessages": "agentjudge.models",
-    "RateLimit": "agentjudge.models",
-    "SqliteCache": "agentjudge.models",
-    "PriceTable": "agentjudge.models",
-    "model_from_string": "agentjudge.models",
-    "Case": "agentjudge.harness",
-    "TaskOutput": "agentjudge.harness",
+# Nothing is imported until a name is used (PEP 562): `import agentjudge` and the command line
+# stay light, and a name loads only its own subpackage (the judges and model clients bring httpx,
+# aiohttp and jsonschema; the values bring pydantic).
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "agentjudge.core": (
+        "CaseResult",
+        "Check",
+        "Context",
+        "ExecutionStatus",
+        "JudgeResult",
+        "Judgment",
+        "Message",
+        "Status",
+        "TierAttempt",
+        "TierPolicy",
+        "ToolCall",
+        "Verdict",
+    ),
+    "agentjudge.engine": (
+        "BackgroundEvaluator",
+        "Budget",
+        "BudgetExhausted",
+        "Cascade",
+        "EvaluationHandle",
+        "Evaluator",
+        "Jury",
+        "OnlineResult",
+        "RetryPolicy",
+        "Tier",
+    ),
+    "agentjudge.exceptions": (
+        "AgentJudgeError",
+        "DatasetError",
+        "EvaluationCancelled",
+        "ModelError",
+        "ModelHTTPError",
+        "ModelResponseError",
+        "RetryableError",
+        "TemplateError",
+    ),
+    "agentjudge.judging": (
+        "FunctionJudge",
+        "Judge",
+        "JudgeKind",
+        "all_of",
+        "any_of",
+        "judge",
+        "judge_name",
+        "named",
+    ),
+    "agentjudge.voting": (
+        "Average",
+        "Consensus",
+        "ErrorPolicy",
+        "Majority",
+        "Median",
+        "TiePolicy",
+        "VotingStrategy",
+        "WeightedAverage",
+    ),
+    "agentjudge.harness": (
+        "Case",
+        "TaskOutput",
+    ),
+    "agentjudge.judges": (
+        "BuildSuccess",
+        "CitationPrecision",
+        "CitationRecall",
+        "ClassVersionJudge",
+        "CommandJudge",
+        "ContextualRelevanceJudge",
+        "CorrectnessJudge",
+        "CoverageImprovement",
+        "CoverageMetrics",
+        "CoveragePreservation",
+        "FaithfulnessJudge",
+        "FileComparison",
+        "FileContent",
+        "FileExists",
+        "HallucinationJudge",
+        "LabelClassifier",
+        "LLMJudge",
+        "LogprobConfidence",
+        "MatchMode",
+        "MissingPolicy",
+        "PairwiseJudge",
+        "PromptTemplate",
+        "PycVersionJudge",
+        "RefusalCorrectness",
+        "RefusalPolicy",
+        "ReplayJudge",
+        "RouteAccuracy",
+        "Runner",
+        "RunnerResult",
+        "ScoreJudge",
+        "SelfConsistency",
+        "SimulatedAnnotators",
+        "SupersetDiff",
+        "TrajectoryMatch",
+        "citation_precision",
+        "citation_recall",
+        "refusal_correctness",
+        "route_accuracy",
+    ),
+    "agentjudge.models": (
+        "AnthropicMessages",
+        "ModelClient",
+        "ModelRequest",
+        "ModelResponse",
+        "OpenAIChat",
+        "PriceTable",
+        "RateLimit",
+        "SqliteCache",
+        "Usage",
+        "model_from_string",
+    ),
 }
+_LAZY: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
+_SUBPACKAGES = frozenset(
+    {
+        "agreement",
+        "bridges",
+        "calibration",
+        "core",
+        "engine",
+        "exceptions",
+        "harness",
+        "judges",
+        "judging",
+        "models",
+        "pairwise",
+        "testing",
+        "voting",
+    }
+)
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
+        if name in _SUBPACKAGES:  # `import agentjudge; agentjudge.core.Context` keeps working
+            return importlib.import_module(f"agentjudge.{name}")
         raise AttributeError(f"module 'agentjudge' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value

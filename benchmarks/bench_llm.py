@@ -1,11 +1,19 @@
 """LLM client benchmarks against FakeModelServer on loopback (prints one JSON line per result).
 
-W4: 1,000 chat requests at concurrency 100 to a server answering after 20 ms, through
-    - raw aiohttp POSTs (the reference),
-    - raw httpx with its default transport, and with the httpx-aiohttp transport,
-    - `OpenAIChat` on the transports it can build (`default_transport` picks the fastest),
-    - an `LLMJudge` through an `Evaluator` (when the engine and judges are importable).
-    Target: the client and the judge within 2.0x of raw aiohttp, measured in the same run.
+W4: 1,000 chat calls at concurrency 100 to a fake provider answering after 20 ms, running in
+    a SEPARATE process (`--serve`), measured by `_w4_worker.py` in a fresh process per tree and
+    round: raw aiohttp POSTs (the reference), `OpenAIChat.complete`, a plain `LLMJudge` and a
+    structured ``LLMJudge(output_model=...)`` through an `Evaluator`, and a 3-judge `Jury`
+    (the same number of calls). The same workload runs on the previous commit's package
+    (``--baseline-ref``, default ``HEAD~1``, checked out with `git worktree` under /tmp) in the
+    same run; rounds alternate which tree goes first, and medians are reported (the machine is
+    shared). Targets: `OpenAIChat` <= 1.15x raw aiohttp, both judges <= 1.35x.
+
+Imports: ``import agentjudge`` and ``python -m agentjudge --help`` wall time, this tree and the
+    baseline, interleaved, medians of 10 (``--imports`` runs only this).
+
+Transports (``--transports``): in one process, raw aiohttp against raw httpx (default and
+    httpx-aiohttp transports) and `OpenAIChat` on each transport it can build.
 
 429: a jury of 3 LLM judges (3 clients sharing one RateLimit) over 300 cases while the server
     answers 429 with ``retry-after-ms: 200`` on 20% of calls. Target: zero ERROR results and never
@@ -19,20 +27,26 @@ W6: 1,000 LLM-judge calls through an `Evaluator` (max_concurrency=100) against a
     controller's trace (window, rate, served and 429 per second) is printed as a table.
     promptfoo runs against the same server in ``benchmarks/bench_w6_promptfoo.py``.
 
-Run: ``uv run python benchmarks/bench_llm.py`` (about 30-50 s; ``--quick`` for a smoke run,
-``--all`` adds `OpenAIChat` on httpx's default transport, ~12 s more; ``--w6`` runs only W6,
-about 2 minutes; ``--jury`` only the 429 jury).
+Run: ``uv run python benchmarks/bench_llm.py`` (W4, imports and the 429 jury, about 2 minutes;
+``--quick`` for a smoke run; ``--rounds N`` W4 rounds (5); ``--w4`` only W4; ``--transports``
+the transport comparison (``--all`` adds `OpenAIChat` on httpx's default transport, ~12 s more);
+``--w6`` runs only W6, about 2 minutes; ``--jury`` only the 429 jury).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -73,12 +87,200 @@ async def pool(total: int, concurrency: int, call: Callable[[int], Awaitable[Non
     return time.perf_counter() - start
 
 
-# -- W4 ------------------------------------------------------------------------------------------
+# -- W4: the LLM path against raw aiohttp and the previous commit, provider in another process ---
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+W4_VARIANTS = ("raw_aiohttp", "chat", "plain", "structured", "jury")
+W4_TARGETS = {"chat": 1.15, "plain": 1.35, "structured": 1.35}
+W4_LABELS = {
+    "raw_aiohttp": "raw aiohttp (reference)",
+    "chat": "`OpenAIChat.complete`",
+    "plain": "`LLMJudge` through an `Evaluator`",
+    "structured": "`LLMJudge(output_model=...)` through an `Evaluator`",
+    "jury": "`Jury` of 3 `LLMJudge`s (a third as many cases, as many calls)",
+}
+
+
+def _answer(body: Any) -> FakeResponse:
+    """The W4 provider: a JSON grade for structured requests, else a YES verdict."""
+    if isinstance(body, dict) and "response_format" in body:
+        return FakeResponse(json={"passed": True, "reasoning": "matches"}, latency=LATENCY)
+    return FakeResponse(text=ANSWER, latency=LATENCY)
+
+
+async def serve() -> None:
+    """``--serve``: run the W4 provider, print its base URL, serve until ended."""
+    async with FakeModelServer(_answer) as server:
+        print(server.base_url, flush=True)
+        await anyio.sleep_forever()
+
+
+@contextlib.contextmanager
+def provider_process() -> Iterator[str]:
+    """The W4 provider in its own process (so its CPU is not the client's); yields its URL."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--serve"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        yield server.stdout.readline().strip()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def baseline_tree(ref: str) -> Iterator[tuple[str, Path]]:
+    """``ref`` checked out (detached `git worktree`) under /tmp; removed afterwards."""
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", ref],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    path = Path(tempfile.mkdtemp(prefix="agentjudge-baseline-")) / sha
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(path), sha],
+        check=True,
+    )
+    try:
+        yield sha, path
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False
+        )
+
+
+def _on_path(tree: Path) -> dict[str, str]:
+    """The environment that makes ``tree``'s agentjudge the one imported."""
+    return dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(tree), os.environ.get("PYTHONPATH", "")])
+    )
+
+
+def _worker(tree: Path, base_url: str, total: int, variants: list[str]) -> dict[str, Any]:
+    """Run `_w4_worker.py` once on ``tree``: its line (wall and CPU seconds) per variant."""
+    command = [sys.executable, str(HERE / "_w4_worker.py"), "--base-url", base_url]
+    command += ["--requests", str(total), "--concurrency", "100", "--variants", ",".join(variants)]
+    done = subprocess.run(
+        command, env=_on_path(tree), capture_output=True, text=True, timeout=900, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"W4 worker on {tree} failed:\n{done.stderr[-3000:]}")
+    got: dict[str, list[dict[str, Any]]] = {}
+    for line in done.stdout.splitlines():
+        row = json.loads(line)
+        assert Path(row["package"]).is_relative_to(tree), (row["package"], tree)
+        got.setdefault(row["variant"], []).append(row)
+    # the reference runs first and last in each process: its mean is this process's unit
+    return {
+        variant: {
+            "wall_s": statistics.mean(r["wall_s"] for r in rows),
+            "cpu_s": statistics.mean(r["cpu_s"] for r in rows),
+        }
+        for variant, rows in got.items()
+    }
+
+
+Samples = dict[tuple[str, str], list[float]]
+
+
+def w4(total: int, rounds: int, baseline_ref: str | None) -> None:
+    """W4 on this tree and ``baseline_ref``'s, interleaved; medians and ratios."""
+    with contextlib.ExitStack() as stack:
+        trees = {"current": ROOT}
+        if baseline_ref:
+            sha, path = stack.enter_context(baseline_tree(baseline_ref))
+            trees[f"baseline {sha}"] = path
+        base_url = stack.enter_context(provider_process())
+        samples: dict[str, Samples] = {"wall": {}, "ratio": {}, "cpu": {}}
+        for r in range(rounds):
+            order = list(trees.items()) if r % 2 == 0 else list(reversed(trees.items()))
+            variants = list(W4_VARIANTS[1:])
+            variants = variants[r % len(variants) :] + variants[: r % len(variants)]
+            for name, tree in order:
+                got = _worker(tree, base_url, total, ["raw_aiohttp", *variants, "raw_aiohttp"])
+                raw = got["raw_aiohttp"]["wall_s"]
+                for variant, timing in got.items():
+                    samples["wall"].setdefault((name, variant), []).append(timing["wall_s"])
+                    samples["ratio"].setdefault((name, variant), []).append(timing["wall_s"] / raw)
+                    samples["cpu"].setdefault((name, variant), []).append(timing["cpu_s"])
+                walls = {k: round(v["wall_s"], 3) for k, v in got.items()}
+                emit(bench="W4", round=r + 1, tree=name, wall_s=walls)
+    _w4_report(list(trees), samples, total, rounds)
+
+
+def _w4_report(trees: list[str], samples: dict[str, Samples], total: int, rounds: int) -> None:
+    median = statistics.median
+    print(f"# W4: {total} calls at concurrency 100, 20 ms provider, medians of {rounds} rounds")
+    print("# | variant | " + " | ".join(f"{t}: wall, vs raw aiohttp, CPU/call" for t in trees))
+    for variant in W4_VARIANTS:
+        cells = []
+        for tree in trees:
+            calls = total - total % 3 if variant == "jury" else total
+            wall = median(samples["wall"][(tree, variant)])
+            ratio = median(samples["ratio"][(tree, variant)])
+            cpu_ms = median(samples["cpu"][(tree, variant)]) / calls * 1000
+            cells.append(f"{wall:.3f} s | {ratio:.2f} | {cpu_ms:.2f} ms")
+            emit(
+                bench="W4",
+                tree=tree,
+                variant=variant,
+                calls=calls,
+                median_wall_s=round(wall, 3),
+                median_ratio_vs_raw_aiohttp=round(ratio, 2),
+                median_cpu_ms_per_call=round(cpu_ms, 3),
+                rounds=rounds,
+            )
+        print(f"# | {W4_LABELS[variant]} | " + " | ".join(cells) + " |")
+    for variant, limit in W4_TARGETS.items():
+        ratio = median(samples["ratio"][("current", variant)])
+        emit(
+            bench="W4",
+            target=f"{variant} <= {limit}x raw aiohttp",
+            ratio=round(ratio, 2),
+            met=ratio <= limit if rounds > 1 else None,  # one round is too noisy to judge
+        )
+
+
+def import_times(rounds: int, baseline_ref: str | None) -> None:
+    """Wall time of ``import agentjudge`` and ``agentjudge --help`` per tree (medians)."""
+    commands = {
+        "import agentjudge": ["-c", "import agentjudge"],
+        "agentjudge --help": ["-m", "agentjudge", "--help"],
+    }
+    with contextlib.ExitStack() as stack:
+        trees = {"current": ROOT}
+        if baseline_ref:
+            sha, path = stack.enter_context(baseline_tree(baseline_ref))
+            trees[f"baseline {sha}"] = path
+        times: Samples = {}
+        for r in range(rounds + 1):  # round 0 writes the bytecode caches and is not counted
+            for name, tree in trees.items() if r % 2 else reversed(trees.items()):
+                for label, args in commands.items():
+                    start = time.perf_counter()
+                    subprocess.run(  # cwd: ``-c`` and ``-m`` put it first on sys.path
+                        [sys.executable, *args],
+                        env=_on_path(tree),
+                        cwd=tree,
+                        capture_output=True,
+                        check=True,
+                    )
+                    if r:
+                        times.setdefault((name, label), []).append(time.perf_counter() - start)
+    for (name, label), spent in times.items():
+        median = round(statistics.median(spent), 3)
+        emit(bench="imports", tree=name, command=label, median_wall_s=median, rounds=rounds)
+
+
+# -- transports: raw aiohttp vs raw httpx vs OpenAIChat on each transport, one process ---------
 
 Call = Callable[[int], Awaitable[None]]
 
 
-async def w4(total: int, concurrency: int, rounds: int, slow: bool, everything: bool) -> None:  # noqa: C901 - one long measurement sequence
+async def transports(  # noqa: C901 - one long measurement sequence
+    total: int, concurrency: int, rounds: int, slow: bool, everything: bool
+) -> None:
     """Fast variants run interleaved for ``rounds`` rounds (best wall time kept, since other
     processes share the machine); httpx's default transport runs once, at the end."""
     async with FakeModelServer(FakeResponse(text=ANSWER, latency=LATENCY)) as server:
@@ -148,7 +350,7 @@ async def w4(total: int, concurrency: int, rounds: int, slow: bool, everything: 
     reference = best["raw_aiohttp"][0]
     for label, (wall, cpu) in best.items():
         emit(
-            bench="W4",
+            bench="transports",
             variant=label,
             requests=total,
             concurrency=concurrency,
@@ -161,7 +363,7 @@ async def w4(total: int, concurrency: int, rounds: int, slow: bool, everything: 
         if label in best and rounds > 1:  # one small round (--quick) is too noisy to judge
             ratio = best[label][0] / reference
             emit(
-                bench="W4",
+                bench="transports",
                 target=f"{label} <= 2.0x raw aiohttp",
                 ratio=round(ratio, 2),
                 met=ratio <= 2.0,
@@ -173,7 +375,7 @@ async def w4_evaluator(base_url: str, total: int, concurrency: int) -> float | N
         from agentjudge.engine import Evaluator
         from agentjudge.judges import LLMJudge
     except ImportError as exc:  # the engine / judges are built by other issues
-        emit(bench="W4", variant="LLMJudge+Evaluator", skipped=f"not importable: {exc}")
+        emit(bench="transports", variant="LLMJudge+Evaluator", skipped=f"not importable: {exc}")
         return None
     async with OpenAIChat(
         "judge", base_url=base_url, api_key="test", max_concurrency=concurrency
@@ -441,28 +643,45 @@ async def main(args: argparse.Namespace) -> None:
         default_transport=default_transport(),
     )
     total = args.requests or (200 if args.quick else 1_000)
-    if args.jury:
-        await jury_429(60 if args.quick else 300, rpm=200, period=1.0, seed=5)
-        return
     if args.w6 or args.w6_only:
         await w6(total, args.w6_only)
         return
-    await w4(
-        total,
-        100,
-        rounds=1 if args.quick else 3,
-        slow=not (args.quick or args.skip_httpx),
-        everything=args.all,
-    )
+    if args.transports:
+        slow = not (args.quick or args.skip_httpx)
+        rounds = 1 if args.quick else 3
+        await transports(total, 100, rounds=rounds, slow=slow, everything=args.all)
+        return
+    baseline = args.baseline_ref or None
+    if args.imports:
+        await anyio.to_thread.run_sync(import_times, 3 if args.quick else 10, baseline)
+        return
+    if not args.jury:
+        await anyio.to_thread.run_sync(w4, total, args.rounds or (1 if args.quick else 5), baseline)
+    if args.w4:
+        return
+    if not args.jury:
+        await anyio.to_thread.run_sync(import_times, 3 if args.quick else 10, baseline)
     await jury_429(60 if args.quick else 300, rpm=200, period=1.0, seed=5)
 
 
-if __name__ == "__main__":
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, skip httpx default")
     parser.add_argument("--requests", type=int, default=0, help="W4 request count (1,000)")
+    parser.add_argument("--rounds", type=int, default=0, help="W4 rounds (5; --quick: 1)")
     parser.add_argument(
-        "--all", action="store_true", help="also run OpenAIChat on httpx's default transport"
+        "--baseline-ref",
+        default="HEAD~1",
+        help="git ref whose package W4 and the import times also measure ('' for none)",
+    )
+    parser.add_argument("--w4", action="store_true", help="only W4")
+    parser.add_argument("--imports", action="store_true", help="only the import / --help times")
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # W4's provider
+    parser.add_argument(
+        "--transports", action="store_true", help="only the in-process transport comparison"
+    )
+    parser.add_argument(
+        "--all", action="store_true", help="with --transports: OpenAIChat on httpx's default"
     )
     parser.add_argument(
         "--skip-httpx", action="store_true", help="skip the slow httpx default-transport runs"
@@ -474,4 +693,9 @@ if __name__ == "__main__":
         choices=["requests", "no-headers", "tokens", "halving", "naive"],
         help="only this W6 scenario",
     )
-    anyio.run(main, parser.parse_args())
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    arguments = _arguments()
+    anyio.run(serve if arguments.serve else lambda: main(arguments))

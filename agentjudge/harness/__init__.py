@@ -20,29 +20,57 @@ modules.
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from agentjudge.harness._baseline import load_summary
-from agentjudge.harness._case import Case, TaskOutput
-from agentjudge.harness._dataset import Dataset
-from agentjudge.harness._report import render_compare, render_report
-from agentjudge.harness._results import ResultsError, iter_rows
-from agentjudge.harness._run import RunAborted, RunConfigError, run_suite
-from agentjudge.harness._suite import Suite, load_suite
-from agentjudge.harness._summary import (
-    BaselineJudge,
-    BaselineOutcome,
-    CasesSummary,
-    DatasetInfo,
-    FlippedCase,
-    GateOutcome,
-    JudgeSummary,
-    RunSummary,
-)
-from agentjudge.harness._telemetry import Telemetry
-
 if TYPE_CHECKING:
+    from agentjudge.harness._baseline import load_summary
+    from agentjudge.harness._case import Case, TaskOutput
+    from agentjudge.harness._dataset import Dataset
     from agentjudge.harness._http_task import ModelTask
+    from agentjudge.harness._report import render_compare, render_report
+    from agentjudge.harness._results import ResultsError, iter_rows
+    from agentjudge.harness._run import RunAborted, RunConfigError, run_suite
+    from agentjudge.harness._suite import Suite, load_suite
+    from agentjudge.harness._summary import (
+        BaselineJudge,
+        BaselineOutcome,
+        CasesSummary,
+        DatasetInfo,
+        FlippedCase,
+        GateOutcome,
+        JudgeSummary,
+        RunSummary,
+    )
+    from agentjudge.harness._telemetry import Telemetry
+
+# Loaded on first use (PEP 562), so the command line starts without pydantic models, httpx or
+# jsonschema: `agentjudge --help` imports none of them.
+_LAZY: dict[str, str] = {
+    "load_summary": "agentjudge.harness._baseline",
+    "Case": "agentjudge.harness._case",
+    "TaskOutput": "agentjudge.harness._case",
+    "Dataset": "agentjudge.harness._dataset",
+    "render_compare": "agentjudge.harness._report",
+    "render_report": "agentjudge.harness._report",
+    "ResultsError": "agentjudge.harness._results",
+    "iter_rows": "agentjudge.harness._results",
+    "RunAborted": "agentjudge.harness._run",
+    "RunConfigError": "agentjudge.harness._run",
+    "run_suite": "agentjudge.harness._run",
+    "Suite": "agentjudge.harness._suite",
+    "load_suite": "agentjudge.harness._suite",
+    "BaselineJudge": "agentjudge.harness._summary",
+    "BaselineOutcome": "agentjudge.harness._summary",
+    "CasesSummary": "agentjudge.harness._summary",
+    "DatasetInfo": "agentjudge.harness._summary",
+    "FlippedCase": "agentjudge.harness._summary",
+    "GateOutcome": "agentjudge.harness._summary",
+    "JudgeSummary": "agentjudge.harness._summary",
+    "RunSummary": "agentjudge.harness._summary",
+    "Telemetry": "agentjudge.harness._telemetry",
+    "ModelTask": "agentjudge.harness._http_task",
+}
 
 __all__ = [
     "BaselineJudge",
@@ -72,9 +100,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # ModelTask needs agentjudge.models (httpx): imported on first use, not with the CLI.
-    if name == "ModelTask":
-        from agentjudge.harness._http_task import ModelTask
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
-        return ModelTask
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

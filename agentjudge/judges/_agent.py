@@ -14,9 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
-
-from jsonschema.protocols import Validator
+from typing import TYPE_CHECKING, Any
 
 from agentjudge.core import Check, Context, Judgment, Message, ToolCall, thaw
 from agentjudge.judges._paths import DeterministicJudge
@@ -37,6 +35,9 @@ __all__ = [
     "ToolSelection",
     "tool_steps",
 ]
+
+if TYPE_CHECKING:  # jsonschema loads with the first compiled schema
+    from jsonschema.protocols import Validator
 
 
 def tool_steps(messages: Sequence[Message]) -> list[tuple[str, ...]]:

@@ -197,6 +197,7 @@ class AdaptiveController:
         self._min_latency = math.inf
         self._lock = anyio.Lock()
         self._changed = anyio.Event()
+        self._waiting = False
 
     def __repr__(self) -> str:
         rate = "unpaced" if self.rate is None else f"{self.rate:.1f}/s"
@@ -215,6 +216,10 @@ class AdaptiveController:
         """
         if self.paused_until >= deadline:
             self._check_pause(anyio.current_time(), deadline)
+        if not self._lock.locked():  # nobody queued ahead: free capacity costs no loop trip
+            now = anyio.current_time()
+            if self._wait_needed(now) <= 0:
+                return self._take(now)
         async with self._lock:
             while True:
                 now = anyio.current_time()
@@ -223,8 +228,12 @@ class AdaptiveController:
                     return self._take(now)
                 self._check_pause(now, deadline)
                 changed = self._changed
-                with anyio.move_on_after(wait):
-                    await changed.wait()
+                self._waiting = True
+                try:
+                    with anyio.move_on_after(wait):
+                        await changed.wait()
+                finally:
+                    self._waiting = False
 
     def _check_pause(self, now: float, deadline: float) -> None:
         if self.paused_until > now and self.paused_until >= deadline:
@@ -251,8 +260,9 @@ class AdaptiveController:
     def _release(self) -> None:
         self.in_flight -= 1
         self._record()
-        event, self._changed = self._changed, anyio.Event()
-        event.set()
+        if self._waiting:  # only the lock holder waits for a release: wake it
+            event, self._changed = self._changed, anyio.Event()
+            event.set()
 
     def _record(self) -> None:
         self.trace.append(

@@ -125,9 +125,14 @@ def _excerpt(text: str) -> str:
     return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."
 
 
+_LEAVES = (str, int, float, type(None))
+
+
 def _plain(value: Any) -> Any:
     """Mappings and sequences as plain dicts and lists (for json.dumps)."""
-    if isinstance(value, Mapping):
+    if isinstance(value, _LEAVES):  # most of a schema; far cheaper than the Mapping ABC check
+        return value
+    if isinstance(value, dict | Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
@@ -372,7 +377,7 @@ class HTTPModelClient:
         gate = spend_gate.get()  # a Budget's, inside an Evaluator attempt; None without one
         for _ in range(rounds):
             body = self._body(request, messages, plain_schema)
-            estimate = self._estimate(request, messages)
+            estimate = self._estimate(request, messages, plain_schema)
             if gate is None:
                 reply, made, waited = await self._send(body, estimate)
             else:
@@ -420,10 +425,13 @@ class HTTPModelClient:
         allowance = self._output_allowance(request)
         return Pricing(self.name, self.model, tuple(messages), schema, allowance, seen_by(self))
 
-    def _estimate(self, request: ModelRequest, messages: list[Message]) -> int:
+    def _estimate(
+        self, request: ModelRequest, messages: list[Message], plain_schema: Any = None
+    ) -> int:
         chars = sum(len(m.content) for m in messages)
         if request.response_schema is not None:
-            chars += len(json.dumps(_plain(request.response_schema)))
+            schema = _plain(request.response_schema) if plain_schema is None else plain_schema
+            chars += len(json.dumps(schema))
         return chars // 4 + (self._output_allowance(request) or _DEFAULT_OUTPUT_ESTIMATE)
 
     def _output_allowance(self, request: ModelRequest) -> int | None:
@@ -439,7 +447,8 @@ class HTTPModelClient:
             nonlocal queued
             session = self._session.get()
             started = anyio.current_time()
-            async with session.limiter:
+            await session.take_slot()
+            try:
                 control = session.controller if self.adaptive else None
                 begun = await self._admit(control) if control is not None else started
                 try:
@@ -452,6 +461,8 @@ class HTTPModelClient:
                 queued += waited
                 add_queued(waited)  # waiting for capacity is queueing, not the judge's work
                 return await self._exchange(content, headers, session, control, begun, lease)
+            finally:
+                session.limiter.release()
 
         async def attempt() -> _Reply:
             nonlocal throttled

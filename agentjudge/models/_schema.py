@@ -4,7 +4,8 @@ Validation is `jsonschema`'s (the full specification: ``pattern``, ``multipleOf`
 ``uniqueItems``, ``prefixItems``, formats are not asserted). The dialect is the schema's
 ``$schema`` when it names one, else Draft 2020-12 (what pydantic generates). Two house rules sit
 on top: numbers must be finite (``NaN``/``Infinity`` are never a ``number`` or ``integer``), and
-booleans are never numbers (already true in JSON schema).
+booleans are never numbers (already true in JSON schema). `jsonschema` is imported on first
+use, so judges and the command line start without it.
 """
 
 from __future__ import annotations
@@ -15,12 +16,10 @@ import math
 import re
 from collections.abc import Mapping
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
-from referencing.exceptions import Unresolvable
+if TYPE_CHECKING:  # jsonschema is imported on first use: judges and the CLI start without it
+    from jsonschema.protocols import Validator
 
 __all__ = [
     "SchemaViolation",
@@ -74,6 +73,8 @@ def schema_errors(value: Any, schema: Mapping[str, Any]) -> list[str]:
 
 def validator_errors(validator: Validator, value: Any) -> list[str]:
     """Every way ``value`` breaks a `compiled_schema` (at most a few), as `schema_errors`."""
+    from referencing.exceptions import Unresolvable
+
     try:
         found = list(islice(validator.iter_errors(value), _MAX_ERRORS))
     except Unresolvable as exc:
@@ -121,6 +122,9 @@ def compiled_schema(schema: Mapping[str, Any], what: str = "response_schema") ->
 @functools.lru_cache(maxsize=256)
 def _compiled(key: str, what: str) -> Validator:
     """The validator for one canonical schema text (bounded cache: 256 schemas)."""
+    from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import SchemaError
+
     schema = json.loads(key)
     base = validators.validator_for(schema, default=Draft202012Validator)
     try:

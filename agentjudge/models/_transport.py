@@ -339,6 +339,16 @@ class AiohttpPoster(Poster):
                 proxy=self._proxy(url),
                 allow_redirects=False,
             ) as response:
+                declared = _declared_length(response.headers)
+                # a known, allowed length of plain bytes (a compressed body may inflate past
+                # the cap): one read instead of a chunk loop
+                if (
+                    declared is not None
+                    and declared <= max_bytes
+                    and "content-encoding" not in response.headers
+                ):
+                    body = await response.read()
+                    return Response(response.status, response.headers, body, False, declared)
                 return await _read_capped(
                     response.status,
                     response.headers,
@@ -381,6 +391,17 @@ class Session:
         self.poster = poster
         self.limiter = anyio.CapacityLimiter(max_concurrency)
         self.controller = AdaptiveController(max_concurrency)
+
+    async def take_slot(self) -> None:
+        """Take one of the ``max_concurrency`` slots; give it back with ``limiter.release()``.
+
+        A free slot (nobody queued) is taken at once, without the limiter's two trips through
+        the event loop: a request suspends soon enough when it is sent.
+        """
+        try:
+            self.limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await self.limiter.acquire()
 
     async def aclose(self) -> None:
         """Close the connections this session opened (an injected client stays open)."""

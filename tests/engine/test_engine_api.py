@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
@@ -405,3 +406,34 @@ async def test_evaluator_leaves_limiters_idle_after_normal_runs() -> None:
         for h in [evaluator.submit(input=i) for i in range(4)]:
             await h
     assert idle(evaluator, "r")
+
+
+async def test_run_hands_over_finished_cases_without_a_loop_trip_each() -> None:
+    """Cases already finished are handed to the reader at once, not one per event-loop pass.
+
+    Taking one finished case per pass made 100 concurrent LLM-judge cases wait on each other:
+    the evaluator ran ~20 calls in flight instead of 100 (issue 19.11).
+    """
+    gate = anyio.Event()
+
+    async def held(ctx: Context) -> Judgment:
+        await gate.wait()
+        return Judgment.passed("done")
+
+    async def open_gate() -> None:
+        await anyio.wait_all_tasks_blocked()
+        gate.set()
+
+    passes: list[int] = []
+    loop = asyncio.get_running_loop()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(open_gate)
+        cases = Evaluator(held).run([Context(input=i) for i in range(20)], concurrency=20)
+        async with cases:
+            await anext(cases)
+            await anyio.wait_all_tasks_blocked()  # the other 19 wait to hand their case over
+            loop.call_soon(passes.append, 1)  # runs on the next pass through the loop
+            before_a_pass = 0
+            async for _ in cases:
+                before_a_pass += not passes
+    assert before_a_pass == 19

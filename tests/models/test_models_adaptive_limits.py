@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
+
+import anyio
 
 from agentjudge import Evaluator, Status
 from agentjudge.core import Context
@@ -53,3 +56,42 @@ async def test_random_429s_do_not_spiral_the_rate_down() -> None:
     assert all(r.status is Status.PASS for r in results)
     # once the refusals are known as noise, the window is back near the concurrency used
     assert controller.window >= 8
+
+
+async def test_free_capacity_is_admitted_without_a_trip_through_the_loop() -> None:
+    """A request with capacity free and nobody queued is admitted at once (issue 19.11).
+
+    Every admission went through the controller's lock, one per pass through the event loop:
+    100 concurrent LLM-judge calls waited ~0.3 s each to be admitted.
+    """
+    control = AdaptiveController(100, initial=100)
+    passes: list[int] = []
+    asyncio.get_running_loop().call_soon(passes.append, 1)
+    for _ in range(50):
+        await control.admit()
+    assert passes == []
+    assert control.in_flight == 50
+
+
+async def test_a_newcomer_queues_behind_a_request_waiting_for_capacity() -> None:
+    """With the window full, later requests wait in arrival order: none jumps the queue."""
+    control = AdaptiveController(1, initial=1)
+    await control.admit()
+    order: list[str] = []
+
+    async def request(name: str) -> None:
+        await control.admit()
+        order.append(name)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(request, "first")
+        await anyio.wait_all_tasks_blocked()
+        tg.start_soon(request, "second")
+        await anyio.wait_all_tasks_blocked()
+        assert order == []
+        control.finished()  # frees the one slot: the first waiter takes it
+        await anyio.wait_all_tasks_blocked()
+        assert order == ["first"]
+        control.finished()
+    assert order == ["first", "second"]
+    assert control.in_flight == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -19,6 +20,7 @@ from agentjudge.models import (
     default_transport,
 )
 from agentjudge.models._schema import schema_errors
+from agentjudge.models._transport import Poster, Session
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
 SCORE_SCHEMA: dict[str, Any] = {
@@ -345,6 +347,32 @@ async def test_max_concurrency_caps_requests_in_flight() -> None:
             tg.start_soon(model.complete, ask())
     assert len(server.requests) == 12
     assert peak == 3
+
+
+async def test_a_free_concurrency_slot_is_taken_without_a_trip_through_the_loop() -> None:
+    """A free slot costs no pass through the event loop; a taken one is waited for (19.11).
+
+    The limiter's two checkpoints per request were part of the client's per-call cost.
+    """
+    session = Session(Poster(), max_concurrency=1)
+    passes: list[int] = []
+    asyncio.get_running_loop().call_soon(passes.append, 1)
+    await session.take_slot()
+    assert passes == []
+    second = anyio.Event()
+
+    async def waiter() -> None:
+        await session.take_slot()
+        second.set()
+        session.limiter.release()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waiter)
+        await anyio.wait_all_tasks_blocked()
+        assert not second.is_set()  # max_concurrency=1 still holds
+        session.limiter.release()
+        await second.wait()
+    await session.aclose()
 
 
 async def test_queued_s_counts_waiting_for_a_slot() -> None:

@@ -112,3 +112,52 @@ async def test_pattern_violation_makes_the_client_ask_again() -> None:
     assert response.parsed == {"label": "PASS"}
     assert len(server.requests) == 2
     assert "does not match" in server.requests[1]["messages"][-1]["content"]
+
+
+async def test_each_schema_is_checked_and_compiled_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many structured answers to one schema check it against the metaschema once (issue 19.11).
+
+    Each check and validator build cost ~4 ms of CPU, paid on every response before the cache.
+    """
+    from jsonschema import Draft202012Validator
+
+    checked: list[object] = []
+    original = Draft202012Validator.check_schema.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type, schema: Any, *args: Any, **kwargs: Any) -> None:
+        checked.append(schema)
+        original(cls, schema, *args, **kwargs)
+
+    monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(counting))
+    # a schema no other test uses, so the per-process cache starts without it
+    schema = {"type": "object", "properties": {"cache_probe_19_11": {"type": "integer"}}}
+    async with (
+        FakeModelServer(FakeResponse(json={"cache_probe_19_11": 1})) as server,
+        OpenAIChat("gpt-x", base_url=server.base_url) as model,
+    ):
+        for i in range(5):
+            same = {"properties": dict(schema["properties"]), "type": "object"}  # new, equal
+            request = ModelRequest(
+                messages=(Message(role="user", content="Grade."),),
+                response_schema=same,
+                sample_index=i,
+            )
+            assert (await model.complete(request)).parsed == {"cache_probe_19_11": 1}
+    assert len(checked) == 1
+
+
+def test_a_changed_schema_is_compiled_afresh() -> None:
+    """The cache is keyed by the schema's content: an edited schema enforces its new rules."""
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    assert schema_errors({"n": "x"}, schema) != []
+    schema["properties"]["n"]["type"] = "string"
+    assert schema_errors({"n": "x"}, schema) == []
+    assert schema_errors({"n": 1}, schema) != []
+
+
+def test_an_invalid_schema_stays_an_error_on_every_call() -> None:
+    """A schema refused by the metaschema is refused each time, never cached as valid."""
+    schema = {"type": "object", "properties": {"n": {"type": "decimal"}}}
+    for _ in range(2):
+        with pytest.raises(ValueError, match="not a valid"):
+            schema_errors({}, schema)
