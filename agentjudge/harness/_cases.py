@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from agentjudge.harness._cli_args import DEFAULT_CASES
+
 __all__ = [
     "DEFAULT_CASES",
     "KINDS",
@@ -40,8 +42,6 @@ __all__ = [
     "row_tags",
 ]
 
-DEFAULT_CASES = 10
-"""Cases a report lists unless told otherwise (``--cases N``)."""
 MAX_REASONS = 1000
 """Distinct error reasons counted per judge; later new reasons count as `OTHER_REASONS`."""
 OTHER_REASONS = "(other reasons)"

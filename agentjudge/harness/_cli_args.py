@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from agentjudge.harness._cases import DEFAULT_CASES
-
 __all__ = [
+    "DEFAULT_CASES",
     "add_cases_flag",
     "case_count",
     "fraction",
@@ -16,6 +15,10 @@ __all__ = [
     "positive_int",
     "seconds",
 ]
+
+DEFAULT_CASES = 10
+"""Cases a report lists unless told otherwise (``--cases N``); defined here, with the flag, so
+the command line's parser loads without the report's models (`agentjudge --help` stays light)."""
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
