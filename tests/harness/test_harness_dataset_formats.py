@@ -314,7 +314,8 @@ def test_a_csv_run_resumes_and_warns_when_the_file_changed(tmp_path: Path) -> No
     again = anyio.run(
         lambda: run_suite(suite.with_overrides(limit=10), out=tmp_path / "o", resume=True)
     )
-    assert [row["id"] for row in iter_rows(tmp_path / "o" / "results.jsonl")] == ["a", "b", "c"]
+    ids = [row["id"] for row in iter_rows(tmp_path / "o" / "results.jsonl")]
+    assert ids[0] == "a" and sorted(ids) == ["a", "b", "c"]  # rows land as cases finish
     assert again.judges["exact"].counts["pass"] == 2
     assert any("another version of the dataset" in w for w in again.warnings)
 
