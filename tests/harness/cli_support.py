@@ -1,19 +1,113 @@
-"""Run the real ``agentjudge`` CLI in a subprocess, for harness tests."""
+"""Run the real ``agentjudge`` CLI in its own process, for harness tests.
+
+Each call is a separate process running the program's entry point (`agentjudge.harness._cli.cli`:
+its own pid, signals, exit code, stdout and stderr), forked from a ``multiprocessing``
+forkserver that imported the CLI once. Starting ``python -m agentjudge`` costs about 0.4 s of
+CPU in imports and the harness tests start hundreds of runs; a fork from the preloaded server
+costs a few milliseconds. What differs from ``python -m agentjudge`` is only how the process
+started: the working directory is put first on ``sys.path`` as ``-m`` does, the environment
+is the given one, stdin is empty. The program as started from a shell is still tested as
+such (README commands, ``test_calibrate_command_as_a_program``, the kill and signal tests).
+"""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import anyio
+
+__all__ = ["cli", "cli_async", "start_cli"]
+
+TIMEOUT = 60.0
+"""Seconds a run may take before it is killed (a bound for a hang, as before)."""
+
+_PRELOAD = [
+    "agentjudge.harness._cli",
+    "agentjudge.harness._run",
+    "agentjudge.harness._report",
+    "agentjudge.models._openai",
+    "agentjudge.models._anthropic",
+]
+_context: Any = None
 
 
-def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m agentjudge ARGS`` in ``cwd`` (a 60 s bound for a hang), output captured."""
-    return subprocess.run(
-        [sys.executable, "-m", "agentjudge", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+def _forkserver() -> Any:
+    global _context
+    if _context is None:
+        _context = multiprocessing.get_context("forkserver")
+        _context.set_forkserver_preload(_PRELOAD)
+    return _context
+
+
+def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str) -> None:
+    """The child: become ``python -m agentjudge ARGS`` in ``cwd`` and run the entry point."""
+    os.chdir(cwd)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.path.insert(0, cwd)
+    sys.argv = ["agentjudge", *args]
+    for fd, path in ((1, out), (2, err)):
+        handle = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.dup2(handle, fd)
+        os.close(handle)
+    from agentjudge.harness._cli import cli as program
+
+    program()
+
+
+class CliRun:
+    """A started CLI process: wait for it, then read its exit code and output."""
+
+    def __init__(self, cwd: Path, args: tuple[str, ...], env: Mapping[str, str] | None) -> None:
+        self.args = ["agentjudge", *args]
+        folder = tempfile.mkdtemp(prefix="cli-")
+        self._out, self._err = os.path.join(folder, "out"), os.path.join(folder, "err")
+        for path in (self._out, self._err):
+            Path(path).touch()
+        environment = dict(os.environ if env is None else env)
+        self.process = _forkserver().Process(
+            target=_main,
+            args=(str(Path(cwd).resolve()), list(args), environment, self._out, self._err),
+        )
+        self.process.start()
+
+    def wait(self, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """Join the process (killed past ``timeout``) and collect what it wrote."""
+        self.process.join(timeout)
+        if self.process.exitcode is None:
+            self.process.kill()
+            self.process.join()
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        out = Path(self._out).read_text(encoding="utf-8", errors="replace")
+        err = Path(self._err).read_text(encoding="utf-8", errors="replace")
+        for path in (self._out, self._err):
+            os.unlink(path)
+        os.rmdir(os.path.dirname(self._out))
+        return subprocess.CompletedProcess(self.args, self.process.exitcode, out, err)
+
+
+def start_cli(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> CliRun:
+    """Start ``agentjudge ARGS`` in ``cwd`` (with ``env``, else this process's environment)."""
+    return CliRun(cwd, args, env)
+
+
+def cli(
+    cwd: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``agentjudge ARGS`` in ``cwd`` in its own process (a 60 s bound for a hang)."""
+    return start_cli(cwd, *args, env=env).wait()
+
+
+async def cli_async(
+    cwd: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`cli` without blocking the event loop (for tests that serve a fake model meanwhile)."""
+    run = start_cli(cwd, *args, env=env)
+    return await anyio.to_thread.run_sync(run.wait)

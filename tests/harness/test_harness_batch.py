@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from cli_support import cli_async
 
 from agentjudge.harness import RunConfigError, Suite, iter_rows, run_suite
 from agentjudge.harness._suite import load_suite
@@ -96,10 +97,8 @@ def _env(server: FakeModelServer) -> dict[str, str]:
 
 
 async def _cli(project: Path, server: FakeModelServer, *args: str) -> tuple[int, str]:
-    command = [sys.executable, "-m", "agentjudge", "run", "--progress", "off", *args]
-    with anyio.fail_after(60):  # generous bound: each run takes a few seconds
-        proc = await anyio.run_process(command, cwd=project, env=_env(server), check=False)
-    return proc.returncode, proc.stderr.decode()
+    proc = await cli_async(project, "run", "--progress", "off", *args, env=_env(server))
+    return proc.returncode, proc.stderr
 
 
 TIMING = {"duration_s", "queued_s"}

@@ -1,15 +1,13 @@
-"""The real `agentjudge` entry point in a subprocess: exit codes, messages, resume, reports."""
+"""The real `agentjudge` entry point in its own process: exit codes, messages, resume, reports."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
-from cli_support import cli
+from cli_support import CliRun, cli, start_cli
 
 TASK = """
 import os, signal
@@ -168,33 +166,23 @@ def make_project(folder: Path) -> Path:
 def exit2_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int, str]]:
     """Run every exit-2 scenario at once; map scenario id -> (folder, exit code, stderr)."""
     root = tmp_path_factory.mktemp("exit2")
-    procs: dict[str, tuple[Path, subprocess.Popen[str]]] = {}
+    procs: dict[str, tuple[Path, CliRun]] = {}
     for i, (data, _) in enumerate(BAD_ROWS):
         folder = make_project(root / f"rows{i}")
         (folder / "data.jsonl").write_text(data, encoding="utf-8")
-        procs[f"rows{i}"] = (folder, spawn(folder, "run", "--out", "out"))
+        procs[f"rows{i}"] = (folder, start_cli(folder, "run", "--out", "out"))
     for i, (args, suite, _) in enumerate(BAD_CONFIG):
         folder = make_project(root / f"config{i}")
         if suite is None:
             (folder / "agentjudge.toml").unlink()
         else:
             (folder / "agentjudge.toml").write_text(suite, encoding="utf-8")
-        procs[f"config{i}"] = (folder, spawn(folder, "run", "--out", "out", *args))
+        procs[f"config{i}"] = (folder, start_cli(folder, "run", "--out", "out", *args))
     results = {}
     for key, (folder, proc) in procs.items():
-        _, stderr = proc.communicate(timeout=120)
-        results[key] = (folder, proc.returncode, stderr)
+        done = proc.wait(timeout=120)
+        results[key] = (folder, done.returncode, done.stderr)
     return results
-
-
-def spawn(cwd: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentjudge", *args],
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 @pytest.mark.parametrize("index", range(len(BAD_ROWS)))

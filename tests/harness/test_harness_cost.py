@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+from cli_support import cli_async
 
 from agentjudge.harness import iter_rows
 from agentjudge.harness._gates import parse_gate
@@ -82,11 +81,9 @@ def _env(url: str) -> dict[str, str]:
 
 
 async def cli(project: Path, url: str, *args: str) -> tuple[int, str, str]:
-    """Run ``python -m agentjudge ARGS`` in ``project``: (exit code, stdout, stderr)."""
-    command = [sys.executable, "-m", "agentjudge", *args]
-    with anyio.fail_after(60):  # generous bound: each run takes about a second
-        proc = await anyio.run_process(command, cwd=project, env=_env(url), check=False)
-    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+    """Run ``agentjudge ARGS`` in ``project`` in its own process: (exit code, stdout, stderr)."""
+    proc = await cli_async(project, *args, env=_env(url))
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def summary(project: Path) -> dict[str, Any]:
