@@ -182,7 +182,10 @@ class BatchMode:
         self.warnings: list[str] = []
         taken: set[str] = set()
         for client in clients:
-            if not isinstance(client, OpenAIChat | AnthropicMessages):
+            batchable = isinstance(client, AnthropicMessages) or (
+                isinstance(client, OpenAIChat) and client.supports_batch
+            )
+            if not batchable:
                 name = getattr(client, "name", type(client).__name__)
                 self.warnings.append(
                     f"batch mode: model client {name!r} ({type(client).__name__}) has no "

@@ -32,21 +32,26 @@ from agentjudge.models._types import (
 
 if TYPE_CHECKING:
     from agentjudge.models._anthropic import AnthropicMessages
+    from agentjudge.models._azure import AzureOpenAIChat
     from agentjudge.models._batch import BatchCollector
+    from agentjudge.models._compatible import OpenAICompatible
     from agentjudge.models._http import ResponseTooLarge, default_transport
     from agentjudge.models._openai import OpenAIChat
     from agentjudge.models._options import DEFAULT_MAX_RESPONSE_BYTES, ClientOptions
-    from agentjudge.models._registry import known_providers, model_from_string
+    from agentjudge.models._registry import OpenAIPreset, known_providers, model_from_string
 
 # Names whose modules import httpx / aiohttp: loaded on first access.
 _LAZY: dict[str, str] = {
     "AnthropicMessages": "agentjudge.models._anthropic",
+    "AzureOpenAIChat": "agentjudge.models._azure",
     "BatchCollector": "agentjudge.models._batch",
     "ClientOptions": "agentjudge.models._options",
     "DEFAULT_MAX_RESPONSE_BYTES": "agentjudge.models._options",
     "ResponseTooLarge": "agentjudge.models._http",
     "default_transport": "agentjudge.models._http",
     "OpenAIChat": "agentjudge.models._openai",
+    "OpenAICompatible": "agentjudge.models._compatible",
+    "OpenAIPreset": "agentjudge.models._registry",
     "known_providers": "agentjudge.models._registry",
     "model_from_string": "agentjudge.models._registry",
 }
@@ -68,6 +73,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "AnthropicMessages",
+    "AzureOpenAIChat",
     "BatchCollector",
     "ClientOptions",
     "ModelClient",
@@ -78,6 +84,8 @@ __all__ = [
     "ModelResponse",
     "ModelResponseError",
     "OpenAIChat",
+    "OpenAICompatible",
+    "OpenAIPreset",
     "PriceTable",
     "RateLimit",
     "ResponseTooLarge",

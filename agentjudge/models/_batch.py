@@ -162,7 +162,8 @@ class BatchCollector:
             more through ``client`` instead of failing it.
 
     Raises:
-        TypeError: ``client`` is not an `OpenAIChat` or `AnthropicMessages`.
+        TypeError: ``client`` is not an `OpenAIChat` or `AnthropicMessages`, or its provider
+            has no batch API (``supports_batch`` is False: Azure, most presets).
         ValueError: A bad number, or a ``state_path`` that is not a state file of this client
             (on entering the context; the message names the file and the field).
     """
@@ -182,6 +183,11 @@ class BatchCollector:
         if not isinstance(client, OpenAIChat | AnthropicMessages):
             raise TypeError(
                 f"BatchCollector wraps an OpenAIChat or AnthropicMessages, got {client!r}"
+            )
+        if isinstance(client, OpenAIChat) and not client.supports_batch:
+            raise TypeError(
+                f"{client.name}: this provider has no batch API agentjudge can use "
+                "(see docs/how-to/providers.md); run without --batch"
             )
         _positive("max_batch_size", max_batch_size, integer=True)
         _positive("linger", linger)

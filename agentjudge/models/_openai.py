@@ -63,6 +63,11 @@ class OpenAIChat(HTTPModelClient):
         super().__init__(model, **options)
         self.strict_schema = strict_schema
 
+    @property
+    def supports_batch(self) -> bool:
+        """The server speaks the OpenAI Batch API at ``base_url`` (`BatchCollector` can use it)."""
+        return True
+
     def _auth_headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 

@@ -1,52 +1,175 @@
-"""The provider registry: which ``"<provider>:<model>"`` prefixes name which client class.
+"""The provider registry: which ``"<provider>:<model>"`` prefixes name which client.
 
-`model_from_string` and the harness (``task = "openai:<model>"``) both read `PROVIDERS`, so a
+`model_from_string` and the harness (``task = "openai:<model>"``) both read the registry, so a
 provider added here is known everywhere at once, and an unknown one is refused with the same
 message everywhere (naming the known providers), never tried as a Python module.
+
+A provider is one of:
+
+- a client class (an `HTTPModelClient` subclass), or ``"module:Class"`` naming one, imported on
+  first use so that naming the providers (the harness asks for every task reference) does not
+  load the HTTP stack;
+- an `OpenAIPreset`: an OpenAI-compatible server that differs from OpenAI only by its base URL
+  and API-key variable (Groq, Mistral, Ollama...), served by `OpenAICompatible`.
+
+Third-party packages add providers through the ``agentjudge.providers`` entry-point group: the
+entry's name is the prefix, its object a client class or an `OpenAIPreset`. Built-in prefixes
+win over an entry point of the same name.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from agentjudge.models._http import HTTPModelClient
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "PROVIDERS",
+    "OpenAIPreset",
     "known_providers",
     "model_from_string",
     "provider_class",
+    "provider_factory",
     "split_model_spec",
 ]
 
-PROVIDERS: dict[str, type[HTTPModelClient] | str] = {
+ENTRY_POINT_GROUP = "agentjudge.providers"
+"""The entry-point group third-party providers register in (name: the prefix)."""
+
+
+@dataclass(frozen=True)
+class OpenAIPreset:
+    """An OpenAI-compatible provider described by data: where it lives and how it is keyed.
+
+    Args:
+        base_url: The API root the chat-completions path is appended to.
+        api_key_env: The environment variable the API key is read from (sent as a bearer
+            token when set).
+        key_required: False for servers that take no key (local ones): the client then never
+            reports a missing key.
+        batch: The server speaks the OpenAI Batch API (``/files`` + ``/batches``) at
+            ``base_url``, so `BatchCollector` (``--batch``) can use it.
+        base_url_env: The environment variable that overrides ``base_url`` (default
+            ``<PREFIX>_BASE_URL``, e.g. ``GROQ_BASE_URL``).
+    """
+
+    base_url: str
+    api_key_env: str
+    key_required: bool = True
+    batch: bool = False
+    base_url_env: str | None = None
+
+
+PROVIDERS: dict[str, type[HTTPModelClient] | OpenAIPreset | str] = {
     "openai": "agentjudge.models._openai:OpenAIChat",
     "anthropic": "agentjudge.models._anthropic:AnthropicMessages",
+    "azure": "agentjudge.models._azure:AzureOpenAIChat",
+    # hosted OpenAI-compatible APIs (base URLs as each provider documents for the OpenAI SDK)
+    "deepseek": OpenAIPreset("https://api.deepseek.com", "DEEPSEEK_API_KEY"),
+    "fireworks": OpenAIPreset("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
+    "groq": OpenAIPreset("https://api.groq.com/openai/v1", "GROQ_API_KEY", batch=True),
+    "mistral": OpenAIPreset("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+    "openrouter": OpenAIPreset("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "together": OpenAIPreset("https://api.together.ai/v1", "TOGETHER_API_KEY"),
+    "xai": OpenAIPreset("https://api.x.ai/v1", "XAI_API_KEY"),
+    # local servers: no key needed (one is sent if its variable is set, e.g. vllm --api-key)
+    "llamacpp": OpenAIPreset("http://localhost:8080/v1", "LLAMACPP_API_KEY", key_required=False),
+    "lmstudio": OpenAIPreset("http://localhost:1234/v1", "LMSTUDIO_API_KEY", key_required=False),
+    "ollama": OpenAIPreset("http://localhost:11434/v1", "OLLAMA_API_KEY", key_required=False),
+    "vllm": OpenAIPreset("http://localhost:8000/v1", "VLLM_API_KEY", key_required=False),
 }
-"""Provider prefixes (lower case) and the client class each builds: the class itself, or
-``"module:Class"``, imported on first use so that naming the providers (the harness asks for
-every task reference) does not load the HTTP stack."""
+"""Provider prefixes (lower case) and what each builds: a client class, ``"module:Class"``
+(imported on first use) or an `OpenAIPreset`."""
+
+_plugin_cache: tuple[tuple[str, ...], dict[str, importlib.metadata.EntryPoint]] | None = None
 
 
-def provider_class(provider: str) -> type[HTTPModelClient] | None:
-    """The client class registered for ``provider`` (lower case), imported now; None if unknown."""
+def _plugins() -> dict[str, importlib.metadata.EntryPoint]:
+    """The ``agentjudge.providers`` entry points installed (re-read when ``sys.path`` changes)."""
+    global _plugin_cache
+    key = tuple(sys.path)
+    if _plugin_cache is None or _plugin_cache[0] != key:
+        found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
+        _plugin_cache = (key, {ep.name.strip().lower(): ep for ep in found})
+    return _plugin_cache[1]
+
+
+def _load_plugin(provider: str, entry: importlib.metadata.EntryPoint) -> Any:
+    from agentjudge.models._http import HTTPModelClient
+
+    where = f"entry point {entry.name!r} = {entry.value!r} ({ENTRY_POINT_GROUP})"
+    try:
+        loaded = entry.load()
+    except Exception as exc:
+        raise ValueError(f"model provider {provider!r}: {where} failed to load: {exc!r}") from exc
+    if isinstance(loaded, OpenAIPreset):
+        return loaded
+    if isinstance(loaded, type) and issubclass(loaded, HTTPModelClient):
+        return loaded
+    raise ValueError(
+        f"model provider {provider!r}: {where} is {loaded!r}, "
+        "not an HTTPModelClient subclass or an OpenAIPreset"
+    )
+
+
+def _entry(provider: str) -> type[HTTPModelClient] | OpenAIPreset | None:
     entry = PROVIDERS.get(provider)
     if isinstance(entry, str):
         module, _, attr = entry.partition(":")
         entry = cast("type[HTTPModelClient]", getattr(importlib.import_module(module), attr))
         PROVIDERS[provider] = entry
+    if entry is None and provider in _plugins():
+        loaded = _load_plugin(provider, _plugins()[provider])
+        return cast("type[HTTPModelClient] | OpenAIPreset", loaded)
+    return entry
+
+
+def provider_class(provider: str) -> type[HTTPModelClient] | None:
+    """The client class registered for ``provider`` (lower case), imported now; None if unknown.
+
+    A preset's class is `OpenAICompatible` (build it with `provider_factory`, which passes the
+    preset).
+
+    Raises:
+        ValueError: An entry point of that name that fails to load or holds no provider.
+    """
+    entry = _entry(provider)
+    if isinstance(entry, OpenAIPreset):
+        from agentjudge.models._compatible import OpenAICompatible
+
+        return OpenAICompatible
+    return entry
+
+
+def provider_factory(provider: str) -> Callable[..., HTTPModelClient] | None:
+    """What builds a client of ``provider``: ``factory(model, **options)``; None if unknown.
+
+    Raises:
+        ValueError: An entry point of that name that fails to load or holds no provider.
+    """
+    entry = _entry(provider)
+    if isinstance(entry, OpenAIPreset):
+        from agentjudge.models._compatible import OpenAICompatible
+
+        return partial(OpenAICompatible, provider=provider, preset=entry)
     return entry
 
 
 def known_providers() -> tuple[str, ...]:
-    """The registered provider prefixes, sorted."""
-    return tuple(sorted(PROVIDERS))
+    """The registered provider prefixes (built-in and installed entry points), sorted."""
+    return tuple(sorted(set(PROVIDERS) | set(_plugins())))
 
 
-def split_model_spec(spec: object) -> tuple[type[HTTPModelClient], str]:
-    """The client class and the model name of ``"<provider>:<model>"``.
+def split_model_spec(spec: object) -> tuple[Callable[..., HTTPModelClient], str]:
+    """What builds the client of ``"<provider>:<model>"`` (see `provider_factory`), and the model.
 
     Only the first colon separates the provider (model ids may hold colons); the provider is
     matched case-insensitively and both parts are stripped of surrounding blanks.
@@ -55,21 +178,21 @@ def split_model_spec(spec: object) -> tuple[type[HTTPModelClient], str]:
         ValueError: Not a string, no ``provider:`` prefix, a blank model or an unknown
             provider (the message lists the known ones).
     """
-    known = ", ".join(known_providers())
     if not isinstance(spec, str):
         raise ValueError(f"a model spec must be a string like 'openai:gpt-4o-mini', got {spec!r}")
     provider, sep, model = spec.partition(":")
     if not sep or not model.strip():
         raise ValueError(
             f"model spec {spec!r} must look like '<provider>:<model>', "
-            f"e.g. 'openai:gpt-4o-mini' (providers: {known})"
+            f"e.g. 'openai:gpt-4o-mini' (providers: {', '.join(known_providers())})"
         )
-    cls = provider_class(provider.strip().lower())
-    if cls is None:
+    factory = provider_factory(provider.strip().lower())
+    if factory is None:
         raise ValueError(
-            f"unknown model provider {provider!r} in {spec!r}; known providers: {known}"
+            f"unknown model provider {provider!r} in {spec!r}; "
+            f"known providers: {', '.join(known_providers())}"
         )
-    return cls, model.strip()
+    return factory, model.strip()
 
 
 def model_from_string(spec: str, **kwargs: Any) -> HTTPModelClient:
@@ -80,9 +203,11 @@ def model_from_string(spec: str, **kwargs: Any) -> HTTPModelClient:
     Examples:
         >>> model_from_string("openai:gpt-4o-mini", api_key="sk-test").name
         'openai:gpt-4o-mini'
+        >>> model_from_string("ollama:llama3.1").base_url
+        'http://localhost:11434/v1'
 
     Raises:
         ValueError: No ``provider:`` prefix, a blank model or an unknown provider.
     """
-    cls, model = split_model_spec(spec)
-    return cls(model, **kwargs)
+    factory, model = split_model_spec(spec)
+    return factory(model, **kwargs)

@@ -1,7 +1,8 @@
 """`FakeModelServer`: a real HTTP/1.1 server on 127.0.0.1 that speaks two model APIs.
 
-It answers ``POST /v1/chat/completions`` in the OpenAI shape and ``POST /v1/messages`` in the
-Anthropic shape, so the real clients (and any other HTTP client) can be tested over loopback
+It answers ``POST /v1/chat/completions`` (and Azure OpenAI's
+``POST /openai/deployments/<name>/chat/completions``) in the OpenAI shape and
+``POST /v1/messages`` in the Anthropic shape, so the real clients (and any other HTTP client) can be tested over loopback
 without touching the network. Every response is scripted: queue `FakeResponse` objects with
 `FakeModelServer.enqueue` (served first-in first-out), or give a ``default`` that is either a
 `FakeResponse` or a callable that receives the request's JSON body and returns one.
@@ -391,7 +392,7 @@ class FakeModelServer:
         else:
             invalid_json = False
         self._received.append(ReceivedRequest(method, path, headers, data, time.monotonic()))
-        route = path.split("?", 1)[0].rstrip("/")
+        route = _AZURE_ROUTE.sub("/v1/chat/completions", path.split("?", 1)[0].rstrip("/"))
         if FakeBatches.handles(route):  # batch APIs: see _fake_batches
             return await self.batches.respond(method, route, headers, body)
         if method != "POST" or route not in ("/v1/chat/completions", "/v1/messages"):
@@ -538,6 +539,10 @@ def _openai_token(token: TokenLogprob, top: int) -> dict[str, Any]:
         **entry(token.token, token.logprob),
         "top_logprobs": [entry(t, lp) for t, lp in token.top[:top]],
     }
+
+
+_AZURE_ROUTE = re.compile(r"^/openai/deployments/[^/]+/chat/completions$")
+"""Azure OpenAI's chat path (``{endpoint}/openai/deployments/<name>/...``): OpenAI's format."""
 
 
 def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
