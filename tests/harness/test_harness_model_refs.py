@@ -27,14 +27,14 @@ def test_unknown_provider_is_a_config_error_not_a_module_import(tmp_path: Path) 
         resolve_task(suite)
     message = str(caught.value)
     assert "unknown model provider 'mistral_m14'" in message
-    assert "known providers: anthropic, openai" in message
+    assert "known providers: anthropic, azure" in message
     assert "mistral_m14" not in sys.modules
 
 
 def test_model_ids_with_colons_and_dots_are_model_references(tmp_path: Path) -> None:
-    """'ollama:llama3.1:8b' (an unknown provider) is refused naming the known providers."""
-    with pytest.raises(RunConfigError, match="known providers: anthropic, openai"):
-        resolve_task(Suite(task="ollama:llama3.1:8b", base_dir=tmp_path))
+    """'olama:llama3.1:8b' (an unknown provider) is refused naming the known providers."""
+    with pytest.raises(RunConfigError, match="known providers: anthropic, azure"):
+        resolve_task(Suite(task="olama:llama3.1:8b", base_dir=tmp_path))
 
 
 def test_provider_prefix_is_case_insensitive_as_in_model_from_string(tmp_path: Path) -> None:
@@ -76,4 +76,4 @@ def test_a_missing_task_module_mentions_the_model_providers(tmp_path: Path) -> N
         resolve_task(Suite(task="no_such_module_m14:answer", base_dir=tmp_path))
     message = str(caught.value)
     assert "cannot import module 'no_such_module_m14'" in message
-    assert "provider must be one of anthropic, openai" in message
+    assert "provider must be one of anthropic, azure, deepseek" in message

@@ -34,7 +34,7 @@ def test_model_names_may_contain_colons() -> None:
 @pytest.mark.parametrize(
     ("spec", "match"),
     [
-        ("gemini:pro", "unknown model provider 'gemini'"),
+        ("nosuch:pro", "unknown model provider 'nosuch'"),
         ("gpt-4o-mini", "must look like '<provider>:<model>'"),
         ("openai:", "must look like"),
         ("openai:   ", "must look like"),
