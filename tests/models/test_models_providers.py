@@ -104,11 +104,11 @@ async def test_a_hosted_preset_sends_its_key_and_reads_structured_output(
 ) -> None:
     """groq: GROQ_API_KEY as bearer token, base_url= override, json_schema answer parsed."""
     monkeypatch.setenv("GROQ_API_KEY", "gsk-test-123456")
-    async with FakeModelServer(FakeResponse(json={"score": 3})) as server:
-        async with model_from_string(
-            "groq:llama-3.1-8b-instant", base_url=server.base_url
-        ) as model:
-            response = await model.complete(ask(response_schema=SCHEMA))
+    async with (
+        FakeModelServer(FakeResponse(json={"score": 3})) as server,
+        model_from_string("groq:llama-3.1-8b-instant", base_url=server.base_url) as model,
+    ):
+        response = await model.complete(ask(response_schema=SCHEMA))
     assert response.parsed == {"score": 3}
     received = server.received[0]
     assert received.path == "/v1/chat/completions"
@@ -154,7 +154,7 @@ def test_a_preset_client_pickles_with_its_provider() -> None:
 def test_a_preset_client_can_be_built_directly() -> None:
     """OpenAICompatible('m', provider='vllm') uses the registry's preset; unknown ones list them."""
     assert OpenAICompatible("m", provider="vllm").base_url == "http://localhost:8000/v1"
-    with pytest.raises(ValueError, match="not an OpenAI-compatible preset.*groq"):
+    with pytest.raises(ValueError, match=r"not an OpenAI-compatible preset.*groq"):
         OpenAICompatible("m", provider="openai")
 
 
@@ -227,9 +227,7 @@ def _install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entries: str, modu
     (info / "METADATA").write_text(
         "Metadata-Version: 2.1\nName: agentjudge-plugin-demo\nVersion: 1.0\n", encoding="utf-8"
     )
-    (info / "entry_points.txt").write_text(
-        f"[agentjudge.providers]\n{entries}", encoding="utf-8"
-    )
+    (info / "entry_points.txt").write_text(f"[agentjudge.providers]\n{entries}", encoding="utf-8")
     (tmp_path / "agentjudge_plugin_demo.py").write_text(module, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(__import__("sys").modules, "agentjudge_plugin_demo", raising=False)
@@ -257,8 +255,7 @@ async def test_an_installed_entry_point_provider_works_everywhere(
     _install(
         tmp_path,
         monkeypatch,
-        "democloud = agentjudge_plugin_demo:PRESET\n"
-        "democlass = agentjudge_plugin_demo:DemoChat\n",
+        "democloud = agentjudge_plugin_demo:PRESET\ndemoclass = agentjudge_plugin_demo:DemoChat\n",
         PLUGIN,
     )
     assert {"democloud", "democlass"} <= set(known_providers())
@@ -266,12 +263,14 @@ async def test_an_installed_entry_point_provider_works_everywhere(
     assert preset_client.name == "democloud:m1"
     assert preset_client.base_url == "https://api.democloud.example/v1"
     assert preset_client.missing_key == "DEMO_CLOUD_KEY is not set"
-    async with FakeModelServer(FakeResponse(text="PASS")) as server:
-        async with model_from_string(
+    async with (
+        FakeModelServer(FakeResponse(text="PASS")) as server,
+        model_from_string(
             "democlass:m2", base_url=server.base_url, api_key="demo-123456789"
-        ) as model:
-            assert type(model).__name__ == "DemoChat"
-            response = await model.complete(ask())
+        ) as model,
+    ):
+        assert type(model).__name__ == "DemoChat"
+        response = await model.complete(ask())
     assert response.text == "PASS"
     assert model.name == "democlass:m2"
     from agentjudge.harness._run import resolve_task
@@ -295,9 +294,9 @@ def test_a_broken_entry_point_is_a_clear_error(
         "demomissing = agentjudge_plugin_demo_gone:X\n",
         PLUGIN,
     )
-    with pytest.raises(ValueError, match="demonumber.*not an HTTPModelClient subclass"):
+    with pytest.raises(ValueError, match=r"demonumber.*not an HTTPModelClient subclass"):
         model_from_string("demonumber:m")
-    with pytest.raises(ValueError, match="demomissing.*failed to load"):
+    with pytest.raises(ValueError, match=r"demomissing.*failed to load"):
         model_from_string("demomissing:m")
 
 
