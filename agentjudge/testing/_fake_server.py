@@ -5,7 +5,8 @@ It answers ``POST /v1/chat/completions`` (and Azure OpenAI's
 ``POST /v1/messages`` in the Anthropic shape, so the real clients (and any other HTTP client)
 can be tested over loopback without touching the network. Every response is scripted: queue
 `FakeResponse` objects with `FakeModelServer.enqueue` (served first-in first-out), or give a
-``default`` that is either a `FakeResponse` or a callable that receives the request's JSON body and returns one.
+``default`` that is either a `FakeResponse` or a callable that receives the request's JSON
+body and returns one.
 
 The server is built on anyio streams, keeps connections alive (HTTP/1.1) and records every
 request it receives (`FakeModelServer.requests`, `FakeModelServer.received`).
