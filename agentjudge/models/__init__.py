@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from agentjudge.models._azure import AzureOpenAIChat
     from agentjudge.models._batch import BatchCollector
     from agentjudge.models._compatible import OpenAICompatible
+    from agentjudge.models._gemini import GeminiChat
     from agentjudge.models._http import ResponseTooLarge, default_transport
     from agentjudge.models._openai import OpenAIChat
     from agentjudge.models._options import DEFAULT_MAX_RESPONSE_BYTES, ClientOptions
@@ -47,6 +48,7 @@ _LAZY: dict[str, str] = {
     "BatchCollector": "agentjudge.models._batch",
     "ClientOptions": "agentjudge.models._options",
     "DEFAULT_MAX_RESPONSE_BYTES": "agentjudge.models._options",
+    "GeminiChat": "agentjudge.models._gemini",
     "ResponseTooLarge": "agentjudge.models._http",
     "default_transport": "agentjudge.models._http",
     "OpenAIChat": "agentjudge.models._openai",
@@ -76,6 +78,7 @@ __all__ = [
     "AzureOpenAIChat",
     "BatchCollector",
     "ClientOptions",
+    "GeminiChat",
     "ModelClient",
     "ModelError",
     "ModelHTTPError",

@@ -574,7 +574,7 @@ class HTTPModelClient:
         status = response.status_code
         excerpt = self._excerpt(response)
         if status in RETRYABLE_STATUSES or status >= 500:
-            wait = parse_retry_after(response.headers)
+            wait = self._retry_after(response)
             if wait is not None and wait > self.max_retry_after:
                 wait = None  # not honoured: the policy's backoff applies
             left = _time_left()
@@ -588,6 +588,10 @@ class HTTPModelClient:
                 )
             return _RetryableStatus(status, excerpt, wait)
         return ModelHTTPError(status, self.name, excerpt, self._hint(status))
+
+    def _retry_after(self, response: Response) -> float | None:
+        """The wait a retryable answer asks for: its headers here; a provider may read its body."""
+        return parse_retry_after(response.headers)
 
     def _excerpt(self, response: Response) -> str:
         """The start of the body, secrets redacted (before cutting, so no half key shows)."""

@@ -2,7 +2,8 @@
 
 It answers ``POST /v1/chat/completions`` (and Azure OpenAI's
 ``POST /openai/deployments/<name>/chat/completions``) in the OpenAI shape and
-``POST /v1/messages`` in the Anthropic shape, so the real clients (and any other HTTP client)
+``POST /v1/messages`` in the Anthropic shape (and Gemini's ``generateContent``: see
+`agentjudge.testing._fake_gemini`), so the real clients (and any other HTTP client)
 can be tested over loopback without touching the network. Every response is scripted: queue
 `FakeResponse` objects with `FakeModelServer.enqueue` (served first-in first-out), or give a
 ``default`` that is either a `FakeResponse` or a callable that receives the request's JSON
@@ -33,6 +34,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from agentjudge.models._types import TokenLogprob
 from agentjudge.testing._fake_batches import FakeBatches
+from agentjudge.testing._fake_gemini import GEMINI_ROUTE, gemini_body, gemini_error
 
 __all__ = ["FakeModelServer", "FakeRateLimit", "FakeResponse", "ReceivedRequest", "Responder"]
 
@@ -396,23 +398,25 @@ class FakeModelServer:
         route = _AZURE_ROUTE.sub("/v1/chat/completions", path.split("?", 1)[0].rstrip("/"))
         if FakeBatches.handles(route):  # batch APIs: see _fake_batches
             return await self.batches.respond(method, route, headers, body)
-        if method != "POST" or route not in ("/v1/chat/completions", "/v1/messages"):
+        gemini = GEMINI_ROUTE.match(route)  # Gemini's wire format: see _fake_gemini
+
+        def error(status: int, message: str | None, wait: float | None = None) -> bytes:
+            if gemini is not None:
+                return gemini_error(status, message, wait)
+            return _error_body(status, message, anthropic=route == "/v1/messages")
+
+        known = route in ("/v1/chat/completions", "/v1/messages") or gemini is not None
+        if method != "POST" or not known:
             return 404, _error_body(404, f"no route for {method} {path}"), {}
         if invalid_json or not isinstance(data, dict):
-            return 400, _error_body(400, "the request body is not a JSON object"), {}
-        limit_headers: dict[str, str] = {}
-        if self._limiter is not None:
-            wait, limit_headers = self._limiter.check(_charge(data))
-            if wait > 0:
-                self.throttled += 1
-                limit_headers["retry-after"] = str(max(1, math.ceil(wait)))  # delay-seconds
-                limit_headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
-                message = "Rate limit reached; please try again later"
-                return (
-                    429,
-                    _error_body(429, message, anthropic=route == "/v1/messages"),
-                    limit_headers,
-                )
+            return 400, error(400, "the request body is not a JSON object"), {}
+        wait, limit_headers = self._limiter.check(_charge(data)) if self._limiter else (0, {})
+        if wait > 0:
+            self.throttled += 1
+            limit_headers["retry-after"] = str(max(1, math.ceil(wait)))  # delay-seconds
+            limit_headers["retry-after-ms"] = str(max(1, math.ceil(wait * 1000)))
+            message = "Rate limit reached; please try again later"
+            return 429, error(429, message, wait), limit_headers
         responder = self._queue.popleft() if self._queue else self.default
         response = responder if isinstance(responder, FakeResponse) else responder(data)
         if inspect.isawaitable(response):
@@ -427,12 +431,23 @@ class FakeModelServer:
             raw = response.raw_body
             out = raw.encode() if isinstance(raw, str) else raw
         elif response.status >= 400:
-            out = _error_body(response.status, response.text, anthropic=route == "/v1/messages")
-        elif route == "/v1/messages":
-            out = self._anthropic_body(data, response)
+            out = error(response.status, response.text)
         else:
-            out = self._openai_body(data, response)
+            out = self._answer(route, gemini, data, response)
         return response.status, out, {**limit_headers, **response.headers}
+
+    def _answer(
+        self,
+        route: str,
+        gemini: re.Match[str] | None,
+        request: dict[str, Any],
+        response: FakeResponse,
+    ) -> bytes:
+        if gemini is not None:
+            return gemini_body(gemini["model"], request, response)
+        if route == "/v1/messages":
+            return self._anthropic_body(request, response)
+        return self._openai_body(request, response)
 
     def _openai_body(self, request: dict[str, Any], response: FakeResponse) -> bytes:
         text = json.dumps(response.json) if response.json is not None else response.text or ""
