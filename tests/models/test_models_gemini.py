@@ -41,12 +41,12 @@ def ask(**fields: object) -> ModelRequest:
 async def test_gemini_request_and_structured_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """generateContent path, x-goog-api-key, systemInstruction, responseSchema; usage read."""
     monkeypatch.setenv("GEMINI_API_KEY", "gemini-key-123456")
-    async with FakeModelServer(FakeResponse(json={"score": 4, "reason": "ok"})) as server:
-        async with model_from_string(
-            "gemini:gemini-2.5-flash", base_url=f"{server.url}/v1beta"
-        ) as model:
-            assert isinstance(model, GeminiChat)
-            response = await model.complete(ask(response_schema=SCHEMA, temperature=0.0))
+    async with (
+        FakeModelServer(FakeResponse(json={"score": 4, "reason": "ok"})) as server,
+        model_from_string("gemini:gemini-2.5-flash", base_url=f"{server.url}/v1beta") as model,
+    ):
+        assert isinstance(model, GeminiChat)
+        response = await model.complete(ask(response_schema=SCHEMA, temperature=0.0))
     assert response.parsed == {"score": 4, "reason": "ok"}
     assert response.finish_reason == "stop"
     assert response.model == "gemini-2.5-flash"
@@ -133,10 +133,12 @@ def test_gemini_keys_follow_the_google_sdk(monkeypatch: pytest.MonkeyPatch) -> N
 async def test_gemini_errors_are_redacted_with_a_hint() -> None:
     """A 400 echoing the key shows [REDACTED] and the usual hint."""
     key = "AIzaSy-secret-key-123"
-    async with FakeModelServer(FakeResponse(status=400, text=f"API key {key} not valid")) as srv:
-        async with GeminiChat("m", base_url=f"{srv.url}/v1beta", api_key=key) as model:
-            with pytest.raises(ModelHTTPError) as caught:
-                await model.complete(ask())
+    async with (
+        FakeModelServer(FakeResponse(status=400, text=f"API key {key} not valid")) as srv,
+        GeminiChat("m", base_url=f"{srv.url}/v1beta", api_key=key) as model,
+    ):
+        with pytest.raises(ModelHTTPError) as caught:
+            await model.complete(ask())
     text = str(caught.value)
     assert key not in text and "[REDACTED]" in text
     assert "INVALID_ARGUMENT" in text
