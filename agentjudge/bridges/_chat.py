@@ -2,26 +2,35 @@
 
 Each bridge accepts the framework's object *or* its JSON dict, so nothing here imports an SDK.
 Native facts win over caller extras on key collisions (they describe what actually happened).
+``Context.messages`` is the trajectory: the conversation the caller sent (``messages=``) followed
+by what the model answered, tool calls and tool results included (see `_trajectory`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 
-from agentjudge.core import Context, ExecutionStatus, Message
+from agentjudge.bridges._trajectory import (
+    Dicts,
+    anthropic_dicts,
+    get,
+    openai_chat_dicts,
+    responses_dicts,
+    trajectory,
+)
+from agentjudge.core import Context, ExecutionStatus
 
 __all__ = [
     "capture",
     "finish_status",
-    "from_agent_run",
     "from_anthropic_message",
-    "from_langchain_message",
     "from_openai_chat",
+    "from_openai_response",
 ]
 
 _FINISH: dict[str, ExecutionStatus] = {
@@ -35,9 +44,15 @@ _FINISH: dict[str, ExecutionStatus] = {
     "end_turn": ExecutionStatus.SUCCESS,
     "stop_sequence": ExecutionStatus.SUCCESS,
     "tool_use": ExecutionStatus.SUCCESS,
+    "tool_call": ExecutionStatus.SUCCESS,  # pydantic-ai
     "max_tokens": ExecutionStatus.SUCCESS,
     "pause_turn": ExecutionStatus.SUCCESS,
     "refusal": ExecutionStatus.REFUSED,
+    # OpenAI Responses API (status, or the incomplete reason)
+    "completed": ExecutionStatus.SUCCESS,
+    "max_output_tokens": ExecutionStatus.SUCCESS,
+    "in_progress": ExecutionStatus.UNKNOWN,
+    "queued": ExecutionStatus.UNKNOWN,
     # generic agent vocabularies
     "success": ExecutionStatus.SUCCESS,
     "complete": ExecutionStatus.SUCCESS,
@@ -57,25 +72,24 @@ def finish_status(reason: str | None) -> ExecutionStatus:
     return _FINISH.get(str(reason).strip().lower(), ExecutionStatus.UNKNOWN)
 
 
-def _get(obj: Any, key: str, default: Any = None) -> Any:
-    if isinstance(obj, Mapping):
-        return obj.get(key, default)
-    return getattr(obj, key, default)
-
-
 def _context(
     output: Any,
     reason: str | None,
     native: dict[str, Any],
+    conversation: Dicts,
     *,
+    prefix: str,
     input: Any,
     expected: Any,
     metadata: Mapping[str, Any] | None,
-    messages: tuple[Message, ...] = (),
     **fields: Any,
 ) -> Context:
+    """The Context of one bridge; a trajectory that cannot be read is named in the metadata."""
+    messages, problem = trajectory(conversation, prefix)
     merged = dict(metadata or {})
     merged.update({k: v for k, v in native.items() if v is not None})
+    if problem is not None:
+        merged[f"{prefix}.trajectory_error"] = problem
     return Context(
         input=input,
         output=output,
@@ -90,94 +104,41 @@ def _context(
 def from_openai_chat(
     response: Any,
     *,
+    messages: Sequence[Any] = (),
     input: Any = None,
     expected: Any = None,
     metadata: Mapping[str, Any] | None = None,
     **fields: Any,
 ) -> Context:
-    """Context from an OpenAI-compatible chat completion (object or JSON dict).
+    """Context from an OpenAI-compatible chat completion (``ChatCompletion`` or its JSON dict).
+
+    ``messages`` is the conversation sent (chat-format dicts or SDK messages, tool results
+    included); the trajectory is it followed by the reply (with its tool calls).
 
     Metadata keys: ``openai.finish_reason``, ``openai.model``, ``openai.id``,
     ``openai.usage.input_tokens`` / ``output_tokens``, ``openai.tool_calls`` (when present).
     """
-    choices = _get(response, "choices") or []
+    choices = get(response, "choices") or []
     choice = choices[0] if choices else None
-    message = _get(choice, "message") if choice is not None else None
-    text = _get(message, "content") if message is not None else None
-    reason = _get(choice, "finish_reason") if choice is not None else None
-    usage = _get(response, "usage")
-    tool_calls = _get(message, "tool_calls") if message is not None else None
+    message = get(choice, "message") if choice is not None else None
+    reason = get(choice, "finish_reason") if choice is not None else None
+    usage = get(response, "usage")
+    tool_calls = get(message, "tool_calls") if message is not None else None
     native: dict[str, Any] = {
         "openai.finish_reason": reason,
-        "openai.model": _get(response, "model"),
-        "openai.id": _get(response, "id"),
-        "openai.usage.input_tokens": _get(usage, "prompt_tokens") if usage else None,
-        "openai.usage.output_tokens": _get(usage, "completion_tokens") if usage else None,
+        "openai.model": get(response, "model"),
+        "openai.id": get(response, "id"),
+        "openai.usage.input_tokens": get(usage, "prompt_tokens") if usage else None,
+        "openai.usage.output_tokens": get(usage, "completion_tokens") if usage else None,
         "openai.tool_calls": len(tool_calls) if tool_calls else None,
     }
+    reply = [message] if message is not None else []
     return _context(
-        text, reason, native, input=input, expected=expected, metadata=metadata, **fields
-    )
-
-
-def from_anthropic_message(
-    message: Any,
-    *,
-    input: Any = None,
-    expected: Any = None,
-    metadata: Mapping[str, Any] | None = None,
-    **fields: Any,
-) -> Context:
-    """Context from an Anthropic Messages API response (object or JSON dict).
-
-    The output is the text blocks joined; tool_use blocks are counted in
-    ``anthropic.tool_uses``. Metadata: ``anthropic.stop_reason``, ``anthropic.model``,
-    ``anthropic.id``, ``anthropic.usage.input_tokens`` / ``output_tokens``.
-    """
-    blocks = _get(message, "content") or []
-    texts = [str(_get(b, "text")) for b in blocks if _get(b, "type") == "text"]
-    tool_uses = sum(1 for b in blocks if _get(b, "type") == "tool_use")
-    reason = _get(message, "stop_reason")
-    usage = _get(message, "usage")
-    native: dict[str, Any] = {
-        "anthropic.stop_reason": reason,
-        "anthropic.model": _get(message, "model"),
-        "anthropic.id": _get(message, "id"),
-        "anthropic.usage.input_tokens": _get(usage, "input_tokens") if usage else None,
-        "anthropic.usage.output_tokens": _get(usage, "output_tokens") if usage else None,
-        "anthropic.tool_uses": tool_uses or None,
-    }
-    output = "".join(texts) if texts else None
-    return _context(
-        output, reason, native, input=input, expected=expected, metadata=metadata, **fields
-    )
-
-
-def from_langchain_message(
-    message: Any,
-    *,
-    input: Any = None,
-    expected: Any = None,
-    metadata: Mapping[str, Any] | None = None,
-    **fields: Any,
-) -> Context:
-    """Context from a LangChain ``AIMessage`` (``content``, ``response_metadata``, ...)."""
-    response_metadata = _get(message, "response_metadata") or {}
-    reason = _get(response_metadata, "finish_reason") or _get(response_metadata, "stop_reason")
-    usage = _get(message, "usage_metadata") or {}
-    tool_calls = _get(message, "tool_calls") or []
-    native: dict[str, Any] = {
-        "langchain.finish_reason": reason,
-        "langchain.model": _get(response_metadata, "model_name")
-        or _get(response_metadata, "model"),
-        "langchain.usage.input_tokens": _get(usage, "input_tokens"),
-        "langchain.usage.output_tokens": _get(usage, "output_tokens"),
-        "langchain.tool_calls": len(tool_calls) or None,
-    }
-    return _context(
-        _get(message, "content"),
+        get(message, "content") if message is not None else None,
         reason,
         native,
+        openai_chat_dicts([*messages, *reply]),
+        prefix="openai",
         input=input,
         expected=expected,
         metadata=metadata,
@@ -185,28 +146,117 @@ def from_langchain_message(
     )
 
 
-def from_agent_run(
-    result: Any,
+def _response_text(output: Sequence[Any]) -> tuple[str | None, bool]:
+    """The output text of Responses API items (None without text) and whether one refused."""
+    texts: list[str] = []
+    refused = False
+    for item in output:
+        if get(item, "type") != "message":
+            continue
+        for part in get(item, "content") or ():
+            if get(part, "type") == "output_text":
+                texts.append(str(get(part, "text")))
+            refused = refused or get(part, "type") == "refusal"
+    return ("".join(texts) if texts else None), refused
+
+
+def from_openai_response(
+    response: Any,
     *,
+    messages: Any = (),
     input: Any = None,
     expected: Any = None,
     metadata: Mapping[str, Any] | None = None,
     **fields: Any,
 ) -> Context:
-    """Context from an agent run result; a finished run is SUCCESS.
+    """Context from an OpenAI Responses API ``Response`` (``client.responses.create``) or dict.
 
-    Understands pydantic-ai ``AgentRunResult`` (``output``, ``usage()``) and the OpenAI Agents
-    SDK ``RunResult`` (``final_output``).
+    ``messages`` is the request's ``input`` (a string or input items, ``function_call_output``
+    items included); the trajectory is the response's ``instructions`` (a system message),
+    that input, then the output items (``function_call`` items as the assistant's tool calls).
+    The output is the output text. Status: ``completed`` is SUCCESS, ``incomplete`` follows
+    its reason (``max_output_tokens`` SUCCESS, ``content_filter`` REFUSED), a refusal part is
+    REFUSED, ``failed`` is FAILED with ``error`` = the API's ``code: message``.
+
+    Metadata keys: ``openai.status``, ``openai.incomplete_reason``, ``openai.model``,
+    ``openai.id``, ``openai.usage.input_tokens`` / ``output_tokens``, ``openai.tool_calls``.
     """
-    output = _get(result, "output", _get(result, "final_output"))
-    usage_fn = getattr(result, "usage", None)
-    usage = usage_fn() if callable(usage_fn) else usage_fn
+    output = get(response, "output") or []
+    text, refused = _response_text(output)
+    status = get(response, "status")
+    incomplete = get(get(response, "incomplete_details"), "reason")
+    reason = "refusal" if refused else incomplete or status
+    error = get(response, "error")
+    if error is not None and "error" not in fields:
+        fields["error"] = f"{get(error, 'code')}: {get(error, 'message')}"
+    usage = get(response, "usage")
+    calls = sum(1 for item in output if get(item, "type") == "function_call")
     native: dict[str, Any] = {
-        "agent.usage.input_tokens": _get(usage, "input_tokens") if usage else None,
-        "agent.usage.output_tokens": _get(usage, "output_tokens") if usage else None,
+        "openai.status": status,
+        "openai.incomplete_reason": incomplete,
+        "openai.model": get(response, "model"),
+        "openai.id": get(response, "id"),
+        "openai.usage.input_tokens": get(usage, "input_tokens") if usage else None,
+        "openai.usage.output_tokens": get(usage, "output_tokens") if usage else None,
+        "openai.tool_calls": calls or None,
     }
+    instructions = get(response, "instructions")
+    system = [{"role": "system", "content": instructions}] if isinstance(instructions, str) else []
+    conversation = system + responses_dicts(messages) + responses_dicts(output)
     return _context(
-        output, "success", native, input=input, expected=expected, metadata=metadata, **fields
+        text,
+        reason,
+        native,
+        conversation,
+        prefix="openai",
+        input=input,
+        expected=expected,
+        metadata=metadata,
+        **fields,
+    )
+
+
+def from_anthropic_message(
+    message: Any,
+    *,
+    messages: Sequence[Any] = (),
+    input: Any = None,
+    expected: Any = None,
+    metadata: Mapping[str, Any] | None = None,
+    **fields: Any,
+) -> Context:
+    """Context from an Anthropic Messages API response (``Message`` or its JSON dict).
+
+    ``messages`` is the conversation sent (its ``tool_result`` blocks become ``tool``
+    messages); the trajectory is it followed by the reply, whose ``tool_use`` blocks are its
+    tool calls. The output is the reply's text blocks joined. Metadata:
+    ``anthropic.stop_reason``, ``anthropic.model``, ``anthropic.id``,
+    ``anthropic.usage.input_tokens`` / ``output_tokens``, ``anthropic.tool_uses``.
+    """
+    blocks = get(message, "content") or []
+    texts = [str(get(b, "text")) for b in blocks if get(b, "type") == "text"]
+    tool_uses = sum(1 for b in blocks if get(b, "type") == "tool_use")
+    reason = get(message, "stop_reason")
+    usage = get(message, "usage")
+    native: dict[str, Any] = {
+        "anthropic.stop_reason": reason,
+        "anthropic.model": get(message, "model"),
+        "anthropic.id": get(message, "id"),
+        "anthropic.usage.input_tokens": get(usage, "input_tokens") if usage else None,
+        "anthropic.usage.output_tokens": get(usage, "output_tokens") if usage else None,
+        "anthropic.tool_uses": tool_uses or None,
+    }
+    reply = {"role": get(message, "role") or "assistant", "content": blocks}
+    return _context(
+        "".join(texts) if texts else None,
+        reason,
+        native,
+        anthropic_dicts([*messages, reply]),
+        prefix="anthropic",
+        input=input,
+        expected=expected,
+        metadata=metadata,
+        **fields,
     )
 
 

@@ -1,8 +1,9 @@
-"""`FakeModelServer`: a real HTTP/1.1 server on 127.0.0.1 that speaks two model APIs.
+"""`FakeModelServer`: a real HTTP/1.1 server on 127.0.0.1 that speaks the main model APIs.
 
 It answers ``POST /v1/chat/completions`` (and Azure OpenAI's
-``POST /openai/deployments/<name>/chat/completions``) in the OpenAI shape and
-``POST /v1/messages`` in the Anthropic shape (and Gemini's ``generateContent``: see
+``POST /openai/deployments/<name>/chat/completions``) and ``POST /v1/responses`` in the OpenAI
+shapes and ``POST /v1/messages`` in the Anthropic shape, scripted tool calls included (see
+`agentjudge.testing._fake_wire`; Gemini's ``generateContent``: see
 `agentjudge.testing._fake_gemini`), so the real clients (and any other HTTP client)
 can be tested over loopback without touching the network. Every response is scripted: queue
 `FakeResponse` objects with `FakeModelServer.enqueue` (served first-in first-out), or give a
@@ -32,12 +33,21 @@ import anyio
 from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from agentjudge.core import ToolCall
 from agentjudge.models._types import TokenLogprob
 from agentjudge.testing._fake_batches import FakeBatches
 from agentjudge.testing._fake_gemini import GEMINI_ROUTE, gemini_body, gemini_error
+from agentjudge.testing._fake_wire import (
+    anthropic_tool_blocks,
+    openai_tool_calls,
+    responses_body,
+)
+from agentjudge.testing._fake_wire import prompt_chars as _prompt_chars
+from agentjudge.testing._fake_wire import tokens as _tokens
 
 __all__ = ["FakeModelServer", "FakeRateLimit", "FakeResponse", "ReceivedRequest", "Responder"]
 
+_ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
 
@@ -68,6 +78,10 @@ class FakeResponse:
             with probability 0.9, followed by ``top_logprobs - 1`` filler alternatives
             (``"<alt1>"``, ...) sharing the remaining 0.1. Never sent to a request that did
             not ask, nor on the Anthropic route (that API has no logprobs).
+        tool_calls: Tool calls the model requests (`ToolCall`; ids are made up when unset):
+            OpenAI chat ``message.tool_calls`` (finish reason ``"tool_calls"``), Anthropic
+            ``tool_use`` blocks after the text (stop reason ``"tool_use"``), Responses API
+            ``function_call`` output items. Without ``text`` the reply carries only the calls.
     """
 
     text: str | None = None
@@ -80,8 +94,11 @@ class FakeResponse:
     usage: Mapping[str, int] | None = None
     finish_reason: str | None = None
     logprobs: Sequence[TokenLogprob] | None = None
+    tool_calls: Sequence[ToolCall] = ()
 
     def __post_init__(self) -> None:
+        if not all(isinstance(c, ToolCall) for c in self.tool_calls):
+            raise TypeError("FakeResponse tool_calls must be a sequence of ToolCall")
         if self.logprobs is not None and not all(
             isinstance(t, TokenLogprob) for t in self.logprobs
         ):
@@ -192,7 +209,7 @@ class _Limiter:
 
 def _charge(data: dict[str, Any]) -> int:
     """The tokens a request is charged by `FakeRateLimit`: prompt estimate plus max tokens."""
-    chars = _prompt_chars(data.get("messages")) + _prompt_chars(data.get("system"))
+    chars = sum(_prompt_chars(data.get(key)) for key in ("messages", "system", "input"))
     allowance = data.get("max_tokens", data.get("max_completion_tokens"))
     extra = allowance if isinstance(allowance, int) and allowance > 0 else 0
     return _tokens(chars) + extra
@@ -405,7 +422,7 @@ class FakeModelServer:
                 return gemini_error(status, message, wait)
             return _error_body(status, message, anthropic=route == "/v1/messages")
 
-        known = route in ("/v1/chat/completions", "/v1/messages") or gemini is not None
+        known = route in _ROUTES or gemini is not None
         if method != "POST" or not known:
             return 404, _error_body(404, f"no route for {method} {path}"), {}
         if invalid_json or not isinstance(data, dict):
@@ -447,6 +464,16 @@ class FakeModelServer:
             return gemini_body(gemini["model"], request, response)
         if route == "/v1/messages":
             return self._anthropic_body(request, response)
+        if route == "/v1/responses":
+            text = json.dumps(response.json) if response.json is not None else response.text
+            return responses_body(
+                request,
+                text=text,
+                calls=response.tool_calls,
+                usage=response.usage,
+                finish_reason=response.finish_reason,
+                ids=self._ids,
+            )
         return self._openai_body(request, response)
 
     def _openai_body(self, request: dict[str, Any], response: FakeResponse) -> bytes:
@@ -458,6 +485,12 @@ class FakeModelServer:
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         }
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        finish = "stop"
+        if response.tool_calls:
+            message["tool_calls"] = openai_tool_calls(response.tool_calls, self._ids)
+            message["content"] = text or None
+            finish = "tool_calls"
         body = {
             "id": f"chatcmpl-fake-{next(self._ids)}",
             "object": "chat.completion",
@@ -466,8 +499,8 @@ class FakeModelServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": response.finish_reason or "stop",
+                    "message": message,
+                    "finish_reason": response.finish_reason or finish,
                 }
             ],
             "usage": dict(usage),
@@ -511,6 +544,10 @@ class FakeModelServer:
                 out_text = response.text or ""
             content = [{"type": "text", "text": out_text}]
             stop = "end_turn"
+            if response.tool_calls:
+                content = content if out_text else []
+                content += anthropic_tool_blocks(response.tool_calls, self._ids)
+                stop = "tool_use"
         chars = _prompt_chars(request.get("messages")) + _prompt_chars(request.get("system"))
         usage: Mapping[str, int] = response.usage or {
             "input_tokens": _tokens(chars),
@@ -642,24 +679,6 @@ def _error_body(status: int, message: str | None, *, anthropic: bool = False) ->
     error = {"type": kind, "message": message or phrase}
     body: dict[str, Any] = {"type": "error", "error": error} if anthropic else {"error": error}
     return json.dumps(body).encode()
-
-
-def _tokens(chars: int) -> int:
-    """A token count for ``chars`` characters: a quarter, at least 1 for any text."""
-    return max(1, chars // 4) if chars else 0
-
-
-def _prompt_chars(value: Any) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, list):
-        return sum(_prompt_chars(item) for item in value)
-    if isinstance(value, dict):
-        if "content" in value:
-            return _prompt_chars(value["content"])
-        if "text" in value:
-            return _prompt_chars(value["text"])
-    return 0
 
 
 def _forced_tool(request: Mapping[str, Any]) -> str | None:
