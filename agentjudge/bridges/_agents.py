@@ -91,7 +91,8 @@ def _run_trajectory(result: Any) -> tuple[Dicts, Any]:
 def _run_usage(result: Any) -> tuple[Any, Any]:
     """(input tokens, output tokens) of a run (pydantic-ai ``usage()``, Agents SDK context)."""
     usage = getattr(result, "usage", None)
-    usage = usage() if callable(usage) else usage
+    if callable(usage) and not hasattr(usage, "input_tokens"):  # pydantic-ai < 2: a method
+        usage = usage()
     if usage is None:
         usage = get(get(result, "context_wrapper"), "usage")
     if usage is None:

@@ -171,3 +171,12 @@ def test_fake_response_validates() -> None:
         FakeResponse(latency=-1)
     with pytest.raises(TypeError, match="enqueue"):
         FakeModelServer().enqueue("text")  # type: ignore[arg-type]
+
+
+def test_fake_response_tool_calls_must_be_tool_calls() -> None:
+    """Scripted tool calls are `ToolCall` objects (a dict is refused with a clear TypeError)."""
+    from agentjudge import ToolCall
+
+    assert FakeResponse(tool_calls=[ToolCall("f")]).tool_calls[0].name == "f"
+    with pytest.raises(TypeError, match="ToolCall"):
+        FakeResponse(tool_calls=[{"name": "f"}])  # type: ignore[list-item]
