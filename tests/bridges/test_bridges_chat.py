@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
-from agentjudge import ExecutionStatus
+from agentjudge import ExecutionStatus, ToolCall
 from agentjudge.bridges import (
     capture,
     finish_status,
@@ -131,3 +131,30 @@ async def test_capture_propagates_cancellation() -> None:
     with anyio.move_on_after(0.01) as scope:
         await capture(slow)
     assert scope.cancelled_caught
+
+
+def test_langchain_graph_state_trajectory_duck_typed() -> None:
+    """A LangGraph-style state's messages (LangChain's attributes) become the trajectory.
+
+    Duck-typed: `langchain-openai` is not in the dev environment (it requires tiktoken);
+    tests/bridges/test_bridges_sdks.py runs the real ChatOpenAI where it is installed.
+    """
+    human = SimpleNamespace(type="human", content="Weather in Paris?")
+    call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1", "type": "tool_call"}
+    ai = SimpleNamespace(type="ai", content="", tool_calls=[call], response_metadata={})
+    tool = SimpleNamespace(type="tool", content="sunny", tool_call_id="c1")
+    final = SimpleNamespace(
+        type="ai",
+        content="Sunny.",
+        tool_calls=[],
+        response_metadata={"finish_reason": "stop", "model_name": "m"},
+    )
+    ctx = from_langchain_message({"messages": [human, ai, tool, final]})
+    assert [m.role for m in ctx.messages] == ["user", "assistant", "tool", "assistant"]
+    assert ctx.messages[1].tool_calls == (ToolCall("get_weather", {"city": "Paris"}, id="c1"),)
+    assert ctx.messages[2].tool_call_id == "c1"
+    assert (ctx.output, ctx.status, ctx.metadata["langchain.model"]) == (
+        "Sunny.",
+        ExecutionStatus.SUCCESS,
+        "m",
+    )
