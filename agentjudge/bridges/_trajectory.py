@@ -178,6 +178,17 @@ def langchain_dicts(messages: Sequence[Any]) -> Dicts:
 # -- pydantic-ai messages ---------------------------------------------------------------------
 
 
+def _part_text(part: Any) -> str:
+    """What a tool return / retry part tells the model (its own rendering when it has one)."""
+    for method in ("model_response_str", "model_response"):
+        render = getattr(part, method, None)
+        if callable(render):
+            text = render()
+            if isinstance(text, str):
+                return text
+    return _text(get(part, "content"))
+
+
 def _pydantic_ai_request(parts: Sequence[Any]) -> Dicts:
     out: Dicts = []
     for part in parts:
@@ -187,16 +198,12 @@ def _pydantic_ai_request(parts: Sequence[Any]) -> Dicts:
         elif kind == "user-prompt":
             out.append({"role": "user", "content": _text(get(part, "content"))})
         elif kind in ("tool-return", "retry-prompt") and get(part, "tool_name") is not None:
-            content = get(part, "content")
+            content = _part_text(part)
             out.append(
-                {
-                    "role": "tool",
-                    "content": content if isinstance(content, str) else _text(content),
-                    "tool_call_id": get(part, "tool_call_id"),
-                }
+                {"role": "tool", "content": content, "tool_call_id": get(part, "tool_call_id")}
             )
         elif kind == "retry-prompt":
-            out.append({"role": "user", "content": _text(get(part, "content"))})
+            out.append({"role": "user", "content": _part_text(part)})
     return out
 
 

@@ -15,6 +15,7 @@ from agentjudge.bridges import (
     from_anthropic_message,
     from_langchain_message,
     from_openai_chat,
+    from_openai_response,
 )
 
 OPENAI = {
@@ -158,3 +159,38 @@ def test_langchain_graph_state_trajectory_duck_typed() -> None:
         ExecutionStatus.SUCCESS,
         "m",
     )
+
+
+@pytest.mark.parametrize(
+    ("response", "status", "error"),
+    [
+        (
+            {"status": "failed", "error": {"code": "server_error", "message": "boom"}},
+            ExecutionStatus.FAILED,
+            "server_error: boom",
+        ),
+        (
+            {
+                "status": "completed",
+                "output": [
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [{"type": "refusal", "refusal": "I can't help with that."}],
+                    }
+                ],
+            },
+            ExecutionStatus.REFUSED,
+            None,
+        ),
+    ],
+)
+def test_openai_response_failed_and_refused(
+    response: dict[str, object], status: ExecutionStatus, error: str | None
+) -> None:
+    """A failed Response carries the API's error; a refusal part makes it REFUSED.
+
+    Dicts: FakeModelServer scripts neither; the SDK path is in test_bridges_sdks.py.
+    """
+    ctx = from_openai_response(response)
+    assert (ctx.status, ctx.error, ctx.output) == (status, error, None)

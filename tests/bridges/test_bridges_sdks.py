@@ -223,3 +223,38 @@ async def test_pydantic_ai_agent_run_result() -> None:
     assert ctx.metadata["agent.tool_calls"] == 1
     assert ctx.metadata["agent.usage.input_tokens"] == result.usage.input_tokens > 0
     await _matches_reference(ctx)
+
+
+async def test_pydantic_ai_tool_retry_is_a_tool_message() -> None:
+    """A tool asking the model to retry shows as the call's tool message, then the new call."""
+    pai = pytest.importorskip("pydantic_ai")
+    pai_openai = pytest.importorskip("pydantic_ai.models.openai")
+    provider = pytest.importorskip("pydantic_ai.providers.openai")
+    attempts: list[str] = []
+
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        attempts.append(city)
+        if len(attempts) == 1:
+            raise pai.ModelRetry("name the country too")
+        return "sunny"
+
+    async with FakeModelServer() as server:
+        server.enqueue(
+            FakeResponse(tool_calls=[WEATHER]),
+            FakeResponse(tool_calls=[ToolCall("get_weather", {"city": "Paris, France"})]),
+            FakeResponse(text="It is sunny."),
+        )
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        model = pai_openai.OpenAIChatModel(
+            "gpt-4o-mini", provider=provider.OpenAIProvider(openai_client=client)
+        )
+        result = await pai.Agent(model, tools=[get_weather]).run("Weather in Paris?")
+        await client.close()
+    ctx = from_agent_run(result)
+    roles = [m.role for m in ctx.messages]
+    assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert "name the country too" in ctx.messages[2].content
+    assert ctx.messages[2].tool_call_id == "call_1"
+    assert ctx.messages[3].tool_calls[0].arguments == {"city": "Paris, France"}
+    assert ctx.metadata["agent.tool_calls"] == 2
