@@ -258,3 +258,30 @@ async def test_pydantic_ai_tool_retry_is_a_tool_message() -> None:
     assert ctx.messages[2].tool_call_id == "call_1"
     assert ctx.messages[3].tool_calls[0].arguments == {"city": "Paris, France"}
     assert ctx.metadata["agent.tool_calls"] == 2
+
+
+async def test_openai_agents_sdk_run_result() -> None:
+    """An OpenAI Agents SDK run on the Responses API: its items are the trajectory."""
+    agents = pytest.importorskip("agents")
+
+    @agents.function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    async with FakeModelServer() as server:
+        _script(server)
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        model = agents.OpenAIResponsesModel(model="gpt-4.1", openai_client=client)
+        agent = agents.Agent(name="weather", model=model, tools=[get_weather])
+        config = agents.RunConfig(tracing_disabled=True)
+        result = await agents.Runner.run(agent, "Weather in Paris?", run_config=config)
+        await client.close()
+    assert {r.path for r in server.received} == {"/v1/responses"}
+    ctx = from_agent_run(result)
+    assert ctx.messages == EXPECTED
+    assert (ctx.output, ctx.status) == ("It is sunny.", ExecutionStatus.SUCCESS)
+    assert ctx.metadata["agent.tool_calls"] == 1
+    usage = result.context_wrapper.usage
+    assert ctx.metadata["agent.usage.input_tokens"] == usage.input_tokens > 0
+    await _matches_reference(ctx)
