@@ -21,6 +21,7 @@ bound of each request before it is sent and settles it with the answer's real us
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ _PER_TOKEN = 1e-6
 _SEPARATE_CACHE_PROVIDERS = frozenset({"anthropic"})
 
 R = TypeVar("R")
+_log = logging.getLogger("agentjudge.models")
 
 
 def _tokenizer() -> tuple[str, Any]:
@@ -86,11 +88,25 @@ class TokenCounter:
         encoding = self._encodings.get(model)
         if encoding is None:
             try:
-                encoding = self._module.encoding_for_model(model.partition(":")[2] or model)
-            except (KeyError, ValueError):
-                encoding = self._module.get_encoding("o200k_base")
+                encoding = self._encoding(model)
+            except Exception as exc:  # tiktoken downloads its files on first use: offline, it fails
+                _log.warning(
+                    "tiktoken could not load an encoding (%s: %s); token estimates use "
+                    "characters / %s from now on",
+                    type(exc).__name__,
+                    exc,
+                    CHARS_PER_TOKEN,
+                )
+                self.kind, self._module = "chars/4", None
+                return math.ceil(len(text) / CHARS_PER_TOKEN)
             self._encodings[model] = encoding
         return len(encoding.encode(text, disallowed_special=()))
+
+    def _encoding(self, model: str) -> Any:
+        try:
+            return self._module.encoding_for_model(model.partition(":")[2] or model)
+        except (KeyError, ValueError):
+            return self._module.get_encoding("o200k_base")
 
 
 _counter: TokenCounter | None = None
