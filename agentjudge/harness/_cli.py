@@ -119,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="worker processes running cases (default 1: this process)",
     )
+    run.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        help="where worker slots run: local processes, or one Ray actor each (agentjudge[ray])",
+    )
+    run.add_argument(
+        "--ray-address", metavar="ADDRESS", help="Ray cluster to join (default: a local instance)"
+    )
     run.add_argument("--task-timeout", type=seconds, metavar="S", help="seconds per case")
     run.add_argument("--judge-timeout", type=seconds, metavar="S", help="seconds per judge attempt")
     run.add_argument("--out", metavar="DIR", help="output folder (default .agentjudge/<suite>)")
@@ -345,6 +353,8 @@ def _suite_from_args(args: argparse.Namespace) -> Any:
         judges=args.judges,
         concurrency=args.concurrency,
         workers=args.workers,
+        backend=args.backend,
+        ray_address=args.ray_address,
         task_timeout=args.task_timeout,
         judge_timeout=args.judge_timeout,
         gates=[*(suite.gates if suite else ()), *args.gate] if args.gate else None,

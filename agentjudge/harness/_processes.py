@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -52,7 +52,17 @@ from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import RunAggregate
 from agentjudge.harness._task import TaskInterrupted, TaskRunner, describe_error
 
-__all__ = ["Batch", "WorkerFailed", "WorkerPool", "WorkerSpec", "pickled"]
+__all__ = [
+    "Batch",
+    "CasePool",
+    "Channel",
+    "WorkerFailed",
+    "WorkerPool",
+    "WorkerSpec",
+    "pickled",
+    "serve_channel",
+    "worker_error",
+]
 
 CHUNKS_IN_FLIGHT = 2
 """Dataset chunks a worker holds at once (one being run, one ready)."""
@@ -112,11 +122,34 @@ def pickled(obj: Any, what: str, workers: int) -> bytes:
 
 
 # ----------------------------------------------------------------------------- worker side
+class Channel(Protocol):
+    """Where a worker receives its spec and chunks and sends its messages.
+
+    A `Connection` (a local worker process) or the queues of a Ray actor (``_ray``).
+    """
+
+    def send(self, obj: Any) -> None:
+        """Send one message (blocking)."""
+
+    def recv(self) -> Any:
+        """Receive the next message (blocking)."""
+
+
 def worker_main(conn: Connection) -> None:
     """Entry point of a worker process: wait for the spec, run chunks until told to stop."""
     # Ctrl-C reaches the whole process group: the run's own process handles it (and stops the
     # workers), so a worker ignores it instead of dying mid-batch with a traceback.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not serve_channel(conn):
+        raise SystemExit(1)
+
+
+def serve_channel(conn: Channel) -> bool:
+    """The worker side of a parallel run: receive the spec, run chunks until told to stop.
+
+    Every worker (a local process or a Ray actor) runs cases through this one function.
+    Returns False after reporting a failure as an ``("error", name, text)`` message.
+    """
     try:
         spec = conn.recv()
         anyio.run(_serve, conn, spec)
@@ -125,17 +158,18 @@ def worker_main(conn: Connection) -> None:
             exc = exc.exceptions[0]
         with contextlib.suppress(OSError, ValueError, pickle.PicklingError):
             conn.send(("error", type(exc).__name__, describe_error(exc)))
-        raise SystemExit(1) from None
+        return False
+    return True
 
 
-async def _serve(conn: Connection, spec: WorkerSpec) -> None:
+async def _serve(conn: Channel, spec: WorkerSpec) -> None:
     from agentjudge.harness._cost import prices_applied, suite_price_table
 
     with prices_applied(suite_price_table(spec.suite)):
         await _serve_cases(conn, spec)
 
 
-async def _serve_cases(conn: Connection, spec: WorkerSpec) -> None:
+async def _serve_cases(conn: Channel, spec: WorkerSpec) -> None:
     from agentjudge.harness._cost import run_budget
     from agentjudge.harness._run import build_evaluator, resolve_judges, resolve_task
 
@@ -202,6 +236,27 @@ _ERRORS: dict[str, Callable[[str], AgentJudgeError]] = {
     "JudgeInterrupted": JudgeInterrupted,
 }
 """Failures re-raised as themselves (message unchanged), as an in-process run raises them."""
+
+
+def worker_error(name: str, text: str, who: str) -> AgentJudgeError:
+    """The error an ``("error", name, text)`` message from worker ``who`` stands for."""
+    error = _ERRORS.get(name)
+    if error is not None:
+        return error(text.removeprefix(f"{name}: "))
+    return WorkerFailed(f"{who} failed: {text}")
+
+
+class CasePool(Protocol):
+    """Where a parallel run's cases run: `WorkerPool`, or ``_ray.RayPool``."""
+
+    cases_in: int
+    """Cases the workers took in (known once `run` returned)."""
+
+    async def run(self, spec: WorkerSpec, chunks: Iterator[_Chunk], batches: Pipe[Batch]) -> None:
+        """Hand ``chunks`` out until they run out and every worker is done; closes ``batches``."""
+
+    def close(self) -> None:
+        """Stop the workers (blocking)."""
 
 
 class WorkerPool:
@@ -311,11 +366,7 @@ class WorkerPool:
             self._done.add(k)
             return True
         else:
-            name, text = message[1], message[2]
-            error = _ERRORS.get(name)
-            if error is not None:
-                raise error(text.removeprefix(f"{name}: "))
-            raise WorkerFailed(f"worker process {k + 1} failed: {text}")
+            raise worker_error(message[1], message[2], f"worker process {k + 1}")
         return False
 
     def close(self) -> None:

@@ -48,7 +48,7 @@ from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, conclude, parse_gate, resolve_gate_subjects
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
-from agentjudge.harness._processes import Batch, WorkerPool, WorkerSpec, pickled
+from agentjudge.harness._processes import Batch, CasePool, WorkerPool, WorkerSpec, pickled
 from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._resolve import (
     RunConfigError,
@@ -199,9 +199,9 @@ class _Run:
         if judges is not None:  # the suite's calibration / thresholds settings apply to them too
             judges = cascade_settings(suite, judges)
         try:
-            if suite.workers > 1 and task is not None:
+            if suite.out_of_process and task is not None:
                 self.task_blob = pickled(task, "task", suite.workers)
-            if suite.workers > 1 and judges is not None:
+            if suite.out_of_process and judges is not None:
                 self.judges_blob = pickled(judges, "judges", suite.workers)
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
@@ -217,7 +217,7 @@ class _Run:
             self.price_table = suite_price_table(suite)
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
-        self.budget = run_budget(suite) if suite.workers == 1 else None
+        self.budget = None if suite.out_of_process else run_budget(suite)
         self.evaluator = build_evaluator(suite, judges, self.telemetry, budget=self.budget)
         self.runner = CaseRunner(self.task, self.evaluator, self.telemetry)
         self.judge_names = list(self.evaluator.judge_names)
@@ -396,7 +396,7 @@ class _Run:
             judge_names=tuple(self.judge_names),
         )
 
-    async def execute(self, pool: WorkerPool | None = None) -> None:
+    async def execute(self, pool: CasePool | None = None) -> None:
         """Run every pending case, here or (``pool``) in worker processes.
 
         Raises:
@@ -435,7 +435,7 @@ class _Run:
             tg.start_soon(self._write, rows, self._fold_rows)
             await self.runner.run_workers(cases, rows, slots)
 
-    async def _run_in(self, pool: WorkerPool) -> None:
+    async def _run_in(self, pool: CasePool) -> None:
         batches: Pipe[Batch] = Pipe(BATCH_BUFFER)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write, batches, self._fold_batches)
@@ -571,6 +571,8 @@ async def run_suite(
     task: Callable[[Case], Any] | None = None,
     judges: Any = None,
     optional_gates: Collection[str] = (),
+    backend: Literal["local", "ray"] | None = None,
+    ray_address: str | None = None,
 ) -> RunSummary:
     """Run a suite end to end and return its summary (also written to ``out/summary.json``).
 
@@ -591,6 +593,9 @@ async def run_suite(
         optional_gates: Gates of ``suite.gates`` (as written) skipped with a warning, instead
             of refused, when the run has no judge or jury they name (the CLI passes the suite
             file's gates when ``--judges`` replaces its judges).
+        backend: ``"ray"`` runs the cases on Ray actors (``suite.backend`` when None).
+        ray_address: The Ray cluster to join (``suite.ray_address`` when None; neither:
+            a local Ray instance).
 
     Returns:
         The summary; ``summary.passed`` is False when a gate or the baseline check failed.
@@ -606,6 +611,8 @@ async def run_suite(
     """
     if resume and overwrite:
         raise RunConfigError("--resume and --overwrite exclude each other")
+    if backend is not None or ray_address is not None:
+        suite = suite.with_overrides(backend=backend, ray_address=ray_address)
     suite, batch_warnings = batch_settings(suite)  # batch mode: one process, long timeouts
     if telemetry is None:
         telemetry = Telemetry.create()
@@ -623,10 +630,10 @@ async def run_suite(
     run.prepare_config(task, judges)
     run.warnings += batch_warnings
     with prices_applied(run.price_table):
-        if suite.workers == 1:
+        if not suite.out_of_process:
             return await _execute_run(run, telemetry, None)
         # Started before the dataset's validation pass, so their start-up overlaps it.
-        pool = await anyio.to_thread.run_sync(WorkerPool, suite.workers)
+        pool = await anyio.to_thread.run_sync(_start_pool, suite)
         try:
             return await _execute_run(run, telemetry, pool)
         finally:
@@ -634,9 +641,16 @@ async def run_suite(
                 await anyio.to_thread.run_sync(pool.close)
 
 
-async def _execute_run(
-    run: _Run, telemetry: Telemetry | None, pool: WorkerPool | None
-) -> RunSummary:
+def _start_pool(suite: Suite) -> CasePool:
+    """The worker processes, or (``backend = "ray"``) the Ray actors, of a parallel run."""
+    if suite.backend == "ray":
+        from agentjudge.harness._ray import RayPool  # imports ray lazily
+
+        return RayPool(suite)
+    return WorkerPool(suite.workers)
+
+
+async def _execute_run(run: _Run, telemetry: Telemetry | None, pool: CasePool | None) -> RunSummary:
     await anyio.to_thread.run_sync(run.prepare_files)
     try:
         return await _run_prepared(run, telemetry, pool)
@@ -646,7 +660,7 @@ async def _execute_run(
 
 
 async def _run_prepared(
-    run: _Run, telemetry: Telemetry | None, pool: WorkerPool | None
+    run: _Run, telemetry: Telemetry | None, pool: CasePool | None
 ) -> RunSummary:
     if pool is not None and telemetry is not None:
         run.warnings.append(

@@ -26,7 +26,7 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -72,6 +72,20 @@ class Suite(BaseModel):
     """Processes that run cases: 1 runs them in this process; N > 1 starts N worker processes
     (each running ``concurrency`` cases at once) for CPU-bound tasks and judges, while this
     process reads the dataset and writes the results."""
+    backend: Literal["local", "ray"] = "local"
+    """Where the worker slots run: ``"local"`` (worker processes on this machine) or ``"ray"``
+    (one Ray actor per worker slot, on a local Ray instance or the cluster at
+    ``ray_address``; needs ``agentjudge[ray]``, see the "Scale out" how-to)."""
+    ray_address: str | None = None
+    """With ``backend = "ray"``: the cluster to join (e.g. ``"ray://head:10001"`` or
+    ``"auto"``); None starts a local Ray instance for the run."""
+    ray_num_cpus: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    """CPUs each Ray actor reserves (``backend = "ray"``)."""
+    ray_num_gpus: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """GPUs each Ray actor reserves (``backend = "ray"``)."""
+    ray_runtime_env: dict[str, Any] | None = None
+    """Ray ``runtime_env`` of the actors (e.g. ``{"working_dir": ".", "pip": [...]}``) to ship
+    the task's and judges' code and dependencies to the cluster."""
     judge_timeout: float | None = Field(default=60.0, gt=0, allow_inf_nan=False)
     """Seconds per judge attempt (None: no limit)."""
     judge_concurrency: int = Field(default=64, ge=1)
@@ -156,6 +170,11 @@ class Suite(BaseModel):
         for expr in v:
             parse_gate(expr)
         return v
+
+    @property
+    def out_of_process(self) -> bool:
+        """True when cases run outside this process (``workers > 1`` or the Ray backend)."""
+        return self.workers > 1 or self.backend == "ray"
 
     def path(self, value: Path) -> Path:
         """``value`` resolved against `base_dir` when relative."""

@@ -1,0 +1,344 @@
+"""Running a suite's cases on Ray actors (``backend = "ray"``): past one machine.
+
+The Ray backend is a `CasePool` like the local worker processes (`WorkerPool`), with one Ray
+actor per worker slot instead of one process:
+
+* each actor runs `serve_channel`, the very function a local worker process runs (the same
+  task, judges, Evaluator, timeouts and retries, ``concurrency`` cases at once), on a thread
+  of its own; its `Channel` is a pair of queues the driver fills (`CaseActor.push`) and
+  drains (`CaseActor.poll`, finished rows in batches with their aggregates);
+* the driver (this process) alone reads the dataset and writes ``results.jsonl`` and
+  ``summary.json``, so rows, aggregates, gates and exit codes are those of a local run;
+* the driver remembers which chunks each actor holds and which case ids came back. When an
+  actor dies (killed, its node lost, the process crashed) a new actor takes its slot and gets
+  the chunks again with every id already written marked done: unfinished cases run again,
+  finished ones do not. A slot whose actors keep dying (a case that kills its worker) ends
+  the run after `MAX_DEATHS` deaths in all, like a worker process that dies;
+* a driver that dies leaves a valid results file: ``--resume`` continues it, on this or
+  another cluster.
+
+``ray`` is an optional extra (``agentjudge[ray]``), imported here only, when a run asks for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import queue
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from agentjudge.harness._pipe import Pipe
+from agentjudge.harness._processes import (
+    Batch,
+    WorkerFailed,
+    WorkerSpec,
+    serve_channel,
+    worker_error,
+)
+from agentjudge.harness._resolve import RunConfigError
+from agentjudge.harness._suite import Suite
+
+__all__ = ["CaseActor", "RayMissing", "RayPool", "import_ray"]
+
+LOCAL_OBJECT_STORE = 100 * 1024 * 1024
+"""Bytes of object store a local Ray instance gets (messages are small: rows in batches)."""
+POLL_SECONDS = 1.0
+"""How long one `CaseActor.poll` call waits for a message."""
+MAX_DEATHS = 3
+"""Actor deaths per worker slot (summed over the run) before the run fails."""
+ACTOR_THREADS = 4
+"""Concurrent method calls per actor (`CaseActor.poll` blocks while chunks are pushed)."""
+
+_Chunk = list[tuple[int, bytes]]
+
+
+class RayMissing(RunConfigError, ImportError):
+    """``backend = "ray"`` was asked for and Ray is not installed."""
+
+
+def import_ray() -> Any:
+    """The ``ray`` module.
+
+    Raises:
+        RayMissing: Ray is not installed; the message says how to install it.
+    """
+    try:
+        import ray
+    except ImportError as exc:
+        raise RayMissing(
+            f'backend = "ray" needs Ray, which is not installed ({exc}): '
+            "pip install 'agentjudge[ray]' (or run without --backend ray)"
+        ) from exc
+    return ray
+
+
+# ----------------------------------------------------------------------------- actor side
+class _Queues:
+    """The `Channel` of a worker running in an actor: the driver's pushes and polls."""
+
+    def __init__(self) -> None:
+        self.inbox: queue.Queue[Any] = queue.Queue()
+        self.outbox: queue.Queue[Any] = queue.Queue()
+
+    def send(self, obj: Any) -> None:
+        self.outbox.put(obj)
+
+    def recv(self) -> Any:
+        return self.inbox.get()
+
+
+class CaseActor:
+    """One worker slot on Ray (made a Ray actor class by `RayPool`).
+
+    Method calls of a threaded actor may run out of order, so each pushed item carries a
+    sequence number and reaches the worker in that order (the spec first).
+    """
+
+    def __init__(self) -> None:
+        self._queues = _Queues()
+        self._lock = threading.Lock()
+        self._next = 0
+        self._early: dict[int, Any] = {}
+        self._thread = threading.Thread(
+            target=serve_channel, args=(self._queues,), name="agentjudge-ray-worker", daemon=True
+        )
+        self._thread.start()
+
+    def push(self, seq: int, item: Any) -> None:
+        """Item ``seq`` for the worker: the spec (0), then chunks, then None (no more)."""
+        with self._lock:
+            self._early[seq] = item
+            while self._next in self._early:
+                self._queues.inbox.put(self._early.pop(self._next))
+                self._next += 1
+
+    def poll(self, timeout: float) -> list[Any]:
+        """The worker's messages, waiting up to ``timeout`` seconds for the first."""
+        outbox = self._queues.outbox
+        try:
+            messages = [outbox.get(timeout=timeout)]
+        except queue.Empty:
+            return []
+        with contextlib.suppress(queue.Empty):
+            while True:
+                messages.append(outbox.get_nowait())
+        return messages
+
+    def pid(self) -> int:
+        """The actor's process id (tests, diagnostics)."""
+        return os.getpid()
+
+
+# ----------------------------------------------------------------------------- driver side
+@dataclass
+class _Shared:
+    """What the slots of one run share: the chunk source and the ids written."""
+
+    chunks: Iterator[_Chunk]
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    exhausted: bool = False
+    finished: set[str] = field(default_factory=set)
+    deaths: int = 0
+
+
+@dataclass
+class _Held:
+    """The chunks one slot holds (across its actors) and their ids not yet back."""
+
+    chunks: dict[int, tuple[_Chunk, set[str]]] = field(default_factory=dict)
+    owner: dict[str, int] = field(default_factory=dict)
+    count: int = 0
+
+    def add(self, chunk: _Chunk, ids: list[str]) -> None:
+        self.count += 1
+        self.chunks[self.count] = (chunk, set(ids))
+        for case_id in ids:
+            self.owner[case_id] = self.count
+
+    def finish(self, case_id: str) -> None:
+        key = self.owner.pop(case_id, None)
+        if key is None:
+            return
+        ids = self.chunks[key][1]
+        ids.discard(case_id)
+        if not ids:
+            del self.chunks[key]
+
+
+class _Slot:
+    """The actor currently serving one worker slot, and what it was sent."""
+
+    def __init__(self, handle: Any) -> None:
+        self.handle = handle
+        self.seq = 0
+        self.ended = False
+
+    def push(self, item: Any) -> None:
+        self.handle.push.remote(self.seq, item)
+        self.seq += 1
+
+
+class RayPool:
+    """The Ray actors of one run (one per worker slot); joins or starts Ray.
+
+    Args:
+        suite: The suite (``workers``, ``ray_address``, ``ray_num_cpus``, ``ray_num_gpus``,
+            ``ray_runtime_env``).
+
+    Raises:
+        RayMissing: Ray is not installed.
+    """
+
+    def __init__(self, suite: Suite) -> None:
+        ray = import_ray()
+        self._ray = ray
+        self._owns = False
+        if not ray.is_initialized():
+            _init_ray(ray, suite)
+            self._owns = True
+        options: dict[str, Any] = {
+            "num_cpus": suite.ray_num_cpus,
+            "num_gpus": suite.ray_num_gpus,
+            "max_concurrency": ACTOR_THREADS,
+            "max_restarts": 0,
+        }
+        if suite.ray_runtime_env is not None:
+            options["runtime_env"] = suite.ray_runtime_env
+        self._actor_class = ray.remote(CaseActor).options(**options)
+        self._handles = [self._actor_class.remote() for _ in range(suite.workers)]
+        self._slots: list[_Slot] = []
+        self.cases_in = 0
+        """Distinct pending cases handed out (counted here: a dead actor cannot say)."""
+
+    @property
+    def handles(self) -> list[Any]:
+        """The Ray actor handles now serving the slots (tests kill them)."""
+        return [slot.handle for slot in self._slots] or list(self._handles)
+
+    async def run(self, spec: WorkerSpec, chunks: Iterator[_Chunk], batches: Pipe[Batch]) -> None:
+        """Hand ``chunks`` out until they run out and every actor is done; closes ``batches``.
+
+        Raises:
+            WorkerFailed: an actor's worker raised, or actors kept dying (or `DatasetError` /
+                `TaskInterrupted`, re-raised as such).
+        """
+        shared = _Shared(chunks)
+        self._slots = [_Slot(handle) for handle in self._handles]
+        try:
+            async with anyio.create_task_group() as tg:
+                for k in range(len(self._slots)):
+                    tg.start_soon(self._serve, k, spec, shared, batches)
+        finally:
+            batches.close()
+
+    async def _serve(self, k: int, spec: WorkerSpec, shared: _Shared, batches: Pipe[Batch]) -> None:
+        held = _Held()
+        slot = self._slots[k]
+        slot.push(spec)
+        while True:
+            try:
+                messages = await anyio.to_thread.run_sync(
+                    self._ray.get, slot.handle.poll.remote(POLL_SECONDS), abandon_on_cancel=True
+                )
+            except self._ray.exceptions.RayActorError as exc:
+                slot = await self._replace(k, spec, shared, held, exc)
+                continue
+            for message in messages:
+                if await self._on_message(k, message, spec, shared, held, batches):
+                    return
+
+    async def _on_message(
+        self,
+        k: int,
+        message: tuple[Any, ...],
+        spec: WorkerSpec,
+        shared: _Shared,
+        held: _Held,
+        batches: Pipe[Batch],
+    ) -> bool:
+        kind = message[0]
+        if kind == "rows":
+            for line in message[1].splitlines():
+                case_id = json.loads(line)["id"]
+                held.finish(case_id)
+                shared.finished.add(case_id)
+            await batches.put((message[1], message[2]))
+        elif kind == "more":
+            for _ in range(message[1]):
+                await self._hand_out(self._slots[k], spec, shared, held)
+        elif kind == "done":
+            return True
+        else:
+            raise worker_error(message[1], message[2], f"Ray actor of worker slot {k + 1}")
+        return False
+
+    async def _hand_out(self, slot: _Slot, spec: WorkerSpec, shared: _Shared, held: _Held) -> None:
+        if slot.ended:
+            return
+        async with shared.lock:
+            chunk = (
+                None
+                if shared.exhausted
+                else await anyio.to_thread.run_sync(next, shared.chunks, None)
+            )
+            shared.exhausted = chunk is None
+            if chunk is not None:
+                done = spec.done
+                ids = [c.id for c in spec.dataset.parse_chunk(chunk) if c.id not in done]
+                self.cases_in += len(ids)
+                held.add(chunk, ids)
+        slot.push(chunk)
+        slot.ended = chunk is None
+
+    async def _replace(
+        self, k: int, spec: WorkerSpec, shared: _Shared, held: _Held, exc: BaseException
+    ) -> _Slot:
+        """A new actor for slot ``k``, given the chunks the dead one had not finished."""
+        shared.deaths += 1
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if shared.deaths > MAX_DEATHS * len(self._slots):
+            raise WorkerFailed(
+                f"Ray actor of worker slot {k + 1} died, the {shared.deaths}th actor death of "
+                f"this run ({cause}); the run stops (run again with --resume to continue)"
+            )
+        handle = await anyio.to_thread.run_sync(self._actor_class.remote)
+        slot = _Slot(handle)
+        self._slots[k] = slot
+        # Every id written so far counts as done for the new actor, so a chunk it gets again
+        # runs only the cases whose rows never came back.
+        slot.push(replace(spec, done=spec.done | frozenset(shared.finished)))
+        for chunk, _ in list(held.chunks.values()):
+            slot.push(chunk)
+        return slot
+
+    def close(self) -> None:
+        """Kill the actors, and shut down the local Ray instance this pool started."""
+        ray = self._ray
+        for handle in {id(h): h for h in [*self._handles, *self.handles]}.values():
+            with contextlib.suppress(Exception):
+                ray.kill(handle)
+        if self._owns:
+            ray.shutdown()
+
+
+def _init_ray(ray: Any, suite: Suite) -> None:
+    """Join the cluster at ``suite.ray_address``, or start a local Ray instance."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if suite.ray_address is not None:
+        ray.init(address=suite.ray_address, log_to_driver=False)
+        return
+    cpus = max(os.cpu_count() or 1, math.ceil(suite.workers * suite.ray_num_cpus))
+    ray.init(
+        num_cpus=cpus,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=LOCAL_OBJECT_STORE,
+    )
