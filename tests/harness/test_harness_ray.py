@@ -1,0 +1,192 @@
+"""The Ray backend (``backend = "ray"``): the rows of a local run, dead actors, dead drivers.
+
+One local Ray instance serves every test of the session (`ray_address`); the runs join it,
+so none pays Ray's start-up. Skipped where the ``ray`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from test_harness_workers import by_id, make_suite, rows
+
+from agentjudge.harness import Suite, iter_rows, run_suite
+from agentjudge.testing import FakeModelServer, FakeResponse
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def ray_address() -> Iterator[str]:
+    """A local Ray instance for the whole session (small object store, no dashboard)."""
+    ray = pytest.importorskip(
+        "ray", reason="the Ray backend's tests need the ray extra: pip install 'agentjudge[ray]'"
+    )
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=100 * 1024 * 1024,
+    )
+    try:
+        yield str(ray.get_runtime_context().gcs_address)
+    finally:
+        ray.shutdown()
+
+
+LOGGED_TASK = """
+import os
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+async def answer(case):
+    with open(HERE / "calls.log", "a") as log:
+        log.write(f"{case.id} {os.getpid()}\\n")
+    if case.input == "boom":
+        raise RuntimeError("kaboom")
+    if case.input == "kill" and not (HERE / "killed").exists():
+        (HERE / "killed").write_text("once")
+        import ray
+
+        ray.kill(ray.get_runtime_context().current_actor)
+    return case.input.upper()
+"""
+
+
+def test_ray_writes_the_same_rows_and_aggregates_as_one_process(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """Two Ray actors produce exactly the rows and aggregates of an in-process run."""
+    data = rows(200, {5: "boom", 17: "boom"})
+    one = anyio.run(lambda: run_suite(make_suite(tmp_path, data), out=tmp_path / "one"))
+    suite = make_suite(tmp_path, data, workers=2, backend="ray")
+    two = anyio.run(lambda: run_suite(suite, out=tmp_path / "two"))
+    assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
+    assert two.cases == one.cases and two.cases.errors == 2
+    assert two.judges == one.judges
+    assert two.verdict == one.verdict
+    assert two.status == "completed" and two.config["backend"] == "ray"
+
+
+LLM_JUDGES = """
+from agentjudge.judges import LLMJudge
+from agentjudge.models import OpenAIChat
+
+PROMPT = "Is {{output}} the right answer to {{input}}? Answer YES or NO."
+
+
+def build():
+    model = OpenAIChat("judge-model", base_url=URL, api_key="k")
+    return [LLMJudge("correct", model, PROMPT)]
+"""
+
+
+async def test_ray_llm_judge_rows_match_an_in_process_run(tmp_path: Path, ray_address: str) -> None:
+    """An LLM judge calling a FakeModelServer: the same rows on Ray as in process."""
+    usage = {"prompt_tokens": 10, "completion_tokens": 5}
+    yes = FakeResponse(text="Answer: YES\nReasoning: fine", usage=usage)
+    async with FakeModelServer(default=yes) as server:
+        judges = f"URL = {server.base_url!r}\n" + textwrap.dedent(LLM_JUDGES)
+        (tmp_path / "llm.py").write_text(judges, encoding="utf-8")
+        data = rows(60)
+        base = make_suite(tmp_path, data).with_overrides(judges="llm.py:build")
+        one = await run_suite(base, out=tmp_path / "one")
+        two = await run_suite(base, out=tmp_path / "two", backend="ray")
+        assert len(server.requests) == 120
+    assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
+    assert two.judges == one.judges and two.cost == one.cost
+
+
+def test_a_killed_actor_loses_no_case_and_reruns_none_it_finished(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """ray.kill of an actor mid-case: a new actor runs its unfinished cases, each row once."""
+    data = rows(200, {60: "kill"})
+    suite = make_suite(tmp_path, data, workers=2, backend="ray")
+    (tmp_path / "task.py").write_text(textwrap.dedent(LOGGED_TASK), encoding="utf-8")
+    summary = anyio.run(lambda: run_suite(suite, out=tmp_path / "o"))
+    found = by_id(tmp_path / "o")
+    assert sorted(found) == [f"r{i:04d}" for i in range(200)]
+    assert found["r0060"]["output"] == "KILL"
+    assert summary.status == "completed" and summary.cases.total == 200
+    calls = [line.split() for line in (tmp_path / "calls.log").read_text().splitlines()]
+    runs = Counter(case_id for case_id, _ in calls)
+    first_pid = {case_id: pid for case_id, pid in reversed(calls)}
+    assert runs["r0060"] == 2  # killed mid-case, then run again
+    # Only cases the killed actor held without their rows having come back run again.
+    again = {case_id for case_id, n in runs.items() if n > 1}
+    assert {first_pid[case_id] for case_id in again} == {first_pid["r0060"]}
+    assert all(n <= 2 for n in runs.values()) and len(again) < 200
+
+
+SLOW_TASK = """
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def answer(case):
+    if case.input == "boom":
+        raise RuntimeError("kaboom")
+    if (HERE / "slow").exists():
+        time.sleep(0.05)
+    return case.input.upper()
+"""
+
+
+def test_a_killed_driver_leaves_a_run_that_resume_completes(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """kill -9 of the driver (the CLI, joined to the cluster), then --resume: every case once."""
+    data = rows(200, {3: "boom"})
+    make_suite(tmp_path, data)
+    (tmp_path / "task.py").write_text(textwrap.dedent(SLOW_TASK), encoding="utf-8")
+    (tmp_path / "slow").write_text("")
+    args = ["--dataset", "data.jsonl", "--task", "task.py:answer", "--judges", "judges.py:judges"]
+    args += ["--out", "o", "--progress", "off", "--workers", "2", "--backend", "ray"]
+    args += ["--ray-address", ray_address, "--concurrency", "2"]
+    command = [sys.executable, "-m", "agentjudge", "run", *args]
+    proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL)
+    results = tmp_path / "o" / "results.jsonl"
+    deadline = time.monotonic() + 60
+    while not (results.exists() and len(results.read_bytes().splitlines()) >= 20):
+        assert proc.poll() is None, "the driver ended before it was killed"
+        assert time.monotonic() < deadline, "no rows within 60 s"
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written = len(list(iter_rows(results)))
+    assert written < 200
+    (tmp_path / "slow").unlink()
+    resumed = subprocess.run(
+        [*command, "--resume"], cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert sorted(by_id(tmp_path / "o")) == [f"r{i:04d}" for i in range(200)]
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["resumed"]
+    assert summary["cases"]["total"] == 200 and summary["cases"]["errors"] == 1
+
+
+def test_a_worker_failure_on_ray_reads_as_a_local_one(tmp_path: Path, ray_address: str) -> None:
+    """A task that cannot be resolved on the actor fails the run with the local message."""
+    suite: Suite = make_suite(tmp_path, rows(5), workers=2, backend="ray")
+    settings: dict[str, Any] = {"task": "task.py:nowhere"}
+    with pytest.raises(Exception, match=r"nowhere"):
+        anyio.run(lambda: run_suite(suite.with_overrides(**settings), out=tmp_path / "o"))
