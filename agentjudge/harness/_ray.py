@@ -147,6 +147,8 @@ class _Shared:
     exhausted: bool = False
     finished: set[str] = field(default_factory=set)
     deaths: int = 0
+    spent: dict[int, float] = field(default_factory=dict)
+    """Dollars of the rows each slot sent back (a replacement actor's budget is what is left)."""
 
 
 @dataclass
@@ -198,6 +200,7 @@ class RayPool:
     """
 
     def __init__(self, suite: Suite) -> None:
+        check_limits(suite)
         ray = import_ray()
         self._ray = ray
         self._owns = False
@@ -242,7 +245,7 @@ class RayPool:
     async def _serve(self, k: int, spec: WorkerSpec, shared: _Shared, batches: Pipe[Batch]) -> None:
         held = _Held()
         slot = self._slots[k]
-        slot.push(spec)
+        slot.push(slot_spec(spec, k, len(self._slots), 0.0))
         while True:
             try:
                 messages = await anyio.to_thread.run_sync(
@@ -270,6 +273,7 @@ class RayPool:
                 case_id = json.loads(line)["id"]
                 held.finish(case_id)
                 shared.finished.add(case_id)
+            shared.spent[k] = shared.spent.get(k, 0.0) + message[2].cost.total.usd
             await batches.put((message[1], message[2]))
         elif kind == "more":
             for _ in range(message[1]):
@@ -314,7 +318,8 @@ class RayPool:
         self._slots[k] = slot
         # Every id written so far counts as done for the new actor, so a chunk it gets again
         # runs only the cases whose rows never came back.
-        slot.push(replace(spec, done=spec.done | frozenset(shared.finished)))
+        fresh = replace(spec, done=spec.done | frozenset(shared.finished))
+        slot.push(slot_spec(fresh, k, len(self._slots), shared.spent.get(k, 0.0)))
         for chunk, _ in list(held.chunks.values()):
             slot.push(chunk)
         return slot
@@ -327,6 +332,42 @@ class RayPool:
                 ray.kill(handle)
         if self._owns:
             ray.shutdown()
+
+
+def slot_spec(spec: WorkerSpec, k: int, slots: int, spent: float) -> WorkerSpec:
+    """The spec of the actor of slot ``k``: its share of the limits and of the budget.
+
+    Every per-resource limit is split across the slots (the first ones get the remainder)
+    and so is ``max_cost`` (as for local worker processes), so the actors together never
+    exceed either. A replacement actor gets its slot's share minus what the rows received
+    from the slot cost.
+    """
+    suite = spec.suite
+    update: dict[str, Any] = {}
+    if suite.limits:
+        update["limits"] = {
+            name: cap // slots + (1 if k < cap % slots else 0) for name, cap in suite.limits.items()
+        }
+    if suite.max_cost is not None:
+        share = max(suite.max_cost / suite.workers - spent, 0.0)
+        update["max_cost"] = share * suite.workers  # run_budget divides by workers again
+    if not update:
+        return spec
+    return replace(spec, suite=suite.model_copy(update=update))
+
+
+def check_limits(suite: Suite) -> None:
+    """Refuse limits the actors cannot share (each needs at least one token).
+
+    Raises:
+        RunConfigError: a limit below ``workers``.
+    """
+    small = {name: cap for name, cap in suite.limits.items() if cap < suite.workers}
+    if small:
+        raise RunConfigError(
+            f"limits {small} are below workers = {suite.workers}: on Ray every actor gets an "
+            "equal share of each limit (at least 1); raise the limits or use fewer workers"
+        )
 
 
 def _init_ray(ray: Any, suite: Suite) -> None:

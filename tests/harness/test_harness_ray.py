@@ -22,7 +22,7 @@ import anyio
 import pytest
 from test_harness_workers import by_id, make_suite, rows
 
-from agentjudge.harness import Suite, iter_rows, run_suite
+from agentjudge.harness import RunConfigError, Suite, iter_rows, run_suite
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 pytestmark = pytest.mark.slow
@@ -190,3 +190,47 @@ def test_a_worker_failure_on_ray_reads_as_a_local_one(tmp_path: Path, ray_addres
     settings: dict[str, Any] = {"task": "task.py:nowhere"}
     with pytest.raises(Exception, match=r"nowhere"):
         anyio.run(lambda: run_suite(suite.with_overrides(**settings), out=tmp_path / "o"))
+
+
+def _llm_suite(tmp_path: Path, url: str, n: int, **settings: Any) -> Suite:
+    (tmp_path / "llm.py").write_text(f"URL = {url!r}\n" + textwrap.dedent(LLM_JUDGES))
+    suite = make_suite(tmp_path, rows(n), workers=2, backend="ray")
+    return suite.with_overrides(judges="llm.py:build", **settings)
+
+
+async def test_a_limit_holds_across_the_actors(tmp_path: Path, ray_address: str) -> None:
+    """limits = {model: 3} with two actors: never more than 3 calls at the server at once."""
+    in_flight = peak = 0
+
+    async def answer(body: Any) -> FakeResponse:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        try:
+            await anyio.sleep(0.01)
+        finally:
+            in_flight -= 1
+        return FakeResponse(text="Answer: YES", usage={"prompt_tokens": 1, "completion_tokens": 1})
+
+    async with FakeModelServer(answer) as server:
+        suite = _llm_suite(tmp_path, server.base_url, 60, limits={"openai:judge-model": 3})
+        summary = await run_suite(suite, out=tmp_path / "o", backend="ray")
+        assert len(server.requests) == 60
+    assert summary.status == "completed" and summary.cases.total == 60
+    assert 1 <= peak <= 3
+    with pytest.raises(RunConfigError, match=r"below workers = 2"):
+        await run_suite(suite.with_overrides(limits={"openai:judge-model": 1}), out=tmp_path / "x")
+
+
+async def test_max_cost_holds_across_the_actors(tmp_path: Path, ray_address: str) -> None:
+    """--max-cost on Ray: the actors together spend no more; the run ends aborted (exit 3)."""
+    usage = {"prompt_tokens": 1000, "completion_tokens": 100}  # $0.002 a call at these prices
+    prices = {"openai:judge-model": {"input": 1.0, "output": 10.0}}
+    async with FakeModelServer(default=FakeResponse(text="Answer: YES", usage=usage)) as server:
+        suite = _llm_suite(tmp_path, server.base_url, 40, max_cost=0.05, prices=prices)
+        summary = await run_suite(suite, out=tmp_path / "o")
+        billed = len(server.requests) * 0.002
+    assert billed <= 0.05 + 1e-12
+    assert summary.status == "aborted" and summary.budget is not None
+    assert summary.budget.exhausted and summary.cost.usd == pytest.approx(billed)
+    assert len(by_id(tmp_path / "o")) == 40
