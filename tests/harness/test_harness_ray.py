@@ -232,5 +232,6 @@ async def test_max_cost_holds_across_the_actors(tmp_path: Path, ray_address: str
         billed = len(server.requests) * 0.002
     assert billed <= 0.05 + 1e-12
     assert summary.status == "aborted" and summary.budget is not None
-    assert summary.budget.exhausted and summary.cost.usd == pytest.approx(billed)
+    assert summary.budget.exhausted and summary.cost is not None
+    assert summary.cost.usd == pytest.approx(billed)
     assert len(by_id(tmp_path / "o")) == 40
