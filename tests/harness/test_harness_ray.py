@@ -235,3 +235,15 @@ async def test_max_cost_holds_across_the_actors(tmp_path: Path, ray_address: str
     assert summary.budget.exhausted and summary.cost is not None
     assert summary.cost.usd == pytest.approx(billed)
     assert len(by_id(tmp_path / "o")) == 40
+
+
+def test_without_ray_the_run_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """backend = "ray" without Ray: a configuration error naming the extra, no output written."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    suite = make_suite(tmp_path, rows(3), backend="ray")
+    with pytest.raises(RunConfigError, match=r"pip install 'agentjudge\[ray\]'") as info:
+        anyio.run(lambda: run_suite(suite, out=tmp_path / "o"))
+    assert isinstance(info.value, ImportError)
+    assert not (tmp_path / "o").exists()
