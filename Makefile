@@ -27,8 +27,9 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 
 # The suite runs on every core (pytest-xdist); the few wall-clock tests (marker `timing`) run
 # afterwards on their own, so a busy neighbour test cannot make them miss their bounds.
-# `--durations` prints the slowest tests of each part.
-PYTEST_PARALLEL := pytest -q -n auto --durations=10
+# `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
+# `xdist_group` on one worker (the Ray tests share one Ray instance per session).
+PYTEST_PARALLEL := pytest -q -n auto --dist loadgroup --durations=10
 
 test: install ## Run the whole test suite (all cores, then the timing tests alone)
 	$(RUN) $(PYTEST_PARALLEL) -m "not timing"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import os
 import queue
@@ -373,13 +374,16 @@ def check_limits(suite: Suite) -> None:
 def _init_ray(ray: Any, suite: Suite) -> None:
     """Join the cluster at ``suite.ray_address``, or start a local Ray instance."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # Ray's own log lines (instance started, handlers) stay out of the run's stderr: a run on
+    # Ray reads like a local one. Its errors still show.
+    quiet = {"log_to_driver": False, "logging_level": logging.ERROR}
     if suite.ray_address is not None:
-        ray.init(address=suite.ray_address, log_to_driver=False)
+        ray.init(address=suite.ray_address, **quiet)
         return
     cpus = max(os.cpu_count() or 1, math.ceil(suite.workers * suite.ray_num_cpus))
     ray.init(
         num_cpus=cpus,
         include_dashboard=False,
-        log_to_driver=False,
         object_store_memory=LOCAL_OBJECT_STORE,
+        **quiet,
     )

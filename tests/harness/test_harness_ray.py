@@ -25,7 +25,8 @@ from test_harness_workers import by_id, make_suite, rows
 from agentjudge.harness import RunConfigError, Suite, iter_rows, run_suite
 from agentjudge.testing import FakeModelServer, FakeResponse
 
-pytestmark = pytest.mark.slow
+# One worker runs them all under pytest-xdist (make test: --dist loadgroup): one Ray instance.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="session")
