@@ -31,6 +31,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import anyio
@@ -53,6 +54,8 @@ LOCAL_OBJECT_STORE = 100 * 1024 * 1024
 """Bytes of object store a local Ray instance gets (messages are small: rows in batches)."""
 POLL_SECONDS = 1.0
 """How long one `CaseActor.poll` call waits for a message."""
+START_SECONDS = 120.0
+"""How long an actor may take to answer first (scheduling, runtime_env set-up, imports)."""
 MAX_DEATHS = 3
 """Actor deaths per worker slot (summed over the run) before the run fails."""
 ACTOR_THREADS = 4
@@ -183,6 +186,7 @@ class _Slot:
         self.handle = handle
         self.seq = 0
         self.ended = False
+        self.started = False
 
     def push(self, item: Any) -> None:
         self.handle.push.remote(self.seq, item)
@@ -216,6 +220,7 @@ class RayPool:
         }
         if suite.ray_runtime_env is not None:
             options["runtime_env"] = suite.ray_runtime_env
+        self._options = options
         self._actor_class = ray.remote(CaseActor).options(**options)
         self._handles = [self._actor_class.remote() for _ in range(suite.workers)]
         self._slots: list[_Slot] = []
@@ -248,16 +253,30 @@ class RayPool:
         slot = self._slots[k]
         slot.push(slot_spec(spec, k, len(self._slots), 0.0))
         while True:
+            # Until an actor has answered once it may be waiting for resources the cluster
+            # does not have: that is an error after START_SECONDS, not a silent hang.
+            wait = None if slot.started else START_SECONDS
+            get = partial(self._ray.get, slot.handle.poll.remote(POLL_SECONDS), timeout=wait)
             try:
-                messages = await anyio.to_thread.run_sync(
-                    self._ray.get, slot.handle.poll.remote(POLL_SECONDS), abandon_on_cancel=True
-                )
+                messages = await anyio.to_thread.run_sync(get, abandon_on_cancel=True)
             except self._ray.exceptions.RayActorError as exc:
                 slot = await self._replace(k, spec, shared, held, exc)
                 continue
+            except self._ray.exceptions.GetTimeoutError:
+                raise WorkerFailed(self._not_started(k)) from None
+            slot.started = True
             for message in messages:
                 if await self._on_message(k, message, spec, shared, held, batches):
                     return
+
+    def _not_started(self, k: int) -> str:
+        options = self._options
+        return (
+            f"the Ray actor of worker slot {k + 1} did not start within {START_SECONDS:g} s: "
+            f"the cluster may lack what one actor reserves (num_cpus={options['num_cpus']:g}, "
+            f"num_gpus={options['num_gpus']:g}) or cannot set up its runtime_env; lower "
+            "ray_num_cpus / ray_num_gpus or add nodes"
+        )
 
     async def _on_message(
         self,

@@ -22,7 +22,7 @@ import anyio
 import pytest
 from test_harness_workers import by_id, make_suite, rows
 
-from agentjudge.harness import RunConfigError, Suite, iter_rows, run_suite
+from agentjudge.harness import RunAborted, RunConfigError, Suite, iter_rows, run_suite
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 # One worker runs them all under pytest-xdist (make test: --dist loadgroup): one Ray instance.
@@ -248,3 +248,15 @@ def test_without_ray_the_run_says_how_to_install_it(
         anyio.run(lambda: run_suite(suite, out=tmp_path / "o"))
     assert isinstance(info.value, ImportError)
     assert not (tmp_path / "o").exists()
+
+
+def test_an_actor_the_cluster_cannot_place_is_an_error_not_a_hang(
+    tmp_path: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An actor asking for a GPU the local instance lacks: the run fails, naming why."""
+    from agentjudge.harness import _ray
+
+    monkeypatch.setattr(_ray, "START_SECONDS", 1.0)
+    suite = make_suite(tmp_path, rows(3), backend="ray", ray_num_gpus=1)
+    with pytest.raises(RunAborted, match=r"did not start within 1 s: .*num_gpus=1"):
+        anyio.run(lambda: run_suite(suite, out=tmp_path / "o"))
