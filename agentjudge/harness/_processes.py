@@ -90,6 +90,9 @@ class WorkerSpec:
     done: frozenset[str]
     """Ids already in the results file (resume)."""
     judge_names: tuple[str, ...]
+    keeper: Any = None
+    """Sizes the Evaluator's resource limiters while cases run (``_ray_limits.LimitKeeper``:
+    cluster-wide limits on Ray), or None."""
 
 
 def pickled(obj: Any, what: str, workers: int) -> bytes:
@@ -218,10 +221,14 @@ async def _serve_cases(conn: Channel, spec: WorkerSpec) -> None:
             await send(("rows", "".join([item[0] for item in batch]), aggregate))
 
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(feed)
-            tg.start_soon(ship)
-            await runner.run_workers(cases, rows, suite.concurrency)
+        async with anyio.create_task_group() as outer:
+            if spec.keeper is not None:  # limiters sized before the first case starts
+                await outer.start(spec.keeper.keep, runner.evaluator)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(feed)
+                tg.start_soon(ship)
+                await runner.run_workers(cases, rows, suite.concurrency)
+            outer.cancel_scope.cancel()
     finally:
         await runner.close_task()
         for warning in await close_model_clients(find_model_clients(judges)):  # its own copies

@@ -45,6 +45,7 @@ from agentjudge.harness._processes import (
     serve_channel,
     worker_error,
 )
+from agentjudge.harness._ray_limits import LimitBroker, LimitKeeper
 from agentjudge.harness._resolve import RunConfigError
 from agentjudge.harness._suite import Suite
 
@@ -205,7 +206,6 @@ class RayPool:
     """
 
     def __init__(self, suite: Suite) -> None:
-        check_limits(suite)
         ray = import_ray()
         self._ray = ray
         self._owns = False
@@ -222,6 +222,11 @@ class RayPool:
             options["runtime_env"] = suite.ray_runtime_env
         self._options = options
         self._actor_class = ray.remote(CaseActor).options(**options)
+        self._broker = None
+        if suite.limits:  # one small actor holds the cluster's tokens (no CPU reserved)
+            broker_class = ray.remote(LimitBroker).options(num_cpus=0, max_restarts=0)
+            self._broker = broker_class.remote(suite.limits)
+        self._born = 0
         self._handles = [self._actor_class.remote() for _ in range(suite.workers)]
         self._slots: list[_Slot] = []
         self.cases_in = 0
@@ -251,7 +256,7 @@ class RayPool:
     async def _serve(self, k: int, spec: WorkerSpec, shared: _Shared, batches: Pipe[Batch]) -> None:
         held = _Held()
         slot = self._slots[k]
-        slot.push(slot_spec(spec, k, len(self._slots), 0.0))
+        slot.push(slot_spec(spec, k, len(self._slots), 0.0, self._keeper()))
         while True:
             # Until an actor has answered once it may be waiting for resources the cluster
             # does not have: that is an error after START_SECONDS, not a silent hang.
@@ -268,6 +273,13 @@ class RayPool:
             for message in messages:
                 if await self._on_message(k, message, spec, shared, held, batches):
                     return
+
+    def _keeper(self) -> LimitKeeper | None:
+        """A lease keeper with a holder name of its own (one per actor), or None."""
+        if self._broker is None:
+            return None
+        self._born += 1
+        return LimitKeeper(self._broker, f"actor-{self._born}")
 
     def _not_started(self, k: int) -> str:
         options = self._options
@@ -339,7 +351,8 @@ class RayPool:
         # Every id written so far counts as done for the new actor, so a chunk it gets again
         # runs only the cases whose rows never came back.
         fresh = replace(spec, done=spec.done | frozenset(shared.finished))
-        slot.push(slot_spec(fresh, k, len(self._slots), shared.spent.get(k, 0.0)))
+        spent = shared.spent.get(k, 0.0)
+        slot.push(slot_spec(fresh, k, len(self._slots), spent, self._keeper()))
         for chunk, _ in list(held.chunks.values()):
             slot.push(chunk)
         return slot
@@ -347,47 +360,30 @@ class RayPool:
     def close(self) -> None:
         """Kill the actors, and shut down the local Ray instance this pool started."""
         ray = self._ray
-        for handle in {id(h): h for h in [*self._handles, *self.handles]}.values():
+        extra = [] if self._broker is None else [self._broker]
+        for handle in {id(h): h for h in [*self._handles, *self.handles, *extra]}.values():
             with contextlib.suppress(Exception):
                 ray.kill(handle)
         if self._owns:
             ray.shutdown()
 
 
-def slot_spec(spec: WorkerSpec, k: int, slots: int, spent: float) -> WorkerSpec:
-    """The spec of the actor of slot ``k``: its share of the limits and of the budget.
+def slot_spec(
+    spec: WorkerSpec, k: int, slots: int, spent: float, keeper: LimitKeeper | None = None
+) -> WorkerSpec:
+    """The spec of an actor of slot ``k``: its lease keeper and its share of the budget.
 
-    Every per-resource limit is split across the slots (the first ones get the remainder)
-    and so is ``max_cost`` (as for local worker processes), so the actors together never
-    exceed either. A replacement actor gets its slot's share minus what the rows received
-    from the slot cost.
+    ``max_cost`` is split across the slots (as for local worker processes), so the actors
+    together never exceed it; a replacement actor gets its slot's share minus what the rows
+    received from the slot cost. ``limits`` are shared through the broker's leases
+    (``keeper``), see `agentjudge.harness._ray_limits`.
     """
     suite = spec.suite
-    update: dict[str, Any] = {}
-    if suite.limits:
-        update["limits"] = {
-            name: cap // slots + (1 if k < cap % slots else 0) for name, cap in suite.limits.items()
-        }
     if suite.max_cost is not None:
         share = max(suite.max_cost / suite.workers - spent, 0.0)
-        update["max_cost"] = share * suite.workers  # run_budget divides by workers again
-    if not update:
-        return spec
-    return replace(spec, suite=suite.model_copy(update=update))
-
-
-def check_limits(suite: Suite) -> None:
-    """Refuse limits the actors cannot share (each needs at least one token).
-
-    Raises:
-        RunConfigError: a limit below ``workers``.
-    """
-    small = {name: cap for name, cap in suite.limits.items() if cap < suite.workers}
-    if small:
-        raise RunConfigError(
-            f"limits {small} are below workers = {suite.workers}: on Ray every actor gets an "
-            "equal share of each limit (at least 1); raise the limits or use fewer workers"
-        )
+        # run_budget divides by workers again
+        suite = suite.model_copy(update={"max_cost": share * suite.workers})
+    return replace(spec, suite=suite, keeper=keeper)
 
 
 def _init_ray(ray: Any, suite: Suite) -> None:

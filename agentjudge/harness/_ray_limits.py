@@ -1,0 +1,201 @@
+"""Cluster-wide ``limits`` on Ray: token leases from one small broker actor.
+
+Each Ray actor's Evaluator keeps its per-resource limiters, but their sizes come from a
+`LimitBroker` (one Ray actor per run): every `RENEW_SECONDS` an actor's `keep_limits` task
+reports, per limited resource, the tokens in use and the calls waiting, and sets its limiter
+to the grant it gets back. The broker's rule keeps the cluster within each limit:
+
+* a holder is counted for ``max(previous grant, in use, new grant)`` tokens until its next
+  renewal (it may still lend its previous grant until the answer arrives, and calls in
+  flight keep their tokens), and a new grant only comes out of what no one else is counted
+  for; so the counts never sum above the limit;
+* while others wait, a holder gets no more than a fair share (the limit over the holders
+  with demand), so one busy actor cannot starve the others; with no one waiting it may take
+  every free token;
+* a lease lasts `LEASE_SECONDS` after the holder's last renewal: a dead actor's tokens
+  come back when it expires. An actor that cannot renew in time sets its limiters to 0
+  (calls already in flight finish).
+
+The broker's logic is a plain class (`Leases`, tested without Ray); `LimitBroker` is it as a
+Ray actor. Cost: one small actor call per actor every `RENEW_SECONDS` (not per judge call).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from anyio.abc import TaskStatus
+
+__all__ = [
+    "LEASE_SECONDS",
+    "RENEW_SECONDS",
+    "Leases",
+    "LimitBroker",
+    "LimitKeeper",
+    "keep_limits",
+]
+
+RENEW_SECONDS = 0.05
+"""How often an actor renews its leases (and so how soon freed tokens move)."""
+LEASE_SECONDS = 5.0
+"""How long a lease lasts without renewal (a dead actor's tokens come back after this)."""
+
+
+@dataclass
+class _Holder:
+    expires: float
+    grant: dict[str, int] = field(default_factory=dict)
+    counted: dict[str, int] = field(default_factory=dict)
+    waiting: dict[str, int] = field(default_factory=dict)
+
+
+class Leases:
+    """Per-resource token leases shared by the holders (the broker's state).
+
+    Args:
+        caps: Tokens per resource (the suite's ``limits``).
+        lease: Seconds a lease lasts without renewal.
+        clock: Monotonic seconds (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        caps: Mapping[str, int],
+        lease: float = LEASE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.caps = dict(caps)
+        self.lease = lease
+        self.clock = clock
+        self.holders: dict[str, _Holder] = {}
+        self.last_taker: dict[str, str] = {}
+        """Per resource, the last holder that went from no grant to one (turns)."""
+
+    def counted(self, resource: str) -> int:
+        """Tokens the holders are counted for (never above the cap)."""
+        return sum(h.counted.get(resource, 0) for h in self.holders.values())
+
+    def renew(
+        self, holder: str, using: Mapping[str, int], waiting: Mapping[str, int]
+    ) -> dict[str, int]:
+        """Renew ``holder``'s leases; returns its new grant per resource."""
+        now = self.clock()
+        for name in [n for n, h in self.holders.items() if h.expires < now and n != holder]:
+            del self.holders[name]  # expired: its tokens are free again
+        me = self.holders.setdefault(holder, _Holder(expires=now))
+        me.expires = now + self.lease
+        me.waiting = dict(waiting)
+        for resource, cap in self.caps.items():
+            in_use = using.get(resource, 0)
+            others = [h for n, h in self.holders.items() if n != holder]
+            free = cap - sum(h.counted.get(resource, 0) for h in others)
+            previous = me.grant.get(resource, 0)
+            want = in_use + me.waiting.get(resource, 0)
+            if any(h.waiting.get(resource, 0) for h in others):
+                share = self._share(resource, cap, others, previous)
+                if share == 1 and not previous and self.last_taker.get(resource) == holder:
+                    share = 0  # taking turns: it had the last turn, another waits
+                want = min(want, share)
+            new = max(0, min(want, free))
+            if new and not previous:
+                self.last_taker[resource] = holder
+            me.grant[resource] = new
+            me.counted[resource] = max(previous, in_use, new)
+        return dict(me.grant)
+
+    @staticmethod
+    def _share(resource: str, cap: int, others: list[_Holder], previous: int) -> int:
+        """The most a holder may have while others wait.
+
+        The limit over the holders with demand; with more of them than tokens, one token in
+        turn (a holder with a grant gives it up, one without may take a free one).
+        """
+        active = 1 + sum(
+            1 for h in others if h.waiting.get(resource, 0) or h.counted.get(resource, 0)
+        )
+        share = cap // active
+        if share >= 1:
+            return share
+        return 0 if previous else 1
+
+    def drop(self, holder: str) -> None:
+        """Forget ``holder`` (it ended: every call of its own finished)."""
+        self.holders.pop(holder, None)
+
+
+class LimitBroker:
+    """`Leases` as a Ray actor (made one by ``_ray.RayPool``)."""
+
+    def __init__(self, caps: Mapping[str, int]) -> None:
+        self._leases = Leases(caps)
+
+    def renew(
+        self, holder: str, using: Mapping[str, int], waiting: Mapping[str, int]
+    ) -> dict[str, int]:
+        """See `Leases.renew`."""
+        return self._leases.renew(holder, using, waiting)
+
+    def drop(self, holder: str) -> None:
+        """See `Leases.drop`."""
+        self._leases.drop(holder)
+
+
+@dataclass(frozen=True)
+class LimitKeeper:
+    """What an actor's worker needs to hold leases: the broker and its own holder name."""
+
+    broker: Any
+    """The `LimitBroker` actor handle."""
+    holder: str
+
+    async def keep(
+        self, evaluator: Any, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Size ``evaluator``'s resource limiters by the broker's grants until cancelled."""
+        await keep_limits(self.broker, self.holder, evaluator, task_status)
+
+
+async def keep_limits(
+    broker: Any, holder: str, evaluator: Any, task_status: TaskStatus[None]
+) -> None:
+    """Renew the leases of ``holder`` every `RENEW_SECONDS` and apply the grants.
+
+    Signals ``task_status`` once every limiter is at 0 (nothing is lent before a grant).
+    """
+    import ray  # only ever called inside a Ray actor
+
+    limiters = {name: evaluator.resource_limiter(name) for name in evaluator.statistics().resources}
+    for limiter in limiters.values():
+        limiter.total_tokens = 0  # nothing until the broker grants it
+    task_status.started()
+    renewed = time.monotonic()
+    try:
+        while True:
+            stats = evaluator.statistics().resources
+            using = {name: s.borrowed for name, s in stats.items()}
+            waiting = {name: s.queued for name, s in stats.items()}
+            asked = time.monotonic()
+            get: Callable[[], Any] = partial(
+                ray.get, broker.renew.remote(holder, using, waiting), timeout=LEASE_SECONDS / 2
+            )
+            grant: dict[str, int] | None
+            try:
+                grant = await anyio.to_thread.run_sync(get, abandon_on_cancel=True)
+            except ray.exceptions.GetTimeoutError:
+                grant = None
+            if grant is not None:
+                renewed = asked
+                for name, tokens in grant.items():
+                    limiters[name].total_tokens = tokens
+            elif time.monotonic() - renewed > LEASE_SECONDS / 2:
+                for limiter in limiters.values():
+                    limiter.total_tokens = 0  # the lease may have expired: lend nothing
+            await anyio.sleep(RENEW_SECONDS)
+    finally:
+        broker.drop.remote(holder)
