@@ -17,6 +17,9 @@ actor per worker slot instead of one process:
 * a driver that dies leaves a valid results file: ``--resume`` continues it, on this or
   another cluster.
 
+``limits`` hold cluster-wide through a broker actor's token leases (`_ray_limits`);
+``max_cost`` is split across the slots (`slot_spec`).
+
 ``ray`` is an optional extra (``agentjudge[ray]``), imported here only, when a run asks for it.
 """
 
