@@ -95,30 +95,40 @@ class WorkerSpec:
     cluster-wide limits on Ray), or None."""
 
 
-def pickled(obj: Any, what: str, workers: int) -> bytes:
-    """``obj`` pickled for the worker processes.
+def pickled(obj: Any, what: str, workers: int, *, ray: bool = False) -> bytes:
+    """``obj`` pickled for the worker processes (``ray``: for the Ray actors).
 
     Raises:
         ValueError: it cannot be pickled; the message says what to pass instead.
     """
+    where = 'backend = "ray"' if ray else f"workers = {workers}"
+    workers_are = "Ray actors" if ray else "worker processes"
+    one = 'workers = 1 without backend = "ray"' if ray else "workers = 1"
     advice = (
         f"Define the {what} at module level in an importable module or script (closures and "
         f"lambdas cannot be pickled), or name it by reference in the suite (module:attr), or "
-        f"use workers = 1"
+        f"use {one}"
     )
     try:
         blob = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         raise ValueError(
-            f"workers = {workers} runs cases in worker processes, which receive the {what} "
+            f"{where} runs cases in {workers_are}, which receive the {what} "
             f"pickled, and it cannot be: {type(exc).__name__}: {exc}. {advice}"
         ) from exc
     main = sys.modules.get("__main__")
+    if b"__main__" in blob and ray:
+        # A Ray actor never imports the driver's script (a spawned process re-runs it).
+        raise ValueError(
+            f"{where}: the {what} is defined in __main__ (the script or session that runs the "
+            f"suite), which Ray actors cannot import. Define it in an importable module "
+            f"(shipped with ray_runtime_env) or name it by reference in the suite (module:attr)"
+        )
     if b"__main__" in blob and getattr(main, "__file__", None) is None:
         # Pickled by reference to __main__, which a spawned worker cannot import when it is
         # an interactive session (a notebook, the REPL, python -c).
         raise ValueError(
-            f"workers = {workers}: the {what} is defined in an interactive session (__main__ "
+            f"{where}: the {what} is defined in an interactive session (__main__ "
             f"has no file), which worker processes cannot import. {advice}"
         )
     return blob

@@ -31,6 +31,7 @@ import logging
 import math
 import os
 import queue
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -110,7 +111,8 @@ class CaseActor:
     sequence number and reaches the worker in that order (the spec first).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, paths: list[str]) -> None:
+        sys.path.extend(p for p in paths if p not in sys.path)  # the driver's, on one machine
         self._queues = _Queues()
         self._lock = threading.Lock()
         self._next = 0
@@ -223,6 +225,7 @@ class RayPool:
         }
         if suite.ray_runtime_env is not None:
             options["runtime_env"] = suite.ray_runtime_env
+        self._paths = local_paths(suite)
         self._options = options
         self._actor_class = ray.remote(CaseActor).options(**options)
         self._broker = None
@@ -230,7 +233,7 @@ class RayPool:
             broker_class = ray.remote(LimitBroker).options(num_cpus=0, max_restarts=0)
             self._broker = broker_class.remote(suite.limits)
         self._born = 0
-        self._handles = [self._actor_class.remote() for _ in range(suite.workers)]
+        self._handles = [self._actor_class.remote(self._paths) for _ in range(suite.workers)]
         self._slots: list[_Slot] = []
         self.cases_in = 0
         """Distinct pending cases handed out (counted here: a dead actor cannot say)."""
@@ -348,7 +351,7 @@ class RayPool:
                 f"Ray actor of worker slot {k + 1} died, the {shared.deaths}th actor death of "
                 f"this run ({cause}); the run stops (run again with --resume to continue)"
             )
-        handle = await anyio.to_thread.run_sync(self._actor_class.remote)
+        handle = await anyio.to_thread.run_sync(self._actor_class.remote, self._paths)
         slot = _Slot(handle)
         self._slots[k] = slot
         # Every id written so far counts as done for the new actor, so a chunk it gets again
@@ -387,6 +390,17 @@ def slot_spec(
         # run_budget divides by workers again
         suite = suite.model_copy(update={"max_cost": share * suite.workers})
     return replace(spec, suite=suite, keeper=keeper)
+
+
+def local_paths(suite: Suite) -> list[str]:
+    """This process's ``sys.path`` for actors on this machine (no ``ray_address``), else [].
+
+    The actors add it to theirs, so they import what a local worker process would; on a
+    cluster, ship code with ``ray_runtime_env`` instead.
+    """
+    if suite.ray_address is not None:
+        return []
+    return list(dict.fromkeys(os.path.abspath(p or os.curdir) for p in sys.path))
 
 
 def _init_ray(ray: Any, suite: Suite) -> None:

@@ -200,9 +200,11 @@ class _Run:
             judges = cascade_settings(suite, judges)
         try:
             if suite.out_of_process and task is not None:
-                self.task_blob = pickled(task, "task", suite.workers)
+                self.task_blob = pickled(task, "task", suite.workers, ray=suite.backend == "ray")
             if suite.out_of_process and judges is not None:
-                self.judges_blob = pickled(judges, "judges", suite.workers)
+                self.judges_blob = pickled(
+                    judges, "judges", suite.workers, ray=suite.backend == "ray"
+                )
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
         if task is None:

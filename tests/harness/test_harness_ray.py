@@ -264,3 +264,33 @@ def test_an_actor_the_cluster_cannot_place_is_an_error_not_a_hang(
     suite = make_suite(tmp_path, rows(3), backend="ray", ray_num_gpus=1)
     with pytest.raises(RunAborted, match=r"did not start within 1 s: .*num_gpus=1"):
         anyio.run(lambda: run_suite(suite, out=tmp_path / "o"))
+
+
+def test_a_task_from_main_is_refused_before_the_run_on_ray(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task defined in the driver's script cannot reach Ray actors: said before anything runs."""
+
+    def from_script(case: Any) -> str:
+        return str(case.input)
+
+    from_script.__module__ = "__main__"
+    from_script.__qualname__ = from_script.__name__ = "ray_from_script"
+    monkeypatch.setattr(sys.modules["__main__"], "ray_from_script", from_script, raising=False)
+    suite = make_suite(tmp_path, rows(3), backend="ray")
+    with pytest.raises(RunConfigError, match=r"defined in __main__ .* which Ray actors cannot"):
+        anyio.run(lambda: run_suite(suite, out=tmp_path / "o", task=from_script))
+
+
+def test_objects_reach_the_actors_pickled(tmp_path: Path, ray_address: str) -> None:
+    """A task and judges passed as module-level objects run on the actors."""
+    import harness_workers_support as support
+
+    suite = make_suite(tmp_path, rows(20, {3: "boom"}), workers=2, backend="ray")
+    summary = anyio.run(
+        lambda: run_suite(
+            suite, out=tmp_path / "o", task=support.upper, judges=[support.exact, support.half]
+        )
+    )
+    assert summary.cases.total == 20 and summary.cases.errors == 1
+    assert summary.judges["half"].mean == 0.5
