@@ -22,6 +22,49 @@ def freeze_portable(value: object, path: str, *, nulls: bool = False) -> Any:
     Raises:
         ValueError: naming the offending path, e.g. ``metadata.a.b[1]``.
     """
+    try:
+        return _freeze_plain(value, nulls)
+    except (_Unusual, ValueError):
+        # a subclass, another mapping type or a refused value: the checked walk decides,
+        # naming the path of what is wrong
+        return _freeze_checked(value, path, nulls)
+
+
+class _Unusual(Exception):
+    """Raised by `_freeze_plain` for a value it leaves to `_freeze_checked`."""
+
+
+def _freeze_plain(value: object, nulls: bool) -> Any:
+    """`freeze_portable` of plain JSON types, without building a path per value.
+
+    Metadata is frozen on every judgment, so this is the hot path: the same result as
+    `_freeze_checked` for exact str/bool/int/float/None/list/tuple/dict/read-only-mapping
+    values, and `_Unusual` (or ValueError) for anything else.
+    """
+    kind = type(value)
+    if kind is str:
+        value.encode("utf-8")  # type: ignore[attr-defined]  # a lone surrogate: ValueError
+        return value
+    if kind is bool or (kind is int and -MAX_SAFE_INT <= value <= MAX_SAFE_INT):  # type: ignore[operator]
+        return value
+    if kind is float and math.isfinite(value):  # type: ignore[arg-type]
+        return value
+    if kind is dict or kind is MappingProxyType:
+        frozen: dict[str, Any] = {}
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                raise _Unusual
+            frozen[key] = _freeze_plain(item, nulls)
+        return MappingProxyType(frozen)
+    if kind is tuple or kind is list:
+        return tuple([_freeze_plain(item, nulls) for item in value])  # type: ignore[attr-defined]
+    if value is None and nulls:
+        return None
+    raise _Unusual
+
+
+def _freeze_checked(value: object, path: str, nulls: bool) -> Any:
+    """`freeze_portable` walking with the path, for the values `_freeze_plain` leaves."""
     kind = type(value)
     if kind is bool or (kind is int and -MAX_SAFE_INT <= value <= MAX_SAFE_INT):  # type: ignore[operator]
         return value
@@ -53,15 +96,13 @@ def freeze_portable(value: object, path: str, *, nulls: bool = False) -> Any:
 def _freeze_container(value: object, path: str, nulls: bool) -> Any:
     """`freeze_portable` of a list, tuple or mapping (anything else is refused)."""
     if isinstance(value, list | tuple):
-        return tuple(
-            freeze_portable(item, f"{path}[{i}]", nulls=nulls) for i, item in enumerate(value)
-        )
+        return tuple(_freeze_checked(item, f"{path}[{i}]", nulls) for i, item in enumerate(value))
     if isinstance(value, Mapping):
         frozen: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"{path}: key {key!r} is not a string")
-            frozen[key] = freeze_portable(item, f"{path}.{key}", nulls=nulls)
+            frozen[key] = _freeze_checked(item, f"{path}.{key}", nulls)
         return MappingProxyType(frozen)
     raise ValueError(
         f"{path}: {type(value).__name__} is not a portable value "
