@@ -118,3 +118,29 @@ def test_agentjudge_uses_no_private_dependency_names_outside_compat() -> None:
         if name in path.read_text(encoding="utf-8")
     ]
     assert found == []
+
+
+def test_loop_time_is_anyios_clock_on_asyncio() -> None:
+    """anyio (asyncio backend): ``current_time()`` is the running loop's ``time()``."""
+    import asyncio
+
+    import anyio
+
+    from agentjudge._compat import loop_time
+
+    async def readings() -> tuple[float, float, float, float]:
+        before = anyio.current_time()
+        ours = loop_time()
+        after = anyio.current_time()
+        return before, ours, after, asyncio.get_running_loop().time()
+
+    before, ours, after, loop = anyio.run(readings, backend="asyncio")
+    assert before <= ours <= after <= loop, "anyio: current_time() left the asyncio loop clock"
+
+
+def test_loop_time_outside_a_loop_asks_anyio() -> None:
+    """With no asyncio loop running, `loop_time` defers to anyio (which then refuses)."""
+    from agentjudge._compat import loop_time
+
+    with pytest.raises(Exception, match="async"):
+        loop_time()

@@ -17,6 +17,8 @@ from typing import Any, TypeVar, cast
 import anyio
 from anyio.abc import TaskGroup
 
+from agentjudge._compat import loop_time
+
 __all__ = ["Resume", "arm", "await_armed", "start_all"]
 
 T = TypeVar("T")
@@ -55,7 +57,7 @@ class Resume:
 
 def arm(scope: anyio.CancelScope, seconds: float, began: float) -> None:
     """Give ``scope`` the deadline ``seconds`` after ``began`` (a `perf_counter` reading)."""
-    scope.deadline = anyio.current_time() + seconds - (perf_counter() - began)
+    scope.deadline = loop_time() + seconds - (perf_counter() - began)
 
 
 async def await_armed(awaitable: Awaitable[T], scope: anyio.CancelScope, seconds: float) -> T:
@@ -68,7 +70,7 @@ async def await_armed(awaitable: Awaitable[T], scope: anyio.CancelScope, seconds
     """
     began = perf_counter()
     if not inspect.iscoroutine(awaitable):
-        scope.deadline = anyio.current_time() + seconds
+        scope.deadline = loop_time() + seconds
         return await awaitable
     coro = cast(Coroutine[Any, Any, T], awaitable)
     try:

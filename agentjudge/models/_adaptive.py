@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from agentjudge._compat import loop_time
 from agentjudge.models._headers import (
     RateHints,
     fraction,
@@ -215,14 +216,14 @@ class AdaptiveController:
             CapacityDeadline: The shared pause lasts beyond ``deadline``.
         """
         if self.paused_until >= deadline:
-            self._check_pause(anyio.current_time(), deadline)
+            self._check_pause(loop_time(), deadline)
         if not self._lock.locked():  # nobody queued ahead: free capacity costs no loop trip
-            now = anyio.current_time()
+            now = loop_time()
             if self._wait_needed(now) <= 0:
                 return self._take(now)
         async with self._lock:
             while True:
-                now = anyio.current_time()
+                now = loop_time()
                 wait = self._wait_needed(now)
                 if wait <= 0:
                     return self._take(now)
@@ -266,7 +267,7 @@ class AdaptiveController:
 
     def _record(self) -> None:
         self.trace.append(
-            TracePoint(anyio.current_time(), self.window, self.rate, self.in_flight, self.throttles)
+            TracePoint(loop_time(), self.window, self.rate, self.in_flight, self.throttles)
         )
 
     # -- feedback ---------------------------------------------------------------------------------
@@ -278,7 +279,7 @@ class AdaptiveController:
     def succeeded(self, started: float, headers: Mapping[str, str]) -> None:
         """The request was answered (not throttled) after starting at ``started``."""
         try:
-            now = anyio.current_time()
+            now = loop_time()
             self._streak = 0
             self._accepted.append(now)
             while self._accepted[0] <= now - 1.0:
@@ -310,7 +311,7 @@ class AdaptiveController:
         limit (see `_congested`).
         """
         try:
-            now = anyio.current_time()
+            now = loop_time()
             self.throttles += 1
             self._outcomes.append((started, True))
             if self._first_throttle is None:
@@ -505,7 +506,7 @@ class AdaptiveController:
             self.rate is not None
             and not hints.low  # another budget (tokens) binds: stay below it
             and self.rate < cap
-            and anyio.current_time() - self._cut_at >= _CUT_SPACING
+            and loop_time() - self._cut_at >= _CUT_SPACING
         ):
             self.rate += (cap - self.rate) * _HINT_APPROACH  # back to the provider's rate
         return hints.low

@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Self, Unpack
 import anyio
 import httpx
 
+from agentjudge._compat import loop_time
 from agentjudge._retry import call_with_retry
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelHTTPError, ModelResponseError, RetryableError
@@ -160,7 +161,7 @@ class _Reply:
 
 def _time_left() -> float:
     """Seconds until the caller's deadline (an Evaluator timeout, a fail_after); inf if none."""
-    return anyio.current_effective_deadline() - anyio.current_time()
+    return anyio.current_effective_deadline() - loop_time()
 
 
 def _sent_reply(sent: tuple[_Reply, int, float]) -> _Reply:
@@ -446,7 +447,7 @@ class HTTPModelClient:
         async def once() -> _Reply:
             nonlocal queued
             session = self._session.get()
-            started = anyio.current_time()
+            started = loop_time()
             await session.take_slot()
             try:
                 control = session.controller if self.adaptive else None
@@ -457,7 +458,7 @@ class HTTPModelClient:
                     if control is not None:
                         control.finished()
                     raise
-                waited = anyio.current_time() - started
+                waited = loop_time() - started
                 queued += waited
                 add_queued(waited)  # waiting for capacity is queueing, not the judge's work
                 return await self._exchange(content, headers, session, control, begun, lease)

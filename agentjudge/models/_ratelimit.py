@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from agentjudge._compat import loop_time
 from agentjudge.models._loop import LoopLocal
 
 __all__ = ["RateLease", "RateLimit"]
@@ -147,7 +148,7 @@ class RateLimit:
             tokens = min(tokens, self.tpm)
         async with self._lock.get():
             while True:
-                now = anyio.current_time()
+                now = loop_time()
                 self._expire(now)
                 wait = self._wait_needed(now, tokens)
                 if wait <= 0:
@@ -194,7 +195,7 @@ class RateLimit:
     def _release(self, estimate: int, tokens: int) -> _Spent:
         self._in_flight -= 1
         self._in_flight_tokens -= estimate
-        entry = _Spent(anyio.current_time(), tokens)
+        entry = _Spent(loop_time(), tokens)
         self._spent.append(entry)
         self._spent_tokens += tokens
         self._notify()
