@@ -17,21 +17,27 @@ What is relied on today:
 
 * **anyio's asyncio clock** (`loop_time`): on the asyncio backend ``anyio.current_time()`` is
   the running loop's ``time()``. Reading it directly skips anyio's backend lookup (about 2 us,
-  paid several times per model call); any other backend still asks anyio.
+  paid several times per model call); any other backend still asks anyio. Likewise
+  `running_loop`: anyio's asyncio event-loop token wraps the running loop itself.
 
 This module is the lowest layer: it imports only the standard library and the dependencies.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import anyio
 from pydantic import BaseModel
 
-__all__ = ["FAST_MODELS", "PYDANTIC_SLOTS", "build_model", "check_buildable", "loop_time"]
+__all__ = [
+    "FAST_MODELS",
+    "PYDANTIC_SLOTS",
+    "build_model",
+    "check_buildable",
+    "loop_time",
+    "running_loop",
+]
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -119,8 +125,27 @@ def loop_time() -> float:
     The same clock (deadlines and cancel scopes compare against it), without anyio's backend
     lookup; on another backend it is ``anyio.current_time()`` itself.
     """
+    import asyncio  # here, not at the top: ``agentjudge --help`` imports no event loop
+
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
+        import anyio
+
         return anyio.current_time()
     return loop.time()
+
+
+def running_loop() -> object:
+    """``anyio.lowlevel.current_token().native_token``: the asyncio loop, when one is running.
+
+    On another backend it is anyio's native token itself (e.g. trio's).
+    """
+    import asyncio
+
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        import anyio.lowlevel
+
+        return anyio.lowlevel.current_token().native_token

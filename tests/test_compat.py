@@ -144,3 +144,17 @@ def test_loop_time_outside_a_loop_asks_anyio() -> None:
 
     with pytest.raises(Exception, match="async"):
         loop_time()
+
+
+def test_running_loop_is_anyios_native_token_on_asyncio() -> None:
+    """anyio (asyncio backend): the event-loop token's ``native_token`` is the running loop."""
+    import anyio
+    import anyio.lowlevel
+
+    from agentjudge._compat import running_loop
+
+    async def both() -> tuple[object, object]:
+        return running_loop(), anyio.lowlevel.current_token().native_token
+
+    ours, anyios = anyio.run(both, backend="asyncio")
+    assert ours is anyios, "anyio: the asyncio token's native_token is no longer the loop"

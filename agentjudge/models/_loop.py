@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-import anyio.lowlevel
+from agentjudge._compat import running_loop
 
 __all__ = ["LoopLocal", "current_loop"]
 
@@ -14,7 +14,7 @@ T = TypeVar("T")
 
 def current_loop() -> object:
     """An object identifying the running event loop (the asyncio loop, the trio token...)."""
-    return anyio.lowlevel.current_token().native_token
+    return running_loop()
 
 
 class LoopLocal(Generic[T]):
