@@ -25,15 +25,16 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 	$(RUN) python -m agentjudge run examples/rag_qa/agentjudge.toml --out .agentjudge/rag_qa --overwrite --quiet
 	$(RUN) python -m agentjudge report .agentjudge/rag_qa
 
-# The suite runs on every core (pytest-xdist); the few wall-clock tests (marker `timing`) run
-# afterwards on their own, so a busy neighbour test cannot make them miss their bounds.
+# The suite runs on every core (pytest-xdist); then the few wall-clock tests (marker `timing`)
+# and the Ray tests (marker `ray`: one local Ray instance, itself several processes) run on
+# their own, so a busy neighbour test cannot make them miss their bounds or time out.
 # `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
-# `xdist_group` on one worker (the Ray tests share one Ray instance per session).
+# `xdist_group` on one worker.
 PYTEST_PARALLEL := pytest -q -n auto --dist loadgroup --durations=10
 
-test: install ## Run the whole test suite (all cores, then the timing tests alone)
-	$(RUN) $(PYTEST_PARALLEL) -m "not timing"
-	$(RUN) pytest -q -m timing
+test: install ## Run the whole test suite (all cores, then the timing and Ray tests alone)
+	$(RUN) $(PYTEST_PARALLEL) -m "not timing and not ray"
+	$(RUN) pytest -q --durations=5 -m "timing or ray"
 
 quick: install ## Inner loop: the suite without the slow tests (subprocesses, docs build), stop at the first failure
 	$(RUN) $(PYTEST_PARALLEL) -x -m "not timing and not slow"

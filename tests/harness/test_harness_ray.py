@@ -26,7 +26,7 @@ from agentjudge.harness import RunAborted, RunConfigError, Suite, iter_rows, run
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 # One worker runs them all under pytest-xdist (make test: --dist loadgroup): one Ray instance.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("ray")]
+pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="session")
