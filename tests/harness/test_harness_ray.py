@@ -37,7 +37,10 @@ def ray_address() -> Iterator[str]:
     )
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     ray.init(
-        num_cpus=2,
+        # Logical CPUs, not cores: room for the actors of a test while those of an earlier one
+        # (a killed driver's, a replaced actor) are still being reclaimed, so no test waits for
+        # placement.
+        num_cpus=8,
         include_dashboard=False,
         log_to_driver=False,
         object_store_memory=100 * 1024 * 1024,
