@@ -105,7 +105,10 @@ def test_a_full_disk_still_writes_the_aborted_summary(
         anyio.run(lambda: run_suite(suite, out=out))
     summary = summary_of(out)
     assert summary["status"] == "aborted"
-    assert summary["cases"]["total"] == ROOM == len(list(iter_rows(out / "results.jsonl")))
+    # The writer appends whatever has finished in one batch and this disk refuses a whole batch
+    # that does not fit, so how many rows fit depends on how cases finished together.
+    written = len(list(iter_rows(out / "results.jsonl")))
+    assert summary["cases"]["total"] == written and 1 <= written <= ROOM
     assert not (out / RESERVE_FILE).exists()
 
 
