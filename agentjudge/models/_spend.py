@@ -32,7 +32,7 @@ import anyio
 
 from agentjudge.core import Message
 from agentjudge.judging import SpendGate, SpendHold, add_queued
-from agentjudge.models._prices import prices
+from agentjudge.models._prices import _PER_TOKEN, _SEPARATE_CACHE_PROVIDERS, prices
 from agentjudge.models._types import Usage
 
 __all__ = [
@@ -57,8 +57,6 @@ DEFAULT_OUTPUT_TOKENS = 256
 MAX_INPUT_RATIO = 8.0
 """The most a budget scales an input estimate by after answers showed it was low."""
 
-_PER_TOKEN = 1e-6
-_SEPARATE_CACHE_PROVIDERS = frozenset({"anthropic"})
 
 R = TypeVar("R")
 _log = logging.getLogger("agentjudge.models")
