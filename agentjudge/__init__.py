@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from agentjudge._lazy import lazy_attribute
+
 if TYPE_CHECKING:
     from agentjudge.core import (
         CaseResult,
@@ -261,14 +263,10 @@ _SUBPACKAGES = frozenset(
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        if name in _SUBPACKAGES:  # `import agentjudge; agentjudge.core.Context` keeps working
-            return importlib.import_module(f"agentjudge.{name}")
-        raise AttributeError(f"module 'agentjudge' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    if name not in _LAZY and name in _SUBPACKAGES:
+        # `import agentjudge; agentjudge.core.Context` keeps working
+        return importlib.import_module(f"agentjudge.{name}")
+    return lazy_attribute(__name__, _LAZY, globals(), name)
 
 
 def __dir__() -> list[str]:
