@@ -2,9 +2,11 @@
 
 The rules (the markers are described in tests/docs_support.py):
 
-- A ```` ```python ```` block runs. By default here, standalone: a fresh interpreter in an empty
-  folder, which must exit 0. On a page whose examples build on each other (`OWN_TESTS`), the
-  page's own test runs them all, in order, in one namespace.
+- A ```` ```python ```` block runs. By default here, standalone: its own process in an empty
+  folder, which must exit 0 (forked from one preloaded interpreter, see tests/zygote_support.py:
+  a fresh ``python`` per example cost most of this file's CPU time). On a page whose examples
+  build on each other (`OWN_TESTS`), the page's own test runs them all, in order, in one
+  namespace.
 - A piece of a program that cannot run alone (a signature, an excerpt using names defined
   elsewhere) is a ```` ```py ```` block with the line ``<!-- fragment -->`` right before its
   fence. Writers: mark a block only when it cannot be made to run; a ```` ```py ```` block
@@ -16,12 +18,14 @@ The rules (the markers are described in tests/docs_support.py):
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from docs_support import DOCS, ROOT, Block, blocks
+from zygote_support import python_c
+
+# One worker runs them all, so one preloaded interpreter serves every example.
+pytestmark = pytest.mark.xdist_group("docs-examples")
 
 # Pages whose examples build on each other run in one namespace in their own tests.
 OWN_TESTS = {
@@ -92,12 +96,5 @@ def test_standalone_blocks_are_collected() -> None:
 @pytest.mark.parametrize("code", STANDALONE)
 def test_docs_example_runs(code: str, tmp_path: Path) -> None:
     """The example runs to completion without errors."""
-    proc = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        check=False,
-    )
+    proc = python_c(code, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

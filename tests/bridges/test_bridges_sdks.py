@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sdk_support import sdk
 
 from agentjudge import Context, ExecutionStatus, Message, ToolCall
 from agentjudge.bridges import (
@@ -22,8 +23,9 @@ from agentjudge.bridges import (
 from agentjudge.judges import TrajectoryMatch
 from agentjudge.testing import FakeModelServer, FakeResponse
 
-openai = pytest.importorskip("openai")
-anthropic = pytest.importorskip("anthropic")
+openai = sdk("openai")
+anthropic = sdk("anthropic")
+pytestmark = pytest.mark.xdist_group("sdk")
 
 WEATHER = ToolCall("get_weather", {"city": "Paris"}, id="call_1")
 PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}}

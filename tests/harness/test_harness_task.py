@@ -150,10 +150,14 @@ async def test_stuck_sync_tasks_are_bounded() -> None:
     runner = TaskRunner(stuck, timeout=0.02, threads=64)
     errors: list[str | None] = []
     try:
-        for _ in range(MAX_ABANDONED_THREADS + 2):
+        # A call whose thread had not started when it timed out leaves no thread behind and
+        # is not counted (a loaded machine makes some), so the bound is met within a few more.
+        for _ in range(4 * MAX_ABANDONED_THREADS):
             output, error = await runner(CASE)
             assert output is None
             errors.append(error)
+            if error is not None and error.startswith("ThreadsExhausted"):
+                break
         assert abandoned_threads() - base <= MAX_ABANDONED_THREADS
     finally:
         release.set()

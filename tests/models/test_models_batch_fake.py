@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anthropic
-import openai
+import pytest
+from sdk_support import sdk
 
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
+
+openai = sdk("openai")
+anthropic = sdk("anthropic")
+pytestmark = pytest.mark.xdist_group("sdk")
 
 
 def _jsonl(items: list[dict[str, Any]]) -> bytes:

@@ -1,0 +1,37 @@
+"""The official SDKs (openai, anthropic, ...) for tests, imported when a test first uses them.
+
+Importing ``anthropic`` and ``openai`` costs about 5 s of CPU, and pytest imports every test
+module in every pytest-xdist worker while collecting: a module-level ``import openai`` made each
+of the four workers pay it before running anything. A test module instead writes
+
+    openai = sdk("openai")
+    pytestmark = pytest.mark.xdist_group("sdk")
+
+and uses ``openai.AsyncOpenAI(...)`` as before: the SDK is imported at the first attribute read
+(in the one worker that runs the group), and a missing SDK skips the test that needed it, as
+``pytest.importorskip`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+__all__ = ["sdk"]
+
+
+class _LazySdk:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(pytest.importorskip(self._name), attribute)
+
+    def __repr__(self) -> str:
+        return f"<SDK {self._name!r}, imported on first use>"
+
+
+def sdk(name: str) -> Any:
+    """The module ``name``, imported on first attribute access (missing: the test is skipped)."""
+    return _LazySdk(name)
