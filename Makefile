@@ -34,9 +34,11 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 * (os.cpu_count() or 1))")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
+# The second part collects only the files that can hold such tests (tests/serial_files.py;
+# tests/conftest.py checks the list whenever the whole suite is collected).
 test: install ## Run the whole test suite (all cores, then the timing and Ray tests alone)
 	$(RUN) $(PYTEST_PARALLEL) -m "not timing and not ray"
-	$(RUN) pytest -q --durations=5 -m "timing or ray"
+	$(RUN) pytest -q --durations=5 -m "timing or ray" $$($(PYTHON) tests/serial_files.py)
 
 quick: install ## Inner loop: the suite without the slow tests (subprocesses, docs build), stop at the first failure
 	$(RUN) $(PYTEST_PARALLEL) -x -m "not timing and not slow"

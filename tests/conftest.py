@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from serial_files import SERIAL_MARKERS, holds_serial_tests
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", max_examples=500)
@@ -39,7 +40,17 @@ def _starts_interpreters(path: Path) -> bool:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of modules that start interpreters as ``slow``."""
+    """Mark the tests of modules that start interpreters as ``slow``; check that every
+    ``timing`` / ``ray`` test is in a file `make test`'s second part collects."""
+    unlisted = set()
     for item in items:
         if _starts_interpreters(item.path):
             item.add_marker(pytest.mark.slow)
+        serial = any(item.get_closest_marker(m) for m in SERIAL_MARKERS)
+        if serial and not holds_serial_tests(item.path):
+            unlisted.add(str(item.path))
+    if unlisted:
+        raise pytest.UsageError(
+            "these files mark tests timing/ray in a way tests/serial_files.py does not see, so "
+            f"`make test` would run them in neither part: {sorted(unlisted)}"
+        )

@@ -26,6 +26,8 @@ class _LazySdk:
         self._name = name
 
     def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_"):  # pytest probes module attributes while collecting
+            raise AttributeError(attribute)
         return getattr(pytest.importorskip(self._name), attribute)
 
     def __repr__(self) -> str:
