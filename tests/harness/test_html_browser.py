@@ -19,7 +19,8 @@ import pytest
 from agentjudge.harness._html import write_html
 from tests.harness.html_support import build_runs
 
-pytestmark = pytest.mark.slow  # starts a browser process
+# One worker runs them all: one browser for the module (pytest-xdist would start one per worker).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]  # starts a browser process
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
