@@ -18,6 +18,7 @@ from agentjudge.harness._cases import (
 )
 from agentjudge.harness._summary import FlippedCase, RunSummary
 from agentjudge.harness._text import plural
+from agentjudge.harness._tool_diff import DIFF_KEY, tool_diff_lines
 from agentjudge.judging import USER_MARK
 
 __all__ = [
@@ -77,6 +78,8 @@ def _judge_lines(judges: Sequence[CaseJudge], indent: str) -> list[str]:
         for check in j.failed_checks:
             message = one_line(check.get("message", ""))
             lines.append(f"{indent}    failed check {check.get('name')}: {message}")
+        if j.tool_call_diff is not None:
+            lines += tool_diff_lines(j.tool_call_diff, indent + "    ", one_line)
         lines += traceback_lines(j.traceback, indent + "    ")
     return lines
 
@@ -153,8 +156,13 @@ def _full_judge(result: Mapping[str, Any]) -> list[str]:
     for check in judgment.get("checks") or ():
         mark = "PASS" if check.get("passed") else "FAIL"
         lines.append(f"    check {mark} {check.get('name')}: {check.get('message', '')}")
-    if judgment.get("metadata"):
-        lines.append(f"    metadata: {json.dumps(judgment['metadata'], default=str)}")
+    metadata = judgment.get("metadata") or {}
+    if j.tool_call_diff is not None:  # shown as a diff below
+        metadata = {k: v for k, v in metadata.items() if k != DIFF_KEY}
+    if metadata:
+        lines.append(f"    metadata: {json.dumps(metadata, default=str)}")
+    if j.tool_call_diff is not None:
+        lines += tool_diff_lines(j.tool_call_diff, "    ")
     return lines + traceback_lines(j.traceback, "    ")
 
 

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from agentjudge.harness._cli_args import DEFAULT_CASES
+from agentjudge.harness._tool_diff import tool_diff
 
 __all__ = [
     "DEFAULT_CASES",
@@ -71,6 +72,8 @@ class CaseJudge(BaseModel):
     error_type: str | None = None
     traceback: list[str] | None = None
     """Where the judge raised (see `agentjudge.judging.short_traceback`)."""
+    tool_call_diff: dict[str, Any] | None = None
+    """A trajectory judge's expected vs actual tool calls (see `agentjudge.harness._tool_diff`)."""
 
 
 class FailingCase(BaseModel):
@@ -180,6 +183,7 @@ def judge_line(result: Mapping[str, Any]) -> CaseJudge:
         tier=result.get("tier"),
         error_type=result.get("error_type"),
         traceback=_frames(result.get("traceback")),
+        tool_call_diff=tool_diff(judgment.get("metadata")),
     )
 
 

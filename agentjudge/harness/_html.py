@@ -34,6 +34,7 @@ from agentjudge.harness._baseline import (
 from agentjudge.harness._report import row_tags
 from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import RunSummary
+from agentjudge.harness._tool_diff import OPS, html_tool_diff
 
 __all__ = [
     "ROW_FIELDS",
@@ -175,6 +176,7 @@ class _Collector:
                 duration,
                 ref(result.get("tier")),
                 _traceback(result.get("traceback")),
+                html_tool_diff(judgment.get("metadata"), ref),
             ]
         )
 
@@ -325,6 +327,7 @@ def build_report_data(
     data: dict[str, Any] = {
         "version": 1,
         "statuses": list(STATUSES),
+        "diff_ops": list(OPS),
         "fields": list(ROW_FIELDS),
         "summary": _summary_json(summary),
         "results_file": str(results) if results.is_file() else None,

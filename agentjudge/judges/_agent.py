@@ -26,6 +26,7 @@ from agentjudge.judges._trajectory import (
     reference_trajectory,
     show_call,
 )
+from agentjudge.judges._trajectory_diff import DIFF_KEY, stepwise_diff, tool_call_steps
 from agentjudge.models._schema import compiled_schema, validator_errors
 
 __all__ = [
@@ -72,6 +73,14 @@ def _expected_steps(value: object) -> list[tuple[str, ...]] | None:
     return steps
 
 
+def _named_steps(steps: Sequence[Sequence[str]]) -> list[tuple[ToolCall, ...]]:
+    return [tuple(ToolCall(name) for name in step) for step in steps]
+
+
+def _same_tool(call: ToolCall, reference: ToolCall) -> bool:
+    return call.name == reference.name
+
+
 class ToolSelection(DeterministicJudge):
     """Did the agent choose the expected tool(s) at each step?
 
@@ -96,7 +105,8 @@ class ToolSelection(DeterministicJudge):
     async def __call__(self, ctx: Context, /) -> Judgment:
         """Compare the tools called per step with the expected ones."""
         try:
-            actual = tool_steps(actual_trajectory(ctx))
+            messages = actual_trajectory(ctx)
+            actual = tool_steps(messages)
             expected = _expected_steps(ctx.expected)
         except TrajectoryError as exc:
             return Judgment.errored(f"{self.name}: {exc}")
@@ -119,9 +129,18 @@ class ToolSelection(DeterministicJudge):
         reasoning = f"{right} of {_plural(steps, 'step')} chose the expected tools" + (
             f"; first wrong: {wrong.name}: {wrong.message}" if wrong else ""
         )
-        metadata = {"steps": [list(s) for s in actual], "expected": [list(s) for s in expected]}
+        metadata: dict[str, Any] = {
+            "steps": [list(s) for s in actual],
+            "expected": [list(s) for s in expected],
+        }
         if score >= self.threshold:
             return Judgment.passed(reasoning, score=score, checks=checks, metadata=metadata)
+        reference = reference_trajectory(ctx)  # read above: cannot raise now
+        metadata[DIFF_KEY] = stepwise_diff(
+            tool_call_steps(messages),
+            _named_steps(expected) if reference is None else tool_call_steps(reference),
+            _same_tool,
+        )
         return Judgment.failed(reasoning, score=score, checks=checks, metadata=metadata)
 
 

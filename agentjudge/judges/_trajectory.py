@@ -28,6 +28,14 @@ from agentjudge.core import (
     thaw,
 )
 from agentjudge.judges._paths import DeterministicJudge
+from agentjudge.judges._trajectory_diff import (
+    DIFF_KEY,
+    json_equal,
+    located_steps,
+    paired_diff,
+    stepwise_diff,
+    tool_call_steps,
+)
 
 __all__ = [
     "ARGS_MODES",
@@ -94,19 +102,6 @@ def show_call(call: ToolCall, limit: int = 200) -> str:
 
 
 # --------------------------------------------------------------------------- arguments
-
-
-def json_equal(a: object, b: object) -> bool:
-    """Equality of JSON values: numbers by value, but a boolean is never a number."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, Mapping | list | tuple) or isinstance(b, Mapping | list | tuple):
-        return False
-    return a == b
 
 
 def _exact(actual: Mapping[str, Any], reference: Mapping[str, Any]) -> bool:
@@ -346,7 +341,11 @@ class TrajectoryMatch(DeterministicJudge):
         except _OverrideFailed as exc:
             return Judgment.errored(f"{self.name}: {exc}")
         except _Mismatch as exc:
-            return Judgment.failed(str(exc), score=0.0, metadata=self._facts(actual, reference))
+            facts = self._facts(actual, reference)
+            diff = self._diff(actual, reference)
+            if diff is not None:
+                facts[DIFF_KEY] = diff
+            return Judgment.failed(str(exc), score=0.0, metadata=facts)
         calls = sum(len(m.tool_calls) for m in actual)
         return Judgment.passed(
             f"The trajectory matches the reference ({self._how()}; {calls} tool "
@@ -397,6 +396,32 @@ class TrajectoryMatch(DeterministicJudge):
                     f"{_args(call)} do not match the reference {_args(ref)} "
                     f"(args={self._args_word(ref.name)})"
                 )
+
+    def _same(self, call: ToolCall, reference: ToolCall) -> bool:
+        return call.name == reference.name and self._args_match(call, reference)
+
+    def _diff(
+        self, actual: Sequence[Message], reference: Sequence[Message]
+    ) -> dict[str, Any] | None:
+        """The tool-call diff of a failing comparison (None: no call differs, or one raised)."""
+        try:
+            if self.mode == "strict":
+                diff = stepwise_diff(
+                    tool_call_steps(actual), tool_call_steps(reference), self._same
+                )
+            else:
+                mine, theirs = located_steps(actual), located_steps(reference)
+                compatible = [[self._same(c, r) for _, r in theirs] for _, c in mine]
+                diff = paired_diff(
+                    mine,
+                    theirs,
+                    max_matching(compatible, len(theirs)),
+                    report_missing=self.mode != "subset",
+                    report_extra=self.mode != "superset",
+                )
+        except _OverrideFailed:
+            return None
+        return diff if any(e["op"] != "match" for e in diff["calls"]) else None
 
     def _args_word(self, tool: str) -> str:
         return self.args if tool not in self._overrides else "override"

@@ -18,6 +18,7 @@ import pytest
 
 from agentjudge.harness._html import write_html
 from tests.harness.html_support import build_runs
+from tests.harness.trajectory_support import build_trajectory_run
 
 # One worker runs them all: one browser for the module (pytest-xdist would start one per worker).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]  # starts a browser process
@@ -56,6 +57,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base, new = build_runs(root)
     out = root / "report.html"
     write_html(new, out, base)
+    write_html(build_trajectory_run(root), root / "trajectory.html")  # before the browser starts
     return out
 
 
@@ -214,3 +216,35 @@ def test_comparison_view_highlights_each_judges_flips(page: Page) -> None:
     assert sorted(page.ids()) == ["c01", "c03", "c05"]
     assert page.page.locator(".grow .flip").count() >= 3
     assert page.errors == []
+
+
+def test_case_view_shows_a_failing_trajectorys_tool_call_diff(browser: Any, report: Path) -> None:
+    """The case view of a failing trajectory has a table of expected vs actual tool calls."""
+    page = Page(browser, report.with_name("trajectory.html"))
+    try:
+        page.page.click("#tab-cases")
+        page.page.click("button[data-sort=id]")
+        page.page.locator(".grow", has_text="bad").click()
+        table = page.page.locator(
+            "table[aria-label='Tool calls of TrajectoryMatch: expected vs actual']"
+        )
+        assert table.is_visible()
+        rows = table.locator("tbody tr")
+        assert rows.count() == 3
+        assert [rows.nth(k).get_attribute("class") for k in range(3)] == [
+            "d-arguments",
+            "d-extra",
+            "d-missing",
+        ]
+        first = rows.nth(0).inner_text()
+        assert (
+            "other arguments (unit)" in first and '"unit": "C"' in first and '"unit": "F"' in first
+        )
+        assert 'delete_booking({"id": 7})' in rows.nth(1).inner_text()
+        assert "book_table(" in rows.nth(2).inner_text()
+        missing = rows.nth(2).locator("td").nth(2)
+        colour = missing.evaluate("node => getComputedStyle(node).backgroundColor")
+        assert colour not in ("rgba(0, 0, 0, 0)", "transparent")  # the kinds stand out
+        assert page.errors == [] and page.requests == [page.page.url]
+    finally:
+        page.page.close()

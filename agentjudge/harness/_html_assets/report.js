@@ -471,6 +471,29 @@
     if (value == null || value === '') return null;
     return [el('h3', { text: title }), el('pre', { text: text(value) })];
   }
+  var DIFF_MARKS = { match: '=', arguments: '~', missing: '−', extra: '+' };
+  var DIFF_WORDS = { match: 'as expected', arguments: 'other arguments', missing: 'missing', extra: 'extra' };
+  function toolDiff(d, name) {
+    // d = [omitted, [op, step, reference step, expected, actual, differing keys], ...]
+    var ops = D.diff_ops || [];
+    var rows = d.slice(1).map(function (e) {
+      var op = ops[e[0]];
+      return el('tr', { class: 'd-' + op },
+        el('td', { text: e[1] != null ? String(e[1]) : '–' }),
+        el('td', { text: e[2] != null ? String(e[2]) : '–' }),
+        el('td', null, el('span', { class: 'dmark', 'aria-hidden': 'true', text: DIFF_MARKS[op] + ' ' }), DIFF_WORDS[op],
+          e[5] != null ? ' (' + str(e[5]) + ')' : ''),
+        el('td', null, el('code', { text: str(e[3]) })),
+        el('td', null, el('code', { text: str(e[4]) })));
+    });
+    return [el('h4', { text: 'Tool calls: expected vs actual' }),
+      el('div', { class: 'wrap' }, el('table', { class: 't tdiff', 'aria-label': 'Tool calls of ' + name + ': expected vs actual' },
+        el('thead', null, el('tr', null, ['step', 'reference step', 'difference', 'expected', 'actual'].map(function (h) {
+          return el('th', { scope: 'col', text: h });
+        }))),
+        el('tbody', null, rows))),
+      d[0] ? el('p', { class: 'muted', text: '… and ' + d[0] + ' more calls not listed' }) : null];
+  }
   function judgmentBox(r, i, j) {
     var g = judgment(r, j), f = flips[j] && flips[j].get(i);
     if (!g) return null;
@@ -490,6 +513,7 @@
     return el('div', { class: 'judgment' + (f ? ' flip' : ''), role: 'group', 'aria-label': 'Judge ' + J[j] },
       el('h3', null, J[j] + ' ', f ? [chip(f[0]), ' → '] : null, chip(g[0]), f ? ' (flipped)' : null), dl,
       checks.length ? [el('h4', { text: 'Checks' }), el('ul', null, checks)] : null,
+      g[11] ? toolDiff(g[11], J[j]) : null,
       g[6] != null ? [el('h4', { text: 'Metadata' }), el('pre', { text: pretty(S[g[6]]) })] : null,
       g[10] ? [el('h4', { text: 'Traceback' }), el('pre', { text: g[10] })] : null);
   }
