@@ -65,7 +65,7 @@ _log = logging.getLogger("agentjudge.models")
 def _tokenizer() -> tuple[str, Any]:
     """``("tiktoken", module)`` when importable, else ``("chars/4", None)``."""
     try:
-        import tiktoken  # type: ignore[import-not-found]
+        import tiktoken  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return "chars/4", None
     return "tiktoken", tiktoken
