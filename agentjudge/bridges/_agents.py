@@ -32,6 +32,13 @@ def _langchain_run(message: Any) -> tuple[list[Any], Any]:
     return [message], message
 
 
+def _token_sum(messages: Sequence[Any], key: str) -> int | None:
+    """The tokens of every model call among ``messages`` (``usage_metadata``); None: unknown."""
+    counts = [get(get(m, "usage_metadata"), key) for m in messages]
+    known = [c for c in counts if isinstance(c, int) and not isinstance(c, bool)]
+    return sum(known) if known else None
+
+
 def from_langchain_message(
     message: Any,
     *,
@@ -45,22 +52,23 @@ def from_langchain_message(
 
     ``message`` may be the ``AIMessage`` a chat model returned (``messages`` is then the
     conversation sent), a list of messages, or a state mapping with ``"messages"`` (what a
-    LangGraph agent returns); the output and metadata come from the last AI message, the
-    trajectory is every message (``tool_calls`` of AI messages, ``ToolMessage`` results).
-    Metadata: ``langchain.finish_reason``, ``langchain.model``,
-    ``langchain.usage.input_tokens`` / ``output_tokens``, ``langchain.tool_calls``.
+    LangGraph agent returns); the output, finish reason and model come from the last AI
+    message, the trajectory is every message (``tool_calls`` of AI messages, ``ToolMessage``
+    results). Metadata: ``langchain.finish_reason``, ``langchain.model``,
+    ``langchain.usage.input_tokens`` / ``output_tokens`` and ``langchain.tool_calls``, summed
+    over the AI messages of ``message`` (every model call of a graph run; not those of the
+    ``messages`` sent).
     """
     items, final = _langchain_run(message)
     response_metadata = get(final, "response_metadata") or {}
     reason = get(response_metadata, "finish_reason") or get(response_metadata, "stop_reason")
-    usage = get(final, "usage_metadata") or {}
-    tool_calls = get(final, "tool_calls") or []
+    ais = [m for m in items if get(m, "type") == "ai"] or [final]
     native: dict[str, Any] = {
         "langchain.finish_reason": reason,
         "langchain.model": get(response_metadata, "model_name") or get(response_metadata, "model"),
-        "langchain.usage.input_tokens": get(usage, "input_tokens"),
-        "langchain.usage.output_tokens": get(usage, "output_tokens"),
-        "langchain.tool_calls": len(tool_calls) or None,
+        "langchain.usage.input_tokens": _token_sum(ais, "input_tokens"),
+        "langchain.usage.output_tokens": _token_sum(ais, "output_tokens"),
+        "langchain.tool_calls": sum(len(get(m, "tool_calls") or ()) for m in ais) or None,
     }
     return _context(
         get(final, "content"),
@@ -115,12 +123,20 @@ def from_agent_run(
     """Context from an agent run result; a finished run is SUCCESS.
 
     Understands pydantic-ai ``AgentRunResult`` (``output``, ``all_messages()``, ``usage()``:
-    the trajectory is every request and response, tool calls and tool returns included) and
-    the OpenAI Agents SDK ``RunResult`` (``final_output``, ``to_input_list()``). ``messages``
-    goes before the run's own messages. The status follows the last model response's
-    ``finish_reason`` when it has one. Metadata: ``agent.model``, ``agent.finish_reason``,
-    ``agent.usage.input_tokens`` / ``output_tokens``, ``agent.tool_calls``.
+    the trajectory is every request and response, tool calls and tool returns included),
+    the OpenAI Agents SDK ``RunResult`` (``final_output``, ``to_input_list()``) and a
+    LlamaIndex query ``Response`` (``response``, ``source_nodes``: the retrieved chunks' texts
+    become ``metadata["rag.context"]``, which the RAG judges read, and their ids and scores
+    ``metadata["rag.sources"]``). ``messages`` goes before the run's own messages. The status
+    follows the last model response's ``finish_reason`` when it has one. Metadata:
+    ``agent.model``, ``agent.finish_reason``, ``agent.usage.input_tokens`` /
+    ``output_tokens``, ``agent.tool_calls``.
     """
+    sources = get(result, "source_nodes")
+    if sources is not None:  # LlamaIndex Response: the answer and its retrieved context
+        return _retrieval_run(
+            result, sources, messages, input=input, expected=expected, metadata=metadata, **fields
+        )
     output = get(result, "output", get(result, "final_output"))
     conversation, last = _run_trajectory(result)
     reason = get(last, "finish_reason") if last is not None else None
@@ -149,3 +165,48 @@ def from_agent_run(
 def _plain(messages: Sequence[Any]) -> Dicts:
     """Caller-given messages (`Message` objects or chat-format dicts) as dicts."""
     return [m.model_dump() if hasattr(m, "model_dump") else dict(m) for m in messages]
+
+
+def _node_text(node: Any) -> str:
+    """A LlamaIndex ``NodeWithScore``'s text (``get_content()``, else ``text``)."""
+    content = getattr(node, "get_content", None)
+    value = content() if callable(content) else get(get(node, "node", node), "text")
+    return "" if value is None else str(value)
+
+
+def _node_source(node: Any) -> dict[str, Any]:
+    inner = get(node, "node", node)
+    found = {"id": get(inner, "node_id", get(inner, "id_")), "score": get(node, "score")}
+    return {k: v for k, v in found.items() if isinstance(v, str | int | float)}
+
+
+def _retrieval_run(
+    result: Any,
+    sources: Sequence[Any],
+    messages: Sequence[Any],
+    *,
+    input: Any,
+    expected: Any,
+    metadata: Mapping[str, Any] | None,
+    **fields: Any,
+) -> Context:
+    """A retrieval-augmented answer (LlamaIndex ``Response``) with its retrieved context."""
+    answer = get(result, "response")
+    native: dict[str, Any] = {
+        "rag.context": [_node_text(node) for node in sources],
+        "rag.sources": [_node_source(node) for node in sources],
+    }
+    conversation = _plain(messages)
+    if answer is not None:
+        conversation.append({"role": "assistant", "content": str(answer)})
+    return _context(
+        answer,
+        "success" if answer is not None else None,
+        native,
+        conversation,
+        prefix="agent",
+        input=input,
+        expected=expected,
+        metadata=metadata,
+        **fields,
+    )

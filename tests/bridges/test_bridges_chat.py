@@ -137,8 +137,8 @@ async def test_capture_propagates_cancellation() -> None:
 def test_langchain_graph_state_trajectory_duck_typed() -> None:
     """A LangGraph-style state's messages (LangChain's attributes) become the trajectory.
 
-    Duck-typed: `langchain-openai` is not in the dev environment (it requires tiktoken);
-    tests/bridges/test_bridges_sdks.py runs the real ChatOpenAI where it is installed.
+    Duck-typed (no SDK needed); tests/bridges/test_bridges_frameworks.py runs a real LangGraph
+    agent with ChatOpenAI over loopback.
     """
     human = SimpleNamespace(type="human", content="Weather in Paris?")
     call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "c1", "type": "tool_call"}
