@@ -4,18 +4,19 @@ Any executable works: a coding agent's non-interactive mode, a script. The comma
 workspace folder as the leader of a new session, with the scrubbed environment command judges
 use (`agentjudge.judges.CommandJudge`: no API keys or tokens unless given in ``env`` or with
 ``inherit_env=True``), the task on standard input when given, and a timeout after which its
-whole process tree is killed. What it printed is kept bounded, its JSON output is read for the
+whole process tree is killed: it runs through the same runner as command judges
+(`agentjudge.judges._process.run_command`), under the subreaper launcher on Linux, so even a
+daemon it orphaned dies; where the kernel refuses the subreaper flag only such a daemon
+escapes. What it printed is kept bounded, its JSON output is read for the
 trajectory (`agentjudge.bridges._cli_events`), and the workspace is compared before and after.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import math
 import os
 import shlex
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -24,12 +25,11 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-from anyio.abc import ByteReceiveStream
 
 from agentjudge.bridges._cli_events import AgentEvents
 from agentjudge.core import Context, ExecutionStatus
 from agentjudge.judges._commands import _scrubbed_environment, _Tail
-from agentjudge.judges._proctree import kill_tree
+from agentjudge.judges._process import run_command
 
 __all__ = ["MAX_SNAPSHOT_FILES", "run_cli_agent", "workspace_changes"]
 
@@ -96,13 +96,6 @@ def _check(command: object, timeout: object, output_limit: object) -> list[str] 
     return command
 
 
-async def _drain(stream: ByteReceiveStream, tail: _Tail, events: AgentEvents | None) -> None:
-    async for chunk in stream:
-        tail.feed(chunk)
-        if events is not None:
-            events.feed(chunk)
-
-
 class _Run:
     """The process facts of one run."""
 
@@ -114,54 +107,32 @@ class _Run:
         self.timed_out = False
         self.not_started: str | None = None
 
+    def out(self, chunk: bytes) -> None:
+        self.stdout.feed(chunk)
+        self.events.feed(chunk)
 
-async def _execute(
-    argv: str | list[str],
-    workspace: Path,
-    env: dict[str, str],
-    stdin: bytes | None,
-    timeout: float | None,  # noqa: ASYNC109 - the agent's deadline, applied with move_on_after
-    run: _Run,
-) -> None:
-    try:
-        with anyio.CancelScope(shield=True):  # a process started must be waited for
-            proc = await anyio.open_process(
-                argv,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=workspace,
-                env=env,
-                start_new_session=True,
-            )
-    except OSError as exc:
-        run.not_started = f"{type(exc).__name__}: {exc}"
-        return
-    finished = False
-    try:
-        with anyio.move_on_after(timeout) as scope:
-            async with anyio.create_task_group() as tg:
-                assert proc.stdout is not None and proc.stderr is not None
-                tg.start_soon(_drain, proc.stdout, run.stdout, run.events)
-                tg.start_soon(_drain, proc.stderr, run.stderr, None)
-                if proc.stdin is not None:
-                    async with proc.stdin:
-                        # An agent that does not read its input closes the pipe early.
-                        with contextlib.suppress(
-                            anyio.BrokenResourceError, anyio.ClosedResourceError
-                        ):
-                            await proc.stdin.send(stdin or b"")
-                await proc.wait()
-        run.timed_out = scope.cancelled_caught
-        finished = not run.timed_out
-    finally:
-        if not finished:
-            kill_tree(proc.pid, alive=proc.returncode is None)
-        with anyio.CancelScope(shield=True):
-            await proc.wait()
-            await proc.aclose()
-    run.exit_code = proc.returncode
-    run.events.close()
+    async def execute(
+        self,
+        argv: str | list[str],
+        workspace: Path,
+        env: dict[str, str],
+        stdin: bytes | None,
+        timeout: float | None,  # noqa: ASYNC109 - the agent's deadline
+    ) -> None:
+        done = await run_command(
+            argv,
+            cwd=workspace,
+            env=env,
+            timeout=timeout,
+            stdout=self.out,
+            stderr=self.stderr.feed,
+            stdin=stdin,
+        )
+        self.exit_code, self.timed_out = done.exit_code, done.timed_out
+        if done.not_started is not None:
+            exc = done.not_started
+            self.not_started = f"{type(exc).__name__}: {exc}"
+        self.events.close()
 
 
 async def run_cli_agent(
@@ -225,7 +196,7 @@ async def run_cli_agent(
     run = _Run(output_limit)
     before = await anyio.to_thread.run_sync(_snapshot, root)
     started, t0 = datetime.now(UTC), time.monotonic()
-    await _execute(argv, root, {**base, **(env or {})}, data, timeout, run)
+    await run.execute(argv, root, {**base, **(env or {})}, data, timeout)
     duration = timedelta(seconds=time.monotonic() - t0)
     after = await anyio.to_thread.run_sync(_snapshot, root)
     shown = command if isinstance(command, str) else shlex.join(command)

@@ -1,12 +1,13 @@
 """Command judges: `CommandJudge` and `BuildSuccess` (maven, gradle, pytest, uv).
 
-Processes run through ``anyio.open_process`` in their own session (a new process group), so a
-timeout -- or the caller's cancellation -- kills the command together with its session, its
-process group and every descendant (see `agentjudge.judges._proctree` for the exact guarantee).
-On Linux the command runs under a small launcher process (`agentjudge.judges._launcher`, this
-interpreter) that makes itself a child subreaper, so even a daemon the command orphaned stays a
-descendant and is killed; this process itself is never made a subreaper. POSIX only (process
-groups and ``os.killpg``).
+Processes run through `agentjudge.judges._process.run_command` (shared with
+`agentjudge.bridges.run_cli_agent`) in their own session (a new process group), so a timeout --
+or the caller's cancellation -- kills the command together with its session, its process group
+and every descendant (see `agentjudge.judges._proctree` for the exact guarantee). On Linux the
+command runs under a small launcher process (`agentjudge.judges._launcher`, this interpreter)
+that makes itself a child subreaper, so even a daemon the command orphaned stays a descendant
+and is killed; this process itself is never made a subreaper. POSIX only (process groups and
+``os.killpg``).
 
 Commands get a scrubbed environment by default: the variables named in `INHERITED_ENV` (and the
 ``LC_*`` / ``UV_*`` families), minus anything that looks like a secret; ``env=`` adds variables
@@ -20,7 +21,6 @@ import os
 import re
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import ByteReceiveStream, Process
 
 from agentjudge.core import Check, Context, Judgment
 from agentjudge.judges._paths import DeterministicJudge, WorkspaceError, workspace_of
-from agentjudge.judges._proctree import kill_tree
+from agentjudge.judges._process import Command, last_lines, run_command
 
 __all__ = ["DEFAULT_OUTPUT_LIMIT", "INHERITED_ENV", "BuildSuccess", "CommandJudge"]
 
@@ -81,7 +80,6 @@ def _scrubbed_environment(source: Mapping[str, str]) -> dict[str, str]:
 
 _SHELL_REASONS = {126: "command not executable", 127: "command not found"}
 
-Command = str | Sequence[str]
 Resolver = Callable[[Path], Awaitable[Command]]
 
 
@@ -130,12 +128,6 @@ def _validate_command(command: object) -> Command:
         if not isinstance(item, str):
             raise ValueError(f"command items must be str, got {type(item).__name__}: {item!r}")
     return tuple(items)
-
-
-def _last_lines(text: str, count: int = 5, limit: int = 600) -> str:
-    lines = [line for line in text.splitlines() if line.strip()][-count:]
-    joined = "\n".join(lines)
-    return joined if len(joined) <= limit else "..." + joined[-limit:]
 
 
 class CommandJudge(DeterministicJudge):
@@ -237,45 +229,13 @@ class CommandJudge(DeterministicJudge):
         shown = _display(command)
         meta: dict[str, Any] = {"command": shown}
         started = time.monotonic()
-        launched = _use_launcher()
-        try:
-            # Shielded: a cancellation arriving while the process starts must not leak it; it
-            # is delivered at the next checkpoint, where the finally clause below kills it.
-            with anyio.CancelScope(shield=True):
-                proc = await anyio.open_process(
-                    _argv(command, launched),
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE if launched else subprocess.STDOUT,
-                    cwd=workspace,
-                    env=self._environment(),
-                    start_new_session=True,
-                )
-        except OSError as exc:
-            return self._not_started(exc, command, meta)
-
         tail = _Tail(self.output_limit)
-        timed_out = False
-        finished = False
-        refused: OSError | None = None
-        try:
-            with anyio.move_on_after(self.timeout) as scope:
-                refused = await _launch_report(proc)
-                if refused is None:
-                    async with anyio.create_task_group() as tg:
-                        assert proc.stdout is not None
-                        tg.start_soon(_drain, proc.stdout, tail)
-                        await proc.wait()
-            timed_out = scope.cancelled_caught
-            finished = not timed_out
-        finally:
-            if not finished:
-                kill_tree(proc.pid, alive=proc.returncode is None)
-            with anyio.CancelScope(shield=True):
-                await proc.wait()
-                await proc.aclose()
-        if refused is not None:
-            return self._not_started(refused, command, meta)
+        done = await run_command(
+            command, cwd=workspace, env=self._environment(), timeout=self.timeout, stdout=tail.feed
+        )
+        if done.not_started is not None:
+            return self._not_started(done.not_started, command, meta)
+        timed_out = done.timed_out
         elapsed_ms = max(0, round((time.monotonic() - started) * 1000))
         output, truncated = tail.text()
         if timed_out:
@@ -293,7 +253,7 @@ class CommandJudge(DeterministicJudge):
                 checks=(Check.fail("exit_code", f"timed out after {self.timeout:g} s"),),
                 metadata=meta,
             )
-        code = proc.returncode
+        code = done.exit_code
         assert code is not None
         meta.update(
             exit_code=code,
@@ -309,7 +269,7 @@ class CommandJudge(DeterministicJudge):
                 metadata=meta,
             )
         why = self._explain(code, command)
-        excerpt = _last_lines(output)
+        excerpt = last_lines(output)
         reasoning = f"Command exited with {code}, expected {self.expected_exit_code}{why}: {shown}"
         if excerpt:
             reasoning += f"\nlast output:\n{excerpt}"
@@ -352,46 +312,6 @@ class CommandJudge(DeterministicJudge):
             except ValueError:
                 return f" (terminated by signal {-code})"
         return ""
-
-
-_LAUNCHER = Path(__file__).with_name("_launcher.py")
-_REPORT_LIMIT = 4096
-
-
-def _use_launcher() -> bool:
-    """Whether commands run under the subreaper launcher (Linux, a known interpreter)."""
-    return sys.platform.startswith("linux") and bool(sys.executable)
-
-
-def _argv(command: Command, launched: bool) -> str | list[str]:
-    """What to start: the command itself, or the launcher (see `_launcher`) running it."""
-    if not launched:
-        return command if isinstance(command, str) else list(command)
-    mode, args = ("shell", [command]) if isinstance(command, str) else ("exec", list(command))
-    return [sys.executable, "-I", "-S", str(_LAUNCHER), mode, *args]
-
-
-async def _launch_report(proc: Process) -> OSError | None:
-    """Wait until the launcher started the command: None, or why it could not."""
-    if proc.stderr is None:
-        return None  # no launcher: the command itself was started
-    report = bytearray()
-    async for chunk in proc.stderr:
-        report += chunk
-        if len(report) > _REPORT_LIMIT:
-            break
-    if not report:
-        return None
-    text = report[:_REPORT_LIMIT].decode("utf-8", errors="replace").strip()
-    number, _, message = text.partition("\t")
-    if number.isdigit():
-        return OSError(int(number), message)  # FileNotFoundError, PermissionError, ...
-    return OSError(f"the command launcher failed: {_last_lines(text)}")
-
-
-async def _drain(stream: ByteReceiveStream, tail: _Tail) -> None:
-    async for chunk in stream:
-        tail.feed(chunk)
 
 
 async def _executable(path: Path) -> bool:

@@ -1,19 +1,20 @@
 """The launcher a command judge runs its command under on Linux: a child subreaper.
 
-Run as a script with the judge's own interpreter (``python -I -S _launcher.py shell|exec
-COMMAND...``), never imported by the package; standard library only. It marks *itself* a child
-subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``; the judge's own process is never marked), starts
-the command and waits for it. A process the command orphans -- a ``setsid -f`` daemon, a double
-fork -- is then re-parented to the launcher instead of to init, so it stays a descendant of the
-launcher's session leader and `agentjudge.judges._proctree.kill_tree` finds and kills it on a
-timeout. The launcher reaps every child it adopts while it waits (no zombies pile up); when the
-command ends it exits with the command's status (re-raising the signal that killed it), and
-whatever the command left running is left alone, re-parented onward.
+Run as a script with the judge's own interpreter (``python -I -S _launcher.py STATUS_FD
+shell|exec COMMAND...``), never imported by the package; standard library only. It marks
+*itself* a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``; the judge's own process is never
+marked), starts the command and waits for it. A process the command orphans -- a ``setsid -f``
+daemon, a double fork -- is then re-parented to the launcher instead of to init, so it stays a
+descendant of the launcher's session leader and `agentjudge.judges._proctree.kill_tree` finds
+and kills it on a timeout. Where the kernel refuses the flag, the command runs all the same
+(only such orphans escape). The launcher reaps every child it adopts while it waits (no zombies
+pile up); when the command ends it exits with the command's status (re-raising the signal that
+killed it), and whatever the command left running is left alone, re-parented onward.
 
-Protocol with the judge: standard input and output are the command's (its standard error is
-merged into its output); the launcher's own standard error is a status channel. It is closed
-without a word once the command started; if the command cannot be started, the launcher writes
-``<errno>TAB<message>`` there and exits 127.
+Protocol with `agentjudge.judges._process`: standard input, output and error are the command's
+(inherited as they are). ``STATUS_FD`` is the write end of a status pipe, which the command
+does not inherit: once the command started the launcher writes ``0<TAB>started`` there and
+closes it; if the command cannot be started it writes ``<errno><TAB><message>`` and exits 127.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ def spawn(mode: str, command: list[str]) -> int:
         argv[0],
         argv,
         os.environ,
-        file_actions=[(os.POSIX_SPAWN_DUP2, 1, 2)],  # stderr into the merged output
         setsigdef=(signal.SIGPIPE, signal.SIGXFSZ),  # Python ignores these; the command must not
     )
 
@@ -69,16 +69,17 @@ def exit_like(code: int) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Run ``argv`` = ``[mode, *command]``; the exit status is the command's."""
+    """Run ``argv`` = ``[status fd, mode, *command]``; the exit status is the command's."""
+    status = int(argv[0])
+    os.set_inheritable(status, False)  # the command must not hold the status pipe open
     become_subreaper()
     try:
-        pid = spawn(argv[0], argv[1:])
+        pid = spawn(argv[1], argv[2:])
     except OSError as exc:
-        sys.stderr.write(f"{exc.errno}\t{exc.strerror or exc}\n")
+        os.write(status, f"{exc.errno}\t{exc.strerror or exc}\n".encode())
         return 127
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 2)  # started: close the status channel (the judge reads end of file)
-    os.close(devnull)
+    os.write(status, b"0\tstarted\n")
+    os.close(status)
     return exit_like(wait_for(pid))
 
 

@@ -137,9 +137,9 @@ async def test_without_the_launcher_commands_still_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Where no launcher is used (not Linux), commands run directly as before."""
-    from agentjudge.judges import _commands
+    from agentjudge.judges import _process
 
-    monkeypatch.setattr(_commands, "_use_launcher", lambda: False)
+    monkeypatch.setattr(_process, "_use_launcher", lambda: False)
     assert (await CommandJudge("echo hi")(Context(workspace=tmp_path))).metadata["output"] == "hi\n"
     missing = await CommandJudge(["no-such-program-aj"])(Context(workspace=tmp_path))
     assert missing.status is Status.FAIL and "Program not found" in missing.reasoning
@@ -149,10 +149,10 @@ async def test_a_broken_launcher_is_an_error_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A launcher that cannot run is ERROR saying so, not a silent pass or a hang."""
-    from agentjudge.judges import _commands
+    from agentjudge.judges import _process
 
-    monkeypatch.setattr(_commands, "_LAUNCHER", tmp_path / "missing_launcher.py")
-    monkeypatch.setattr(_commands, "_use_launcher", lambda: True)
+    monkeypatch.setattr(_process, "_LAUNCHER", tmp_path / "missing_launcher.py")
+    monkeypatch.setattr(_process, "_use_launcher", lambda: True)
     result = await CommandJudge("true")(Context(workspace=tmp_path))
     assert result.status is Status.ERROR
     assert "the command launcher failed" in result.reasoning
