@@ -96,6 +96,19 @@ def _run_trajectory(result: Any) -> tuple[Dicts, Any]:
     return [], None
 
 
+def _run_model(result: Any, last: Any) -> str | None:
+    """The model of the last response (pydantic-ai), else of the run's last agent.
+
+    An Agents SDK agent's ``model`` is a name or a model object with ``model``.
+    """
+    if last is not None:
+        name = get(last, "model_name")
+    else:
+        model = get(get(result, "last_agent"), "model")
+        name = model if isinstance(model, str) else get(model, "model")
+    return name if isinstance(name, str) else None
+
+
 def _run_usage(result: Any) -> tuple[Any, Any]:
     """(input tokens, output tokens) of a run (pydantic-ai ``usage()``, Agents SDK context)."""
     usage = getattr(result, "usage", None)
@@ -129,8 +142,8 @@ def from_agent_run(
     become ``metadata["rag.context"]``, which the RAG judges read, and their ids and scores
     ``metadata["rag.sources"]``). ``messages`` goes before the run's own messages. The status
     follows the last model response's ``finish_reason`` when it has one. Metadata:
-    ``agent.model``, ``agent.finish_reason``, ``agent.usage.input_tokens`` /
-    ``output_tokens``, ``agent.tool_calls``.
+    ``agent.model`` (the last response's, or the run's last agent's), ``agent.finish_reason``,
+    ``agent.usage.input_tokens`` / ``output_tokens``, ``agent.tool_calls``.
     """
     sources = get(result, "source_nodes")
     if sources is not None:  # LlamaIndex Response: the answer and its retrieved context
@@ -143,7 +156,7 @@ def from_agent_run(
     input_tokens, output_tokens = _run_usage(result)
     calls = sum(len(m.get("tool_calls", ())) for m in conversation)
     native: dict[str, Any] = {
-        "agent.model": get(last, "model_name") if last is not None else None,
+        "agent.model": _run_model(result, last),
         "agent.finish_reason": reason,
         "agent.usage.input_tokens": input_tokens,
         "agent.usage.output_tokens": output_tokens,

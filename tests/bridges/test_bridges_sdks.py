@@ -284,6 +284,7 @@ async def test_openai_agents_sdk_run_result() -> None:
     assert ctx.messages == EXPECTED
     assert (ctx.output, ctx.status) == ("It is sunny.", ExecutionStatus.SUCCESS)
     assert ctx.metadata["agent.tool_calls"] == 1
+    assert ctx.metadata["agent.model"] == "gpt-4.1"  # the last agent's model
     usage = result.context_wrapper.usage
     assert ctx.metadata["agent.usage.input_tokens"] == usage.input_tokens > 0
     await _matches_reference(ctx)
