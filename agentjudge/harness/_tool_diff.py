@@ -1,10 +1,11 @@
 """Tool-call diffs of failing trajectory judgments, as report text and as HTML report data.
 
-The trajectory judges (`agentjudge.judges.TrajectoryMatch`, ``ToolSelection``) put the diff in
-a failing judgment's ``metadata["tool_call_diff"]`` (format: `agentjudge.judges._trajectory_diff`).
-This module only reads that JSON, as stored in results.jsonl: `tool_diff` picks it out,
-`tool_diff_lines` words it for ``agentjudge report`` and ``--case``, `html_tool_diff` packs it
-for the browser report, which draws it as a table in the case view.
+The trajectory judges (`agentjudge.judges.TrajectoryMatch`, ``ToolSelection``,
+``TrajectoryJudge`` given a reference) put the diff in a failing judgment's
+``metadata["tool_call_diff"]`` (format: `agentjudge.judges._trajectory_diff`). This module
+only reads that JSON, as stored in results.jsonl: `tool_diff` picks it out, `tool_diff_lines`
+words it for ``agentjudge report`` and ``--case``, `html_tool_diff` packs it for the browser
+report, which draws it as a table in the case view.
 """
 
 from __future__ import annotations

@@ -89,7 +89,8 @@ class ToolSelection(DeterministicJudge):
     parallel calls, compared as a multiset), a mapping with such a list under ``"tools"``, or a
     reference trajectory (its tool-calling steps). The score is the share of steps that match,
     over the longer of the two step lists (an extra or a missing step counts as wrong); PASS iff
-    score >= ``threshold``. One check per step.
+    score >= ``threshold``. One check per step; a FAIL carries the tool-call diff in
+    ``metadata["tool_call_diff"]`` (`agentjudge.judges._trajectory_diff`).
 
     Args:
         threshold: The share of correct steps needed to pass (default 1.0: every step).

@@ -20,6 +20,8 @@ from agentjudge.judges._confidence import ConfidenceMethod
 from agentjudge.judges._rag import _DATA_NOTE, _reply_format, _section, _VerdictJudge
 from agentjudge.judges._template import render_messages, render_value
 from agentjudge.judges._trajectory import TrajectoryError, actual_trajectory, reference_trajectory
+from agentjudge.judges._trajectory_diff import DIFF_KEY, exact_diff
+from agentjudge.judges._verdict import with_metadata
 from agentjudge.judging import JudgeKind, call_judge, judge_name
 from agentjudge.models._types import ModelClient
 
@@ -103,6 +105,22 @@ class TrajectoryJudge(_VerdictJudge):
         if not isinstance(rubric, str) or not rubric.strip():
             raise ValueError("rubric must be a non-blank string")
         self.rubric = rubric.strip()
+
+    async def __call__(self, ctx: Context, /) -> Judgment:
+        """Judge the trajectory; a FAIL with a reference carries the tool-call diff.
+
+        The diff (``metadata["tool_call_diff"]``, calls equal by name and arguments) is what
+        reports show under the failing judgment; see `agentjudge.judges._trajectory_diff`.
+        """
+        judgment = await super().__call__(ctx)
+        if judgment.status is not Status.FAIL:
+            return judgment
+        try:
+            reference = reference_trajectory(ctx)
+            diff = None if not reference else exact_diff(actual_trajectory(ctx), reference)
+        except TrajectoryError:
+            return judgment
+        return judgment if diff is None else with_metadata(judgment, {DIFF_KEY: diff})
 
     def prompt(self, ctx: Context) -> str | Judgment:
         """The prompt, ABSTAIN for an empty trajectory, ERROR for a malformed one."""

@@ -30,6 +30,7 @@ from agentjudge.core import (
 from agentjudge.judges._paths import DeterministicJudge
 from agentjudge.judges._trajectory_diff import (
     DIFF_KEY,
+    differing,
     json_equal,
     located_steps,
     paired_diff,
@@ -276,7 +277,9 @@ class TrajectoryMatch(DeterministicJudge):
     or a callable ``(actual_arguments, reference_arguments) -> bool``. The pairing is a maximum
     bipartite matching, so a call that could pair with several is never used up greedily.
 
-    PASS (score 1.0) or FAIL (score 0.0) with the first mismatch as reasoning; ERROR when there
+    PASS (score 1.0) or FAIL (score 0.0) with the first mismatch as reasoning (a FAIL carries
+    the expected vs actual tool calls in ``metadata["tool_call_diff"]``, see
+    `agentjudge.judges._trajectory_diff`, which reports render); ERROR when there
     is no reference, a message cannot be read (naming its index), or an override raises.
 
     Args:
@@ -421,7 +424,7 @@ class TrajectoryMatch(DeterministicJudge):
                 )
         except _OverrideFailed:
             return None
-        return diff if any(e["op"] != "match" for e in diff["calls"]) else None
+        return differing(diff)
 
     def _args_word(self, tool: str) -> str:
         return self.args if tool not in self._overrides else "override"

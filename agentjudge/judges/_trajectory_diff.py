@@ -29,6 +29,8 @@ __all__ = [
     "ARGS_CHARS",
     "DIFF_KEY",
     "MAX_DIFF_CALLS",
+    "differing",
+    "exact_diff",
     "json_equal",
     "located_steps",
     "paired_diff",
@@ -205,3 +207,22 @@ def _order(entry: dict[str, Any]) -> tuple[int, int]:
 def located_steps(messages: Iterable[Message]) -> list[Located]:
     """Every tool call with its 1-based step number."""
     return [(n, call) for n, calls in enumerate(tool_call_steps(messages), 1) for call in calls]
+
+
+def _same_exactly(call: ToolCall, reference: ToolCall) -> bool:
+    return call.name == reference.name and json_equal(call.arguments, reference.arguments)
+
+
+def exact_diff(actual: Iterable[Message], reference: Iterable[Message]) -> dict[str, Any] | None:
+    """The `stepwise_diff` of two trajectories, calls equal by name and arguments.
+
+    None when no call differs.
+    """
+    return differing(
+        stepwise_diff(tool_call_steps(actual), tool_call_steps(reference), _same_exactly)
+    )
+
+
+def differing(diff: dict[str, Any]) -> dict[str, Any] | None:
+    """``diff`` when some call in it differs, else None (nothing worth showing)."""
+    return diff if any(e["op"] != "match" for e in diff["calls"]) else None

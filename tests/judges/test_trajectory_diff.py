@@ -104,3 +104,32 @@ async def test_tool_selection_diff_uses_the_reference_calls() -> None:
     diff = names_only.model_dump(mode="json")["metadata"]["tool_call_diff"]
     missing = [c["expected"] for c in diff["calls"] if c["op"] == "missing"]
     assert missing == [{"name": "open", "arguments": {}}]
+
+
+async def test_llm_trajectory_judge_fail_with_a_reference_carries_the_diff() -> None:
+    """TrajectoryJudge: a NO against a reference adds the exact-arguments diff; a YES does not."""
+    from agentjudge.judges import TrajectoryJudge
+    from agentjudge.models import OpenAIChat
+    from agentjudge.testing import FakeModelServer, FakeResponse
+
+    async with FakeModelServer() as server:
+        server.enqueue(
+            FakeResponse(text="Answer: NO\nReasoning: it deleted something"),
+            FakeResponse(text="Answer: YES\nReasoning: fine"),
+            FakeResponse(text="Answer: NO\nReasoning: no"),
+        )
+        async with OpenAIChat("m", base_url=server.base_url, api_key="k", retry=None) as model:
+            judge = TrajectoryJudge(model)
+            failed = await judge(Context(messages=ACTUAL, expected=REFERENCE))
+            passed = await judge(Context(messages=ACTUAL, expected=REFERENCE))
+            no_reference = await judge(Context(messages=ACTUAL))
+    diff = failed.model_dump(mode="json")["metadata"]["tool_call_diff"]
+    assert ops(diff) == [
+        ("match", 1, 1),
+        ("arguments", 2, 2),
+        ("extra", 3, None),
+        ("missing", None, 3),
+    ]
+    assert failed.metadata["model"] == "m"  # the call metadata is kept
+    assert passed.status is Status.PASS and "tool_call_diff" not in passed.metadata
+    assert no_reference.status is Status.FAIL and "tool_call_diff" not in no_reference.metadata
