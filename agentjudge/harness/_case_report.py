@@ -18,7 +18,7 @@ from agentjudge.harness._cases import (
 )
 from agentjudge.harness._summary import FlippedCase, RunSummary
 from agentjudge.harness._text import plural
-from agentjudge.harness._tool_diff import DIFF_KEY, tool_diff_lines
+from agentjudge.harness._tool_diff import tool_diff_lines, without_diff
 from agentjudge.judging import USER_MARK
 
 __all__ = [
@@ -158,7 +158,7 @@ def _full_judge(result: Mapping[str, Any]) -> list[str]:
         lines.append(f"    check {mark} {check.get('name')}: {check.get('message', '')}")
     metadata = judgment.get("metadata") or {}
     if j.tool_call_diff is not None:  # shown as a diff below
-        metadata = {k: v for k, v in metadata.items() if k != DIFF_KEY}
+        metadata = without_diff(metadata)
     if metadata:
         lines.append(f"    metadata: {json.dumps(metadata, default=str)}")
     if j.tool_call_diff is not None:

@@ -34,7 +34,7 @@ from agentjudge.harness._baseline import (
 from agentjudge.harness._report import row_tags
 from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import RunSummary
-from agentjudge.harness._tool_diff import OPS, html_tool_diff
+from agentjudge.harness._tool_diff import OPS, html_tool_diff, without_diff
 
 __all__ = [
     "ROW_FIELDS",
@@ -163,6 +163,10 @@ class _Collector:
             _trim([ref(c.get("name")), 1 if c.get("passed") else 0, ref(c.get("message") or None)])
             for c in judgment.get("checks") or ()
         ]
+        metadata = judgment.get("metadata") or None
+        diff = html_tool_diff(metadata, ref)
+        if diff is not None and isinstance(metadata, Mapping):  # drawn as a table, not twice
+            metadata = without_diff(metadata) or None
         return _trim(
             [
                 _CODES.get(judgment["status"], _NONE),
@@ -171,12 +175,12 @@ class _Collector:
                 checks or None,
                 ref(judgment.get("label")),
                 _number(judgment.get("confidence")),
-                ref(judgment.get("metadata") or None),
+                ref(metadata),
                 ref(result.get("error_type")),
                 duration,
                 ref(result.get("tier")),
                 _traceback(result.get("traceback")),
-                html_tool_diff(judgment.get("metadata"), ref),
+                diff,
             ]
         )
 

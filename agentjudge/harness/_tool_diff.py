@@ -14,7 +14,14 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["DIFF_KEY", "OPS", "html_tool_diff", "tool_diff", "tool_diff_lines"]
+__all__ = [
+    "DIFF_KEY",
+    "OPS",
+    "html_tool_diff",
+    "tool_diff",
+    "tool_diff_lines",
+    "without_diff",
+]
 
 DIFF_KEY = "tool_call_diff"
 """The judgment metadata key holding the diff."""
@@ -34,6 +41,11 @@ def tool_diff(metadata: object) -> dict[str, Any] | None:
     calls = [c for c in diff["calls"] if isinstance(c, Mapping) and c.get("op") in _MARKS]
     omitted = diff.get("omitted")
     return {"calls": calls, "omitted": omitted if isinstance(omitted, int) else 0}
+
+
+def without_diff(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The metadata but its diff (shown on its own, not twice)."""
+    return {k: v for k, v in metadata.items() if k != DIFF_KEY}
 
 
 def show_call(call: object) -> str:

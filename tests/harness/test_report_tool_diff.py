@@ -83,3 +83,12 @@ def test_html_data_packs_the_diff_with_the_judgment(run_dir: Path) -> None:
     assert strings[diff[2][4]] == 'delete_booking({"id": 7})'
     good = next(c for c in data["cases"] if c[0] == "good")
     assert all(len(j) < 12 for j in good[data["fields"].index("judgments")] if j)
+
+
+def test_html_metadata_text_leaves_the_drawn_diff_out(run_dir: Path) -> None:
+    """The judgment's metadata text keeps its other keys but not the diff the table shows."""
+    data = build_report_data(run_dir)
+    bad = next(c for c in data["cases"] if c[0] == "bad")
+    judgment = bad[data["fields"].index("judgments")][data["judges"].index("TrajectoryMatch")]
+    metadata = json.loads(data["strings"][judgment[6]])
+    assert metadata["mode"] == "strict" and "tool_call_diff" not in metadata

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentjudge import Context, Message, Status, ToolCall, TrajectoryMatch
 from agentjudge.judges import ToolSelection
@@ -133,3 +135,39 @@ async def test_llm_trajectory_judge_fail_with_a_reference_carries_the_diff() -> 
     assert failed.metadata["model"] == "m"  # the call metadata is kept
     assert passed.status is Status.PASS and "tool_call_diff" not in passed.metadata
     assert no_reference.status is Status.FAIL and "tool_call_diff" not in no_reference.metadata
+
+
+_CALLS = st.builds(
+    ToolCall, st.sampled_from(["a", "b", "c"]), st.fixed_dictionaries({"x": st.integers(0, 2)})
+)
+_STEPS = st.lists(st.lists(_CALLS, min_size=1, max_size=3).map(tuple), max_size=6)
+
+
+@settings(max_examples=60)
+@given(actual=_STEPS, reference=_STEPS)
+def test_every_call_of_both_sides_appears_once(
+    actual: list[tuple[ToolCall, ...]], reference: list[tuple[ToolCall, ...]]
+) -> None:
+    """Each actual call is a match, arguments or extra entry, each reference call a match,
+    arguments or missing one, exactly once, at its own step; equal sides give only matches."""
+    diff = stepwise_diff(actual, reference, lambda a, r: a == r)
+    calls = diff["calls"]
+    mine = sorted(
+        (c["step"], c["actual"]["name"], c["actual"]["arguments"]["x"])
+        for c in calls
+        if "step" in c
+    )
+    theirs = sorted(
+        (c["reference_step"], c["expected"]["name"], c["expected"]["arguments"]["x"])
+        for c in calls
+        if "reference_step" in c
+    )
+    assert mine == sorted((n, c.name, c.arguments["x"]) for n, s in enumerate(actual, 1) for c in s)
+    assert theirs == sorted(
+        (n, c.name, c.arguments["x"]) for n, s in enumerate(reference, 1) for c in s
+    )
+    for c in calls:
+        if c["op"] == "arguments":
+            assert c["actual"]["name"] == c["expected"]["name"] and c["keys"] == ["x"]
+    same = stepwise_diff(actual, actual, lambda a, r: a == r)
+    assert all(c["op"] == "match" for c in same["calls"]) and diff["omitted"] == 0
