@@ -12,11 +12,12 @@ group id). `kill_tree` removes, on Linux:
 Processes are found through ``/proc`` and frozen with SIGSTOP as they are found (a stopped process
 cannot fork or exit to escape), the search repeats until it finds nothing new, then all of them
 get SIGKILL. A process that left the session (``setsid``) *and* whose parent exited before the
-kill, e.g. ``setsid -f`` or a double-forking daemon, is found only because command judges run
-their command under a launcher that is a child subreaper (`agentjudge.judges._launcher`): the
-orphan is re-parented to the launcher, the leader, instead of to init. Where that is not
-available (not Linux) such an orphan escapes. Without ``/proc`` (macOS) only the process group is
-killed.
+kill, e.g. ``setsid -f`` or a double-forking daemon, is found only because commands (command
+judges, `agentjudge.bridges.run_cli_agent`) run under a launcher that is a child subreaper
+(`agentjudge.judges._process`, `agentjudge.judges._launcher`): the orphan is re-parented to
+the launcher, the leader, instead of to init. Where that is not available (not Linux, or the
+kernel refuses the flag) such an orphan escapes. Without ``/proc`` (macOS) only the process
+group is killed.
 """
 
 from __future__ import annotations
