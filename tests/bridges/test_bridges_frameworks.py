@@ -20,6 +20,8 @@ from agentjudge.judges import StepEfficiency, TrajectoryMatch
 from agentjudge.judges._rag import rag_context
 from agentjudge.testing import FakeModelServer, FakeResponse
 
+pytestmark = pytest.mark.xdist_group("sdk")  # the frameworks import in one worker (sdk_support)
+
 WEATHER = ToolCall("get_weather", {"city": "Paris"}, id="call_1")
 EXPECTED = (
     Message(role="user", content="Weather in Paris?"),
