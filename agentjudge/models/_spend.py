@@ -20,9 +20,12 @@ bound of each request before it is sent and settles it with the answer's real us
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
+import os
+import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -87,7 +90,7 @@ class TokenCounter:
         if encoding is None:
             try:
                 encoding = self._encoding(model)
-            except Exception as exc:  # tiktoken downloads its files on first use: offline, it fails
+            except Exception as exc:  # not cached (see tiktoken_has_locally), or a broken file
                 _log.warning(
                     "tiktoken could not load an encoding (%s: %s); token estimates use "
                     "characters / %s from now on",
@@ -102,9 +105,40 @@ class TokenCounter:
 
     def _encoding(self, model: str) -> Any:
         try:
-            return self._module.encoding_for_model(model.partition(":")[2] or model)
+            name = self._module.encoding_name_for_model(model.partition(":")[2] or model)
         except (KeyError, ValueError):
-            return self._module.get_encoding("o200k_base")
+            name = "o200k_base"
+        if not tiktoken_has_locally(name):
+            raise FileNotFoundError(
+                f"the {name} encoding is not in tiktoken's cache and agentjudge never downloads "
+                f"it (fetch it once: python -c "
+                f"\"import tiktoken; tiktoken.get_encoding('{name}')\")"
+            )
+        return self._module.get_encoding(name)
+
+
+_TIKTOKEN_FILES = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+
+
+def tiktoken_has_locally(encoding: str) -> bool:
+    """True if tiktoken can load ``encoding`` from its cache, without the network.
+
+    tiktoken downloads an encoding's file on first use, with no timeout: on a blackholed
+    network that blocks for minutes, and budgets count tokens inside model calls, on the event
+    loop. So agentjudge uses tiktoken only for an encoding already cached, where tiktoken looks
+    (``TIKTOKEN_CACHE_DIR``, else ``DATA_GYM_CACHE_DIR``, else ``<tmp>/data-gym-cache``; the
+    file is named by the SHA-1 of its URL), and counts characters / 4 otherwise.
+    """
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        folder = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        folder = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if not folder:  # tiktoken's "no cache": every load would download
+        return False
+    key = hashlib.sha1(_TIKTOKEN_FILES.format(encoding).encode()).hexdigest()
+    return os.path.exists(os.path.join(folder, key))
 
 
 _counter: TokenCounter | None = None

@@ -2,13 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from agentjudge.models._spend import CHARS_PER_TOKEN, TokenCounter
+from agentjudge.models._spend import (
+    _TIKTOKEN_FILES,
+    CHARS_PER_TOKEN,
+    TokenCounter,
+    tiktoken_has_locally,
+)
+
+
+def _cache_file(folder: Path, encoding: str) -> Path:
+    """Where tiktoken caches ``encoding``'s file in ``folder`` (named by its URL's SHA-1)."""
+    key = hashlib.sha1(_TIKTOKEN_FILES.format(encoding).encode()).hexdigest()
+    return folder / key
 
 
 def _offline_tiktoken() -> Any:
@@ -17,13 +30,15 @@ def _offline_tiktoken() -> Any:
     def fetch(*_: Any) -> Any:
         raise ConnectionError("Failed to resolve 'openaipublic.blob.core.windows.net'")
 
-    return SimpleNamespace(encoding_for_model=fetch, get_encoding=fetch)
+    return SimpleNamespace(encoding_name_for_model=lambda _: "o200k_base", get_encoding=fetch)
 
 
 def test_an_encoding_that_cannot_load_falls_back_to_characters(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The estimate falls back to characters / 4 with one warning instead of raising."""
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    _cache_file(tmp_path, "o200k_base").write_bytes(b"broken")
     counter = TokenCounter()
     counter.kind, counter._module = "tiktoken", _offline_tiktoken()
     with caplog.at_level(logging.WARNING, logger="agentjudge.models"):
@@ -33,3 +48,36 @@ def test_an_encoding_that_cannot_load_falls_back_to_characters(
     assert counter.kind == "chars/4"
     [record] = [r for r in caplog.records if "tiktoken" in r.getMessage()]
     assert "ConnectionError" in record.getMessage()
+
+
+def test_an_encoding_not_cached_is_never_downloaded(
+    caplog: pytest.LogCaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real tiktoken, empty cache: characters / 4, and tiktoken's download is never called
+    (it has no timeout: on a blackholed network it would block the event loop for minutes)."""
+    tiktoken_load = pytest.importorskip("tiktoken.load")
+    fetched: list[str] = []
+    monkeypatch.setattr(tiktoken_load, "read_file", lambda url: fetched.append(url) or b"")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    counter = TokenCounter()
+    assert counter.kind == "tiktoken"
+    with caplog.at_level(logging.WARNING, logger="agentjudge.models"):
+        assert counter.count("openai:gpt-4o-mini", "x" * 40) == 40 // CHARS_PER_TOKEN
+    assert fetched == [] and counter.kind == "chars/4"
+    assert any("never downloads" in r.getMessage() for r in caplog.records)
+
+
+def test_the_cache_is_looked_up_where_tiktoken_keeps_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TIKTOKEN_CACHE_DIR first, then DATA_GYM_CACHE_DIR; an empty value means no cache."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+    _cache_file(second, "cl100k_base").write_bytes(b"x")
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(second))
+    assert tiktoken_has_locally("cl100k_base") and not tiktoken_has_locally("o200k_base")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(first))
+    assert not tiktoken_has_locally("cl100k_base")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    assert not tiktoken_has_locally("cl100k_base")
