@@ -60,9 +60,8 @@ from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._agreement import agrees_with_human
 from agentjudge.harness._case import human_label_problem
 from agentjudge.harness._dataset import Dataset
-from agentjudge.harness._resolve import RunConfigError
 from agentjudge.harness._results import ResultsError, iter_rows
-from agentjudge.harness._suite import Suite
+from agentjudge.harness._suite import RunConfigError, Suite
 
 __all__ = [
     "METHOD",

@@ -37,17 +37,12 @@ from agentjudge.harness._batch_mode import (
 from agentjudge.harness._calibrate import cascade_settings, check_labelled, with_provenance
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
-from agentjudge.harness._cost import (
-    budget_outcome,
-    prices_applied,
-    rerun_for_budget,
-    run_budget,
-    suite_price_table,
-)
+from agentjudge.harness._cost import budget_outcome, rerun_for_budget
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, conclude, parse_gate, resolve_gate_subjects
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
+from agentjudge.harness._pricing import prices_applied, run_budget, suite_price_table
 from agentjudge.harness._processes import Batch, CasePool, WorkerPool, WorkerSpec, pickled
 from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._resolve import (
