@@ -288,6 +288,7 @@ def _usd(line: DryRunLine) -> str:
 
 def format_dry_run(estimate: DryRunEstimate) -> str:
     """The dry run as a table: totals, by judge, by model; then the notes."""
+
     def row(label: str, line: DryRunLine) -> list[str]:
         return [
             label,

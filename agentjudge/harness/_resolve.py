@@ -10,9 +10,9 @@ import random
 from typing import Any
 
 from agentjudge.engine import Budget, Evaluator, Jury, RetryPolicy
+from agentjudge.harness._calibrate import cascade_settings
 from agentjudge.harness._clients import missing_keys
 from agentjudge.harness._loading import load_object, names_model, takes_no_arguments
-from agentjudge.harness._calibrate import cascade_settings
 from agentjudge.harness._suite import RunConfigError, Suite
 from agentjudge.harness._telemetry import Telemetry
 
