@@ -506,8 +506,8 @@ class _Run:
             ),
         )
         if suite.thresholds is not None and status != "running":  # coverage, agreement
-            block = with_provenance(self.aggregate.cascade.block(), suite.path(suite.thresholds))
-            summary.cascade = block  # type: ignore[attr-defined]
+            block = self.aggregate.cascade.summary()
+            summary.cascade = with_provenance(block, suite.path(suite.thresholds))
         if status != "completed":
             return summary
         if self.baseline is not None and suite.baseline is not None:

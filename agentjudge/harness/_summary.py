@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentjudge.agreement import wilson_interval
 from agentjudge.core import Judgment, Verdict
 from agentjudge.harness._agreement import AgreementSummary, AgreementTally, JurySummary
-from agentjudge.harness._cascade_summary import CascadeTally
+from agentjudge.harness._cascade_summary import CascadeSummary, CascadeTally
 from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
 from agentjudge.harness._pairwise_summary import PairwiseTally
 
@@ -331,6 +331,9 @@ class RunSummary(BaseModel):
     """Tokens and dollars of the judges' model calls (see `agentjudge.harness._cost`)."""
     budget: BudgetOutcome | None = None
     """The budget check, for runs with ``max_cost``."""
+    cascade: CascadeSummary | None = Field(default=None, exclude_if=lambda v: v is None)
+    """A thresholded cascade's coverage and selective agreement (runs with ``thresholds``;
+    left out of ``summary.json`` otherwise)."""
 
 
 # ----------------------------------------------------------------------------- aggregation
