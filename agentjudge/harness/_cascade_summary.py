@@ -37,14 +37,14 @@ is untested: ``never decides`` (``null``, ``untested="escalate"``) or ``UNTESTED
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from agentjudge.agreement import wilson_interval
-from agentjudge.core import Verdict
 from agentjudge.harness._agreement import agrees_with_human
+from agentjudge.harness._fold import FoldCase
 from agentjudge.harness._text import plural
 
 __all__ = [
@@ -140,34 +140,18 @@ class CascadeTally:
         self.n = self.abstained = self.errors = self.labelled = self.agreed = 0
         self.by_tier: dict[str, int] = {}
 
-    def add_row(self, row: Mapping[str, Any]) -> None:
-        """Fold in one results row (rows without tier records are not cascade cases)."""
-        verdict, records = row.get("verdict"), row.get("tiers")
-        if row.get("error") is not None or not isinstance(verdict, Mapping) or not records:
+    def add(self, case: FoldCase) -> None:
+        """Fold in one case (cases that went through no cascade tier are not counted)."""
+        verdict = case.verdict
+        if verdict is None or not case.tiers:
             return
-        stopped = [r["name"] for r in records if r.get("stopped")]
         self._add(
-            [r["name"] for r in records],
-            stopped[0] if stopped else None,
-            str(verdict.get("status")),
-            row.get("human"),
-            verdict.get("label"),
-            verdict.get("score"),
-        )
-
-    def add_case(self, verdict: Verdict, human: Any) -> None:
-        """Fold in one finished case (what `add_row` does with the row it is written as)."""
-        if not verdict.tiers:
-            return
-        stopped = [t.name for t in verdict.tiers if t.stopped]
-        j = verdict.judgment
-        self._add(
-            [t.name for t in verdict.tiers],
-            stopped[0] if stopped else None,
-            j.status.value,
-            human,
-            j.label,
-            j.score,
+            case.tiers,
+            case.stopped,
+            str(verdict.status),
+            case.human,
+            verdict.label,
+            verdict.score,
         )
 
     def _add(

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentjudge.harness._fold import Judged
 from agentjudge.harness._text import plural
 
 __all__ = [
@@ -214,16 +215,11 @@ class CostTally:
         self.by_tier: dict[str, _Line] = {}
         self.refused = 0
 
-    def add(
-        self,
-        judge: str,
-        tier: str | None,
-        metadata: Mapping[str, Any] | None,
-        error_type: str | None,
-    ) -> None:
-        """Fold in one judge result (its judgment's metadata; None when it was not run)."""
-        if error_type == BUDGET_ERROR:
+    def add(self, result: Judged) -> None:
+        """Fold in one judge result (model calls are read from its judgment's metadata)."""
+        if result.error_type == BUDGET_ERROR:
             self.refused += 1
+        metadata = result.metadata
         if not metadata or "model" not in metadata:
             return
         calls = _count(metadata.get("calls")) or 1
@@ -232,17 +228,11 @@ class CostTally:
         usd = _dollars(metadata.get("cost_usd"))
         cached = metadata.get("cached") is True
         model = str(metadata.get("client") or metadata["model"])
-        lines = [self.total, _line(self.by_judge, judge), _line(self.by_model, model)]
-        if tier is not None:
-            lines.append(_line(self.by_tier, tier))
+        lines = [self.total, _line(self.by_judge, result.name), _line(self.by_model, model)]
+        if result.tier is not None:
+            lines.append(_line(self.by_tier, result.tier))
         for line in lines:
             line.add(calls, cached, usage, usd)
-
-    def add_row_result(self, result: Mapping[str, Any]) -> None:
-        """`add` for one entry of a results row's ``results``."""
-        judgment = result.get("judgment")
-        metadata = judgment.get("metadata") if isinstance(judgment, Mapping) else None
-        self.add(result["name"], result.get("tier"), metadata, result.get("error_type"))
 
     def merge(self, other: CostTally) -> None:
         """Fold in the sums of other cases."""
