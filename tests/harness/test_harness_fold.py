@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentjudge import Judgment, JudgeResult, TierPolicy, Verdict
+from agentjudge import JudgeResult, Judgment, TierPolicy, Verdict
 from agentjudge.core import TierAttempt
 from agentjudge.harness._fold import case_from_row, case_from_verdict
 from agentjudge.harness._results import encode_case, to_jsonable

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agentjudge.harness._html import write_html
-from tests.harness.html_support import build_runs
+from tests.harness.html_support import build_labelled_run, build_runs
 
 # One worker runs them all: one browser for the module (pytest-xdist would start one per worker).
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("browser")]  # starts a browser process
@@ -56,6 +56,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base, new = build_runs(root)
     out = root / "report.html"
     write_html(new, out, base)
+    write_html(
+        build_labelled_run(root), root / "labelled.html"
+    )  # no anyio.run once a browser is up
     return out
 
 
@@ -214,3 +217,37 @@ def test_comparison_view_highlights_each_judges_flips(page: Page) -> None:
     assert sorted(page.ids()) == ["c01", "c03", "c05"]
     assert page.page.locator(".grow .flip").count() >= 3
     assert page.errors == []
+
+
+def test_overview_shows_a_confusion_matrix_per_labelled_judge(browser: Any, report: Path) -> None:
+    """With human labels, each judge and the verdict get a matrix; the diagonal is marked."""
+    loaded = Page(browser, report.parent / "labelled.html")
+    try:
+        overview = loaded.page.locator("#view-overview")
+        assert "Agreement with human labels" in overview.inner_text()
+        matrices = overview.locator("table.confusion")
+        labels = [matrices.nth(i).get_attribute("aria-label") for i in range(matrices.count())]
+        assert labels == [
+            f"Confusion matrix of {name} (rows: human label, columns: judge)"
+            for name in ("exact", "length", "(verdict)")
+        ]
+        exact = matrices.first
+        assert exact.locator("thead th").all_inner_texts() == [
+            "human \\ judge",
+            "fail",
+            "pass",
+            "total",
+        ]
+        assert exact.locator("tbody th").all_inner_texts() == ["fail", "pass"]
+        assert exact.locator("tbody td").all_inner_texts() == ["2", "1", "3", "1", "5", "6"]
+        assert exact.locator("td.agree").all_inner_texts() == ["2", "5"]
+        assert exact.locator("td.disagree").all_inner_texts() == ["1", "1"]
+        assert loaded.errors == []
+    finally:
+        loaded.page.close()
+
+
+def test_no_confusion_matrix_without_human_labels(page: Page) -> None:
+    """A run without human labels shows no agreement section."""
+    assert page.page.locator("table.confusion").count() == 0
+    assert "Agreement with human labels" not in page.page.locator("#view-overview").inner_text()

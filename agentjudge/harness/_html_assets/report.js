@@ -141,6 +141,48 @@
     }), 'Per-jury agreement');
   }
 
+  // One confusion matrix per judge (and the verdict) with human labels: rows are the human
+  // label, columns what the judge said as compared with it; the diagonal agrees.
+  var CONFUSION_MAX = 12;
+  function confusionTable(name, a) {
+    var human = Object.keys(a.confusion || {});
+    if (!human.length) return null;
+    var said = [];
+    human.forEach(function (h) {
+      Object.keys(a.confusion[h]).forEach(function (j) { if (said.indexOf(j) < 0) said.push(j); });
+    });
+    said.sort();
+    var label = 'Confusion matrix of ' + name + ' (rows: human label, columns: judge)';
+    var caption = el('caption', { text: name + ' (n ' + a.n + ')' });
+    if (human.length > CONFUSION_MAX || said.length > CONFUSION_MAX) {
+      return el('p', { class: 'muted', text: name + ': ' + human.length + ' human labels x ' + said.length +
+        ' judge values, too many to tabulate (see agreement.confusion in summary.json)' });
+    }
+    var head = el('tr', null, el('th', { scope: 'col', text: 'human \\ judge' }),
+      said.map(function (j) { return el('th', { scope: 'col', text: j }); }),
+      el('th', { scope: 'col', text: 'total' }));
+    var body = human.map(function (h) {
+      var row = a.confusion[h], total = 0;
+      var cells = said.map(function (j) {
+        var n = row[j] || 0;
+        total += n;
+        var cls = j === h ? 'agree' : n ? 'disagree' : null;
+        return el('td', cls ? { class: cls } : null, String(n));
+      });
+      return el('tr', null, el('th', { scope: 'row', text: h }), cells, el('td', { text: String(total) }));
+    });
+    return el('div', { class: 'wrap' }, el('table', { class: 't confusion', 'aria-label': label },
+      caption, el('thead', null, head), el('tbody', null, body)));
+  }
+  function confusionTables() {
+    var items = Object.keys(SUM.judges).map(function (n) { return [n, SUM.judges[n].agreement]; });
+    if (SUM.verdict) items.push(['(verdict)', SUM.verdict.agreement]);
+    var tables = items.filter(function (it) { return it[1]; }).map(function (it) {
+      return confusionTable(it[0], it[1]);
+    }).filter(Boolean);
+    return tables.length ? el('div', { class: 'confusions' }, tables) : null;
+  }
+
   // ------------------------------------------------------------------ charts (inline SVG)
   function figure(title, summary, svg) {
     svg.setAttribute('role', 'img');
@@ -273,6 +315,12 @@
     add(host, el('h2', { text: 'Judges' }), judgeTable());
     var jt = juryTable();
     if (jt) add(host, el('h2', { text: 'Juries' }), jt);
+    var cm = confusionTables();
+    if (cm) {
+      add(host, el('h2', { text: 'Agreement with human labels' }), el('p', { class: 'muted',
+        text: 'Confusion matrices: rows are the human label, columns what the judge said as compared ' +
+          'with it (its label, status or score); the diagonal agrees. ABSTAIN and ERROR judgments are not counted.' }), cm);
+    }
     renderCharts(host);
     if (!D.results_file) add(host, el('p', { class: 'muted', text: 'No results.jsonl beside summary.json: no cases to show.' }));
   }
