@@ -251,3 +251,22 @@ def test_no_confusion_matrix_without_human_labels(page: Page) -> None:
     """A run without human labels shows no agreement section."""
     assert page.page.locator("table.confusion").count() == 0
     assert "Agreement with human labels" not in page.page.locator("#view-overview").inner_text()
+
+
+def test_case_view_highlights_the_users_frames_in_a_traceback(browser: Any, report: Path) -> None:
+    """The task error's traceback marks the user's own frame (task.py), not the library's."""
+    loaded = Page(browser, report.parent / "labelled.html")
+    try:
+        loaded.page.click("#tab-cases")
+        loaded.page.fill("input[name=q]", "kaboom")
+        loaded.wait_count("1 of 10 cases")
+        loaded.page.click(".grow")
+        dialog = loaded.page.locator("dialog#case")
+        assert "Traceback (innermost last; highlighted: your code)" in dialog.inner_text()
+        marked = dialog.locator("pre.tb mark.user").all_inner_texts()
+        assert len(marked) == 1 and marked[0].startswith("> ")
+        assert marked[0].endswith("task.py:4 in answer")
+        assert "agentjudge/" in dialog.locator("pre.tb").inner_text()  # library frames stay
+        assert loaded.errors == []
+    finally:
+        loaded.page.close()

@@ -519,6 +519,17 @@
     if (value == null || value === '') return null;
     return [el('h3', { text: title }), el('pre', { text: text(value) })];
   }
+  // A short traceback (innermost last): the user's own frames, marked '> ', are highlighted.
+  function tracebackBlock(title, value, tag) {
+    if (value == null || value === '') return null;
+    var lines = text(value).split('\n');
+    var mine = lines.some(function (l) { return l.slice(0, 2) === '> '; });
+    return [el(tag, { text: title + (mine ? ' (innermost last; highlighted: your code)' : '') }),
+      el('pre', { class: 'tb' }, lines.map(function (l, k) {
+        var user = l.slice(0, 2) === '> ';
+        return [k ? '\n' : '', user ? el('mark', { class: 'user', text: l }) : l];
+      }))];
+  }
   function judgmentBox(r, i, j) {
     var g = judgment(r, j), f = flips[j] && flips[j].get(i);
     if (!g) return null;
@@ -539,7 +550,7 @@
       el('h3', null, J[j] + ' ', f ? [chip(f[0]), ' → '] : null, chip(g[0]), f ? ' (flipped)' : null), dl,
       checks.length ? [el('h4', { text: 'Checks' }), el('ul', null, checks)] : null,
       g[6] != null ? [el('h4', { text: 'Metadata' }), el('pre', { text: pretty(S[g[6]]) })] : null,
-      g[10] ? [el('h4', { text: 'Traceback' }), el('pre', { text: g[10] })] : null);
+      tracebackBlock('Traceback', g[10], 'h4'));
   }
   function tierPath(tiers) {
     if (!tiers) return null;
@@ -565,7 +576,7 @@
         el('p', { class: 'muted', text: 'score ' + num(field(r, 'score')) + ' · time ' + num(field(r, 'duration_s'), 3) +
           ' s · tags ' + ((r[F.tags] || []).map(str).join(', ') || '-') +
           (field(r, 'human') != null ? ' · human label ' + text(field(r, 'human')) : '') }),
-        section('Task error', field(r, 'error')), section('Traceback', field(r, 'traceback')),
+        section('Task error', field(r, 'error')), tracebackBlock('Traceback', field(r, 'traceback'), 'h3'),
         section('Input', field(r, 'input')), section('Output', field(r, 'output')),
         section('Expected', field(r, 'expected')),
         el('h3', { text: 'Judgments' }), J.map(function (_, j) { return judgmentBox(r, i, j); }),
