@@ -242,6 +242,8 @@ def test_overview_shows_a_confusion_matrix_per_labelled_judge(browser: Any, repo
         assert exact.locator("tbody td").all_inner_texts() == ["2", "1", "3", "1", "5", "6"]
         assert exact.locator("td.agree").all_inner_texts() == ["2", "5"]
         assert exact.locator("td.disagree").all_inner_texts() == ["1", "1"]
+        jury = overview.locator("table[aria-label='Per-jury agreement'] tbody td")
+        assert jury.all_inner_texts()[-1] == "exact ~ length: 0.556 [0.267, 0.811] (n 9)"
         assert loaded.errors == []
     finally:
         loaded.page.close()

@@ -135,9 +135,23 @@
   function juryTable() {
     var names = Object.keys(SUM.juries || {});
     if (!names.length) return null;
-    return table(['jury', 'members', 'tier', 'cases', 'Fleiss κ', 'Krippendorff α'], names.map(function (n) {
+    // The least-agreeing pair of members, with its n and Wilson interval.
+    function weakest(ij) {
+      var low = null;
+      Object.keys(ij.pairwise || {}).forEach(function (a) {
+        Object.keys(ij.pairwise[a]).forEach(function (b) {
+          var p = ij.pairwise[a][b];
+          if (p.agreement != null && (!low || p.agreement < low[2].agreement)) low = [a, b, p];
+        });
+      });
+      return low ? low[0] + ' ~ ' + low[1] + ': ' + num(low[2].agreement) + ' ' + ci(low[2].agreement_ci95) +
+        ' (n ' + low[2].n + ')' : '-';
+    }
+    return table(['jury', 'members', 'tier', 'cases', 'Fleiss κ', 'Krippendorff α', 'scale',
+      'least-agreeing pair (95% Wilson)'], names.map(function (n) {
       var j = SUM.juries[n], ij = j.inter_judge || {};
-      return [n, j.members.join(', '), j.tier || '-', ij.n, num(ij.fleiss_kappa), num(ij.krippendorff_alpha)];
+      return [n, j.members.join(', '), j.tier || '-', ij.n, num(ij.fleiss_kappa), num(ij.krippendorff_alpha),
+        ij.scale || '-', weakest(ij)];
     }), 'Per-jury agreement');
   }
 
