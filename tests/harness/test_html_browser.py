@@ -272,3 +272,12 @@ def test_case_view_highlights_the_users_frames_in_a_traceback(browser: Any, repo
         assert loaded.errors == []
     finally:
         loaded.page.close()
+
+
+def test_comparison_lists_each_flips_reasoning_before_and_after(page: Page) -> None:
+    """A judge's flip shows the baseline's reasoning and the current one."""
+    page.page.click("#tab-compare")
+    exact = page.page.locator("#view-compare details", has_text="exact")
+    assert "reasoning: baseline → now" in exact.locator("thead").inner_text()
+    row = exact.locator("tbody tr", has_text="c01").inner_text()
+    assert "same as expected → expected 'BANANA'" in row

@@ -627,7 +627,7 @@
       var shown = list.slice(0, 500);
       return el('details', { open: list.length > 0 && list.length <= 50 },
         el('summary', null, el('strong', { text: title }), ' (' + list.length + ')'),
-        table(['case', 'baseline', 'now', withReason ? 'reasoning before' : ''], shown.map(function (f) {
+        table(['case', 'baseline', 'now', withReason ? 'reasoning: baseline → now' : ''], shown.map(function (f) {
           var j = J.indexOf(withReason), g = j >= 0 ? judgment(C[f[0]], j) : null;
           return [el('button', { class: 'linkrow', type: 'button', text: C[f[0]][0], onclick: function () { openCase(f[0]); } }),
             chip(f[1]), chip(f[2]), withReason ? (str(f[3]) + (g ? ' → ' + str(g[2]) : '')) : ''];
