@@ -153,3 +153,27 @@ def test_a_task_error_counts_once_and_folds_nothing_else() -> None:
         aggregate.add_row(_row(None, "RuntimeError: x", True))
         assert (aggregate.total, aggregate.errors, aggregate.judged) == (2, 2, 0)
         assert aggregate.judge_summaries() == {} and aggregate.verdict_summary().count == 0
+
+
+def test_a_jury_seen_only_unsampled_is_listed_live_as_when_reread() -> None:
+    """Members only ever unsampled still form their jury, live as from the file (they drifted:
+    the live fold learned a jury's members only from a new rating profile)."""
+    both = Judgment.passed("ok")
+
+    def verdict(unsampled: bool) -> Verdict:
+        results = [
+            JudgeResult(name="a", judgment=both, tier="cheap"),
+            JudgeResult(name="b", judgment=both, tier="cheap"),
+        ]
+        if unsampled:
+            results += [
+                JudgeResult(name=n, judgment=None, sampled=False, tier="strong") for n in "xy"
+            ]
+        return Verdict(judgment=both, results=tuple(results))
+
+    live, replayed = RunAggregate(), RunAggregate()
+    for case in (verdict(False), verdict(True)):
+        live.add_case(case, None)
+        replayed.add_row(_row(case, None, None))
+    assert set(live.jury_summaries()) == {"cheap", "strong"}
+    assert live.jury_summaries() == replayed.jury_summaries()
