@@ -38,7 +38,9 @@ PAIRWISE_METADATA = st.fixed_dictionaries(
     {"pairwise": st.permutations(["s1", "s2", "s3"]).map(lambda s: {"systems": list(s[:2])})},
     optional={"position_bias": st.booleans()},
 )
-METADATA = st.one_of(st.just({}), MODEL_METADATA, PAIRWISE_METADATA)
+METADATA: st.SearchStrategy[dict[str, Any]] = st.one_of(
+    st.just({}), MODEL_METADATA, PAIRWISE_METADATA
+)
 
 
 @st.composite
