@@ -44,13 +44,13 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha, wilson_interval
-from agentjudge.core import JudgeResult, Judgment, Verdict
+from agentjudge.harness._fold import FoldCase, Judged, effective_score
 
 __all__ = [
     "AgreementSummary",
@@ -206,30 +206,20 @@ def agrees_with_human(
     return compared_as(label_of, status, label, score) == label_of
 
 
-def _item(name: str, tier: str | None, j: Judgment, numeric: bool) -> _Item:
-    return (name, tier, j.status.value, j.label, j.effective_score if numeric else None)
-
-
-def _dict_item(result: Mapping[str, Any], numeric: bool) -> _Item | None:
-    j = result.get("judgment")
-    return None if j is None else _row_judgment(result["name"], result.get("tier"), j, numeric)
-
-
-def _row_judgment(name: str, tier: str | None, j: Mapping[str, Any], numeric: bool) -> _Item:
-    status: str = j["status"]
-    score = j.get("score")
-    if numeric and score is None:
-        score = 1.0 if status == "pass" else 0.0 if status == "fail" else None
-    return (name, tier, status, j.get("label"), score if numeric else None)
+def _item(judged: Judged, numeric: bool) -> _Item:
+    """One judgment as the tally keeps it (its effective score only for numeric labels)."""
+    name, tier, status, _, label, _, _ = judged
+    assert status is not None  # only judgments are kept
+    return (name, tier, status, label, effective_score(judged) if numeric else None)
 
 
 class AgreementTally:
     """Counts of per-case profiles, from which every agreement block is computed at the end.
 
     Two tables: ``ratings`` counts, for every judged case with two or more results, the flat
-    tuple ``(name, status, label, name, status, label, ...)`` of its judgments (the hot path:
-    `RunAggregate.add_case` builds it in the loop it already runs, then one dict update; a
-    leaf's cascade tier never changes, so ``tiers`` learns it when a new tuple first appears);
+    tuple ``(name, status, label, name, status, label, ...)`` of its judgments (one dict update
+    a case; a leaf's cascade tier never changes, so ``tiers`` learns it when a new tuple first
+    appears, or from a case with an unsampled result, which the tuple leaves out);
     ``labelled`` counts, for labelled cases only, ``(human, verdict item, judgment items)``
     with the scores numeric labels need.
     """
@@ -241,46 +231,26 @@ class AgreementTally:
         self.tiers: dict[str, str | None] = {}
         self.labelled: Counter[_Profile] = Counter()
 
-    def add_ratings(self, key: tuple[str | None, ...], results: Sequence[JudgeResult]) -> None:
-        """Count one jury case's flat ``(name, status, label, ...)`` tuple (the hot path)."""
-        count = self.ratings.get(key)
-        if count is None:
-            self.tiers.update((r.name, r.tier) for r in results)
-            count = 0
-        self.ratings[key] = count + 1
-
-    def add_labelled(self, verdict: Verdict, human: Human) -> None:
-        """Count one labelled case of a live run (what `add_row` does with its row)."""
-        label = _human(human)
-        numeric = _numeric(label)
-        items = tuple(
-            _item(r.name, r.tier, j, numeric)
-            for r in verdict.results
-            if (j := r.judgment) is not None
-        )
-        self.labelled[(label, _item("", None, verdict.judgment, numeric), items)] += 1
-
-    def add_row(self, row: Mapping[str, Any]) -> None:
-        """Fold in one results row whose task did not error (what `add_case` does live)."""
-        results = row.get("results") or ()
+    def add(self, case: FoldCase) -> None:
+        """Fold in one case: its jury ratings, and its judgments when it carries a label."""
+        results = case.results
         if len(results) > 1:
             flat: list[str | None] = []
             for r in results:
-                j = r.get("judgment")
-                if j is not None:
-                    flat += (r["name"], j["status"], j.get("label"))
+                if r.status is not None:
+                    flat += (r.name, r.status, r.label)
             key = tuple(flat)
-            self.ratings[key] = self.ratings.get(key, 0) + 1
-            self.tiers.update((r["name"], r.get("tier")) for r in results)
-        human = _human(row.get("human"))
-        verdict = row.get("verdict")
-        if human is not None and verdict is not None:
-            numeric = _numeric(human)
-            items = tuple(
-                item for item in (_dict_item(r, numeric) for r in results) if item is not None
-            )
-            top = _row_judgment("", None, verdict, numeric)
-            self.labelled[(human, top, items)] += 1
+            count = self.ratings.get(key)
+            if count is None or len(flat) < 3 * len(results):  # a new profile, or unsampled
+                self.tiers.update((r.name, r.tier) for r in results)
+            self.ratings[key] = (count or 0) + 1
+        verdict = case.verdict
+        if case.human is None or verdict is None:
+            return
+        label = _human(case.human)
+        numeric = _numeric(label)
+        items = tuple(_item(r, numeric) for r in results if r.status is not None)
+        self.labelled[(label, _item(verdict, numeric), items)] += 1
 
     def merge(self, other: AgreementTally) -> None:
         """Fold in another tally (of other cases)."""

@@ -11,9 +11,13 @@ from collections.abc import Callable, Sequence
 from agentjudge.harness._agreement import AgreementSummary, InterJudgeSummary, JurySummary
 from agentjudge.harness._summary import RunSummary
 
-__all__ = ["agreement_compare_lines", "agreement_lines"]
+__all__ = ["CONFUSION_MAX", "agreement_compare_lines", "agreement_lines", "confusion_lines"]
 
 Table = Callable[[Sequence[str], list[list[str]]], str]
+CONFUSION_MAX = 12
+"""Distinct human labels (or judge values) above which a confusion matrix is not printed (the
+HTML report uses the same limit): numeric labels against fractional scores make one row per
+value; summary.json keeps the whole matrix."""
 
 
 def _num(value: float | None) -> str:
@@ -92,6 +96,25 @@ def _jury_lines(juries: dict[str, JurySummary], table: Table) -> list[str]:
     return lines
 
 
+def confusion_lines(name: str, a: AgreementSummary, table: Table) -> list[str]:
+    """One judge's confusion matrix: rows the human label, columns what the judge said."""
+    human = list(a.confusion)
+    if not human:
+        return []
+    said = sorted({j for row in a.confusion.values() for j in row})
+    if len(human) > CONFUSION_MAX or len(said) > CONFUSION_MAX:
+        return [
+            f"  {name}: {len(human)} human labels x {len(said)} judge values, too many to "
+            "print (agreement.confusion in summary.json)"
+        ]
+    rows = [
+        [h, *(str(a.confusion[h].get(j, 0)) for j in said), str(sum(a.confusion[h].values()))]
+        for h in human
+    ]
+    text = table(["human \\ judge", *said, "total"], rows)
+    return [f"  {name} (n {a.n}):", *(f"    {line}" for line in text.splitlines())]
+
+
 def agreement_lines(summary: RunSummary, table: Table) -> list[str]:
     """Agreement with human labels (per judge and verdict) and among each jury's members."""
     lines: list[str] = []
@@ -117,6 +140,16 @@ def agreement_lines(summary: RunSummary, table: Table) -> list[str]:
         ]
         for name, a in labelled.items():
             lines += _undefined(name, a.undefined)
+        matrices = [
+            line for name, a in labelled.items() for line in confusion_lines(name, a, table)
+        ]
+        if matrices:
+            lines += [
+                "",
+                "confusion (rows: human label; columns: the judge's label, status or score as "
+                "compared with it; the diagonal agrees):",
+                *matrices,
+            ]
     if summary.juries:
         lines += _jury_lines(summary.juries, table)
     return lines

@@ -58,11 +58,11 @@ from agentjudge.core import TierPolicy
 from agentjudge.engine import Cascade, Tier
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._agreement import agrees_with_human
+from agentjudge.harness._cascade_summary import CascadeCalibration, CascadeSummary
 from agentjudge.harness._case import human_label_problem
 from agentjudge.harness._dataset import Dataset
-from agentjudge.harness._resolve import RunConfigError
 from agentjudge.harness._results import ResultsError, iter_rows
-from agentjudge.harness._suite import Suite
+from agentjudge.harness._suite import RunConfigError, Suite
 
 __all__ = [
     "METHOD",
@@ -223,7 +223,7 @@ _NO_EVIDENCE = (
 )
 
 
-def thresholds_provenance(path: Path) -> dict[str, Any]:
+def thresholds_provenance(path: Path) -> CascadeCalibration:
     """What a thresholded run's thresholds file says about itself, for ``summary.json``.
 
     ``{"file", "untested", "split_delta", "alpha", "delta", "guarantee", "tiers"}``: the
@@ -250,19 +250,21 @@ def thresholds_provenance(path: Path) -> dict[str, Any]:
             "basis": basis,
             "tested": None if basis is None else basis == "tested",
         }
-    return {
-        "file": str(path),
-        **{key: data.get(key) for key in ("untested", "split_delta", "alpha", "delta")},
-        "guarantee": guarantee,
-        "tiers": tiers,
-    }
+    return CascadeCalibration.model_validate(
+        {
+            "file": str(path),
+            **{key: data.get(key) for key in ("untested", "split_delta", "alpha", "delta")},
+            "guarantee": guarantee,
+            "tiers": tiers,
+        }
+    )
 
 
-def with_provenance(block: dict[str, Any] | None, path: Path) -> dict[str, Any] | None:
+def with_provenance(block: CascadeSummary | None, path: Path) -> CascadeSummary | None:
     """The ``cascade`` block with ``calibration``: what the thresholds file says holds."""
-    if block is not None:
-        block["calibration"] = thresholds_provenance(path)
-    return block
+    if block is None:
+        return None
+    return block.model_copy(update={"calibration": thresholds_provenance(path)})
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:

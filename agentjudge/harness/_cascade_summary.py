@@ -26,6 +26,10 @@ share of decided labelled cases whose verdict agrees with the human label (the r
 folded by `RunAggregate` like its other counts (live cases, resumed rows, worker shares), so
 the block needs no second read of ``results.jsonl``.
 
+The block is typed (`CascadeSummary`, a declared field of `RunSummary` left out of
+``summary.json`` when the run had no thresholds); what comes from the thresholds file
+(``calibration``) keeps the file's JSON values as they are.
+
 The report prints the calibration's guarantee statement and marks each tier whose threshold
 is untested: ``never decides`` (``null``, ``untested="escalate"``) or ``UNTESTED threshold``
 (the paper's fallback, deciding on no evidence).
@@ -33,15 +37,100 @@ is untested: ``never decides`` (``null``, ``untested="escalate"``) or ``UNTESTED
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
 from agentjudge.agreement import wilson_interval
-from agentjudge.core import Verdict
 from agentjudge.harness._agreement import agrees_with_human
+from agentjudge.harness._fold import FoldCase
 from agentjudge.harness._text import plural
 
-__all__ = ["CascadeTally", "cascade_lines"]
+__all__ = [
+    "CalibratedTier",
+    "CascadeCalibration",
+    "CascadeSummary",
+    "CascadeTally",
+    "TierShare",
+    "cascade_lines",
+]
+
+
+class TierShare(BaseModel):
+    """The cases one tier decided."""
+
+    model_config = ConfigDict(extra="allow")
+
+    decided: int
+    """Cases this tier decided (it stopped the cascade, or was last with a PASS or FAIL)."""
+    share: float | None
+    """``decided / n``."""
+
+
+class CalibratedTier(BaseModel):
+    """What the thresholds file says of one tier."""
+
+    model_config = ConfigDict(extra="allow")
+
+    threshold: JsonValue
+    """The tier's threshold as written (``null``: never decides)."""
+    basis: JsonValue
+    """How it was chosen (``"tested"``, ``"highest_untested"``, ...); None when not said."""
+    tested: bool | None
+    """Whether the threshold passed its test; None when the file does not say."""
+
+
+class CascadeCalibration(BaseModel):
+    """What a thresholded run's thresholds file says about itself (`thresholds_provenance`)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    file: str
+    """The thresholds file."""
+    untested: JsonValue = None
+    """The calibration's ``untested`` setting (``"escalate"`` or ``"paper"``)."""
+    split_delta: JsonValue = None
+    """Whether ``delta`` was split across the tiers."""
+    alpha: JsonValue = None
+    """The calibration's ``alpha``."""
+    delta: JsonValue = None
+    """The calibration's ``delta``."""
+    guarantee: dict[str, JsonValue] | None = None
+    """``{"holds", "probability", "statement"}``: what holds (the statement says why not)."""
+    tiers: dict[str, CalibratedTier] = Field(default_factory=dict)
+    """Per tier: threshold, basis, tested."""
+
+
+class CascadeSummary(BaseModel):
+    """The ``cascade`` block of ``summary.json`` (see the module docstring)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    n: int
+    """Cases the cascade judged (task errors left out)."""
+    decided: int
+    """Cases a tier decided."""
+    abstained: int
+    """Cases no tier was confident enough to decide (ABSTAIN verdicts)."""
+    errors: int
+    """ERROR verdicts."""
+    coverage: float | None
+    """``decided / n``."""
+    coverage_ci95: tuple[float, float] | None
+    """Wilson 95% interval of ``coverage``."""
+    by_tier: dict[str, TierShare]
+    """Per tier (in cascade order), the cases it decided."""
+    labelled: int
+    """Decided cases with a human label."""
+    selective_agreement: float | None
+    """Share of the labelled decided cases whose verdict agrees with the label."""
+    selective_agreement_ci95: tuple[float, float] | None
+    """Wilson 95% interval of ``selective_agreement``."""
+    selective_agreement_n: int
+    """The number ``selective_agreement`` is over (``labelled``)."""
+    calibration: CascadeCalibration | None = None
+    """What the thresholds file says (added by the run; not tallied)."""
 
 
 class CascadeTally:
@@ -51,34 +140,18 @@ class CascadeTally:
         self.n = self.abstained = self.errors = self.labelled = self.agreed = 0
         self.by_tier: dict[str, int] = {}
 
-    def add_row(self, row: Mapping[str, Any]) -> None:
-        """Fold in one results row (rows without tier records are not cascade cases)."""
-        verdict, records = row.get("verdict"), row.get("tiers")
-        if row.get("error") is not None or not isinstance(verdict, Mapping) or not records:
+    def add(self, case: FoldCase) -> None:
+        """Fold in one case (cases that went through no cascade tier are not counted)."""
+        verdict = case.verdict
+        if verdict is None or not case.tiers:
             return
-        stopped = [r["name"] for r in records if r.get("stopped")]
         self._add(
-            [r["name"] for r in records],
-            stopped[0] if stopped else None,
-            str(verdict.get("status")),
-            row.get("human"),
-            verdict.get("label"),
-            verdict.get("score"),
-        )
-
-    def add_case(self, verdict: Verdict, human: Any) -> None:
-        """Fold in one finished case (what `add_row` does with the row it is written as)."""
-        if not verdict.tiers:
-            return
-        stopped = [t.name for t in verdict.tiers if t.stopped]
-        j = verdict.judgment
-        self._add(
-            [t.name for t in verdict.tiers],
-            stopped[0] if stopped else None,
-            j.status.value,
-            human,
-            j.label,
-            j.score,
+            case.tiers,
+            case.stopped,
+            str(verdict.status),
+            case.human,
+            verdict.label,
+            verdict.score,
         )
 
     def _add(
@@ -112,70 +185,69 @@ class CascadeTally:
         for name, count in other.by_tier.items():
             self.by_tier[name] = self.by_tier.get(name, 0) + count
 
-    def block(self) -> dict[str, Any] | None:
+    def summary(self) -> CascadeSummary | None:
         """The ``cascade`` block; None when no case went through a cascade."""
         if not self.n:
             return None
         decided = self.n - self.abstained - self.errors
         n, labelled = self.n, self.labelled
-        return {
-            "n": n,
-            "decided": decided,
-            "abstained": self.abstained,
-            "errors": self.errors,
-            "coverage": decided / n if n else None,
-            "coverage_ci95": list(wilson_interval(decided, n)) if n else None,
-            "by_tier": {
-                name: {"decided": count, "share": count / n if n else None}
+        return CascadeSummary(
+            n=n,
+            decided=decided,
+            abstained=self.abstained,
+            errors=self.errors,
+            coverage=decided / n,
+            coverage_ci95=wilson_interval(decided, n),
+            by_tier={
+                name: TierShare(decided=count, share=count / n)
                 for name, count in self.by_tier.items()
             },
-            "labelled": labelled,
-            "selective_agreement": self.agreed / labelled if labelled else None,
-            "selective_agreement_ci95": (
-                list(wilson_interval(self.agreed, labelled)) if labelled else None
-            ),
-            "selective_agreement_n": labelled,
-        }
+            labelled=labelled,
+            selective_agreement=self.agreed / labelled if labelled else None,
+            selective_agreement_ci95=(wilson_interval(self.agreed, labelled) if labelled else None),
+            selective_agreement_n=labelled,
+        )
+
+    def block(self) -> dict[str, Any] | None:
+        """`summary` as JSON values (what ``summary.json`` holds, without ``calibration``)."""
+        summary = self.summary()
+        return None if summary is None else summary.model_dump(mode="json", exclude={"calibration"})
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
-def cascade_lines(summary: Any) -> list[str]:
-    """The report's "thresholded cascade" section (empty when the summary has no block)."""
-    extra = getattr(summary, "model_extra", None) or {}
-    block = extra.get("cascade")
-    if not isinstance(block, Mapping):
+def cascade_lines(block: CascadeSummary | None) -> list[str]:
+    """The report's "thresholded cascade" section (empty without a block)."""
+    if block is None:
         return []
-    ci = block.get("coverage_ci95") or (None, None)
-    sa = block.get("selective_agreement_ci95") or (None, None)
+    ci = block.coverage_ci95 or (None, None)
+    sa = block.selective_agreement_ci95 or (None, None)
     lines = [
         "thresholded cascade:",
-        f"  coverage {_pct(block['coverage'])} [{_pct(ci[0])}, {_pct(ci[1])}] "
-        f"({block['decided']}/{block['n']}); abstained {block['abstained']}, "
-        f"errors {block['errors']}",
-        f"  selective agreement with humans {_pct(block['selective_agreement'])} "
-        f"[{_pct(sa[0])}, {_pct(sa[1])}] (n={block['selective_agreement_n']})",
+        f"  coverage {_pct(block.coverage)} [{_pct(ci[0])}, {_pct(ci[1])}] "
+        f"({block.decided}/{block.n}); abstained {block.abstained}, errors {block.errors}",
+        f"  selective agreement with humans {_pct(block.selective_agreement)} "
+        f"[{_pct(sa[0])}, {_pct(sa[1])}] (n={block.selective_agreement_n})",
     ]
-    calibration = block.get("calibration")
-    calibration = calibration if isinstance(calibration, Mapping) else {}
-    marks = {name: _untested_mark(tier) for name, tier in (calibration.get("tiers") or {}).items()}
+    calibration = block.calibration
+    tiers = {} if calibration is None else calibration.tiers
     lines += [
-        f"  tier {name}: {plural(tier['decided'], 'case')} ({_pct(tier['share'])})"
-        + marks.get(name, "")
-        for name, tier in block["by_tier"].items()
+        f"  tier {name}: {plural(tier.decided, 'case')} ({_pct(tier.share)})"
+        + _untested_mark(tiers.get(name))
+        for name, tier in block.by_tier.items()
     ]
-    guarantee = calibration.get("guarantee")
-    if isinstance(guarantee, Mapping):
-        lines.append(f"  guarantee {guarantee.get('statement')} ({calibration.get('file')})")
+    if calibration is not None and calibration.guarantee is not None:
+        statement = calibration.guarantee.get("statement")
+        lines.append(f"  guarantee {statement} ({calibration.file})")
     return ["\n".join(lines)]
 
 
-def _untested_mark(tier: Mapping[str, Any]) -> str:
+def _untested_mark(tier: CalibratedTier | None) -> str:
     """What the report says after a tier whose threshold is untested (nothing when tested)."""
-    if tier.get("tested") is not False:
+    if tier is None or tier.tested is not False:
         return ""
-    if tier.get("threshold") is None:
-        return f" - no tested threshold ({tier.get('basis')}): never decides"
-    return f" - UNTESTED threshold ({tier.get('basis')}): decides on no evidence"
+    if tier.threshold is None:
+        return f" - no tested threshold ({tier.basis}): never decides"
+    return f" - UNTESTED threshold ({tier.basis}): decides on no evidence"

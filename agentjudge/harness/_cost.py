@@ -22,19 +22,14 @@ rows of worker processes all add up the same way.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from agentjudge.engine import Budget
-from agentjudge.harness._suite import Suite
+from agentjudge.harness._fold import Judged
 from agentjudge.harness._text import plural
-from agentjudge.models import PriceTable, prices
-from agentjudge.models._prices import price_problem
 
 __all__ = [
     "BUDGET_ERROR",
@@ -44,11 +39,7 @@ __all__ = [
     "CostSummary",
     "CostTally",
     "budget_outcome",
-    "prices_applied",
     "rerun_for_budget",
-    "run_budget",
-    "suite_price_table",
-    "suite_prices",
 ]
 
 BUDGET_ERROR = "BudgetExhausted"
@@ -224,16 +215,11 @@ class CostTally:
         self.by_tier: dict[str, _Line] = {}
         self.refused = 0
 
-    def add(
-        self,
-        judge: str,
-        tier: str | None,
-        metadata: Mapping[str, Any] | None,
-        error_type: str | None,
-    ) -> None:
-        """Fold in one judge result (its judgment's metadata; None when it was not run)."""
-        if error_type == BUDGET_ERROR:
+    def add(self, result: Judged) -> None:
+        """Fold in one judge result (model calls are read from its judgment's metadata)."""
+        if result.error_type == BUDGET_ERROR:
             self.refused += 1
+        metadata = result.metadata
         if not metadata or "model" not in metadata:
             return
         calls = _count(metadata.get("calls")) or 1
@@ -242,17 +228,11 @@ class CostTally:
         usd = _dollars(metadata.get("cost_usd"))
         cached = metadata.get("cached") is True
         model = str(metadata.get("client") or metadata["model"])
-        lines = [self.total, _line(self.by_judge, judge), _line(self.by_model, model)]
-        if tier is not None:
-            lines.append(_line(self.by_tier, tier))
+        lines = [self.total, _line(self.by_judge, result.name), _line(self.by_model, model)]
+        if result.tier is not None:
+            lines.append(_line(self.by_tier, result.tier))
         for line in lines:
             line.add(calls, cached, usage, usd)
-
-    def add_row_result(self, result: Mapping[str, Any]) -> None:
-        """`add` for one entry of a results row's ``results``."""
-        judgment = result.get("judgment")
-        metadata = judgment.get("metadata") if isinstance(judgment, Mapping) else None
-        self.add(result["name"], result.get("tier"), metadata, result.get("error_type"))
 
     def merge(self, other: CostTally) -> None:
         """Fold in the sums of other cases."""
@@ -282,84 +262,3 @@ def _line(lines: dict[str, _Line], key: str) -> _Line:
     if line is None:
         line = lines[key] = _Line()
     return line
-
-
-def run_budget(suite: Suite) -> Budget | None:
-    """The `Budget` of one process of the run: ``max_cost`` split evenly across the workers.
-
-    Each worker process keeps its own share and reserves every model call's upper bound in it
-    before sending (see `Budget`), so the processes together keep the guarantee of one budget
-    of ``max_cost``; one worker can run out while another still has some left (documented).
-    """
-    if suite.max_cost is None:
-        return None
-    return Budget(usd=suite.max_cost / suite.workers)
-
-
-def suite_price_table(suite: Suite) -> PriceTable | None:
-    """The `PriceTable` of the suite's ``prices`` setting (None without one).
-
-    Raises:
-        ValueError: the price file or table is invalid (file and field named).
-    """
-    value = suite.prices
-    if isinstance(value, Path):
-        value = suite.path(value)
-    where = "command line" if suite.source is None else str(suite.source)
-    return suite_prices(value, where)
-
-
-def suite_prices(
-    value: Path | Mapping[str, Mapping[str, Any]] | None, where: str
-) -> PriceTable | None:
-    """The price table a suite's ``prices`` setting names (a file, or a table of models).
-
-    Args:
-        value: The setting (a path already resolved against the suite's folder).
-        where: The suite file (or "command line"), for error messages.
-
-    Raises:
-        ValueError: the file cannot be read or a price is invalid; names the file and field.
-    """
-    if value is None:
-        return None
-    if isinstance(value, Path):
-        try:
-            return PriceTable.load(value)
-        except ValueError as exc:
-            raise ValueError(f"{where}: setting 'prices': {exc}") from None
-    table = PriceTable()
-    for name, fields in value.items():
-        try:
-            table.set(name, fields)
-        except ValidationError as exc:
-            problem = "; ".join(price_problem(e) for e in exc.errors())
-            raise ValueError(
-                f"{where}: setting 'prices.{name}': {problem}; expected a table "
-                "{input = USD, output = USD, cached_input = ..., batch_input = ..., "
-                "batch_output = ...} per million tokens"
-            ) from None
-        except ValueError as exc:
-            raise ValueError(f"{where}: setting 'prices.{name}': {exc}") from None
-    return table
-
-
-@contextlib.contextmanager
-def prices_applied(table: PriceTable | None) -> Iterator[None]:
-    """Override the process-wide `agentjudge.models.prices` with ``table`` while inside.
-
-    The judges price their calls with the process-wide table; the names ``table`` sets are
-    put back as they were on exit (so a run's ``prices`` do not leak into the next one).
-    """
-    if table is None:
-        yield
-        return
-    previous = {name: prices.get(name) for name in table.names}
-    as_of = prices.as_of
-    prices.update(table)
-    try:
-        yield
-    finally:
-        for name, price in previous.items():
-            prices.set(name, price)
-        prices.as_of = as_of

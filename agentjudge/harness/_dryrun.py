@@ -26,19 +26,25 @@ No model is called, the task is not run, nothing is written.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.core import ExecutionStatus
 from agentjudge.engine import Cascade, Jury
 from agentjudge.harness._case import Case
-from agentjudge.harness._clients import find_model_clients
+from agentjudge.harness._clients import close_model_clients, find_model_clients
+from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._pipeline import case_context
-from agentjudge.harness._suite import Suite
+from agentjudge.harness._pricing import prices_applied, suite_price_table
+from agentjudge.harness._report import table
+from agentjudge.harness._resolve import resolve_judges
+from agentjudge.harness._suite import RunConfigError, Suite
 from agentjudge.harness._text import plural
 from agentjudge.judging import JudgeKind, judge_name
 from agentjudge.models import Usage, prices
@@ -282,7 +288,6 @@ def _usd(line: DryRunLine) -> str:
 
 def format_dry_run(estimate: DryRunEstimate) -> str:
     """The dry run as a table: totals, by judge, by model; then the notes."""
-    from agentjudge.harness._report import table
 
     def row(label: str, line: DryRunLine) -> list[str]:
         return [
@@ -311,15 +316,6 @@ async def dry_run_suite(suite: Suite) -> DryRunEstimate:
         ValueError: an invalid ``prices`` setting (file and field named).
         DatasetError: a malformed dataset row (file, line and field named).
     """
-    import itertools
-
-    import anyio.to_thread
-
-    from agentjudge.harness._clients import close_model_clients
-    from agentjudge.harness._cost import prices_applied, suite_price_table
-    from agentjudge.harness._dataset import Dataset
-    from agentjudge.harness._run import RunConfigError, resolve_judges
-
     if suite.dataset is None:
         raise RunConfigError(
             'no dataset given: set dataset = "file.jsonl" in the suite file or pass --dataset'

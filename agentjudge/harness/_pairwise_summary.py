@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from agentjudge.core import Judgment
+from agentjudge.harness._fold import Judged
 from agentjudge.harness._text import plural
 from agentjudge.pairwise import Comparison, bradley_terry, position_consistency, win_rates
 
@@ -101,18 +101,11 @@ class PairwiseTally:
     def __init__(self) -> None:
         self.judges: dict[str, _JudgeTally] = {}
 
-    def add(self, judge: str, judgment: Mapping[str, Any] | None) -> None:
-        """Fold in one results-row judgment (a dict; None when the judge was not run)."""
-        if judgment is None:
-            return
-        metadata = judgment.get("metadata")
-        if metadata and "pairwise" in metadata:
-            self._observe(judge, judgment["status"], judgment.get("label"), metadata)
-
-    def add_judgment(self, judge: str, judgment: Judgment | None) -> None:
-        """`add` for the judgment itself (a live run)."""
-        if judgment is not None and "pairwise" in judgment.metadata:
-            self._observe(judge, judgment.status.value, judgment.label, judgment.metadata)
+    def add(self, result: Judged) -> None:
+        """Fold in one judge result (only a judgment with a ``pairwise`` record counts)."""
+        metadata = result.metadata
+        if result.status is not None and metadata and "pairwise" in metadata:
+            self._observe(result.name, result.status, result.label, metadata)
 
     def _observe(self, judge: str, status: str, label: object, metadata: Mapping[str, Any]) -> None:
         pair = metadata["pairwise"]

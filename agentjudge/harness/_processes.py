@@ -49,6 +49,8 @@ from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, JudgeInterrupted, fold_rows, new_pipes
+from agentjudge.harness._pricing import prices_applied, run_budget, suite_price_table
+from agentjudge.harness._resolve import build_evaluator, resolve_judges, resolve_task
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import RunAggregate
 from agentjudge.harness._task import TaskInterrupted, TaskRunner, describe_error
@@ -184,16 +186,11 @@ def serve_channel(conn: Channel) -> bool:
 
 
 async def _serve(conn: Channel, spec: WorkerSpec) -> None:
-    from agentjudge.harness._cost import prices_applied, suite_price_table
-
     with prices_applied(suite_price_table(spec.suite)):
         await _serve_cases(conn, spec)
 
 
 async def _serve_cases(conn: Channel, spec: WorkerSpec) -> None:
-    from agentjudge.harness._cost import run_budget
-    from agentjudge.harness._run import build_evaluator, resolve_judges, resolve_task
-
     suite = spec.suite
     task = pickle.loads(spec.task) if spec.task is not None else resolve_task(suite)
     judges = pickle.loads(spec.judges) if spec.judges is not None else resolve_judges(suite)

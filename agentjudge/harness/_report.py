@@ -404,7 +404,7 @@ def render_report(run_dir: str | Path, cases: int | None = DEFAULT_CASES) -> str
     parts = [format_summary(summary, cases)]
     if found is not None and (reasons := error_reason_lines(found, summary)):
         parts.append("\n".join(reasons))
-    parts += cascade_lines(summary)
+    parts += cascade_lines(summary.cascade)
     tags = _tag_table(tag_data, list(summary.judges))
     if tags is not None:
         parts.append("by tag:\n" + tags)

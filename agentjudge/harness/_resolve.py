@@ -10,10 +10,10 @@ import random
 from typing import Any
 
 from agentjudge.engine import Budget, Evaluator, Jury, RetryPolicy
-from agentjudge.exceptions import AgentJudgeError
+from agentjudge.harness._calibrate import cascade_settings
 from agentjudge.harness._clients import missing_keys
 from agentjudge.harness._loading import load_object, names_model, takes_no_arguments
-from agentjudge.harness._suite import Suite
+from agentjudge.harness._suite import RunConfigError, Suite
 from agentjudge.harness._telemetry import Telemetry
 
 __all__ = [
@@ -28,10 +28,6 @@ __all__ = [
 
 ROOT_JURY = "jury"
 """The name of the top-level jury when the judges are a list or mapping (``Jury(judges)``)."""
-
-
-class RunConfigError(AgentJudgeError, ValueError):
-    """The run cannot start: a missing or invalid setting, file or output folder."""
 
 
 def _instantiate(obj: Any, ref: str, what: str = "judges") -> Any:
@@ -79,8 +75,6 @@ def resolve_judges(suite: Suite) -> Any:
             raise
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
-
-    from agentjudge.harness._calibrate import cascade_settings  # calibration / thresholds
 
     if isinstance(spec, str):
         return cascade_settings(suite, one(spec))

@@ -25,6 +25,7 @@ import anyio
 import anyio.to_thread
 
 from agentjudge.exceptions import AgentJudgeError
+from agentjudge.harness._accounting import CasesLost, lost_message, missing_ids
 from agentjudge.harness._agreement import jury_groups
 from agentjudge.harness._baseline import check_baseline, load_summary
 from agentjudge.harness._batch_mode import (
@@ -37,17 +38,12 @@ from agentjudge.harness._batch_mode import (
 from agentjudge.harness._calibrate import cascade_settings, check_labelled, with_provenance
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
-from agentjudge.harness._cost import (
-    budget_outcome,
-    prices_applied,
-    rerun_for_budget,
-    run_budget,
-    suite_price_table,
-)
+from agentjudge.harness._cost import budget_outcome, rerun_for_budget
 from agentjudge.harness._dataset import Dataset, display_path, limit_rows
 from agentjudge.harness._gates import Gate, conclude, parse_gate, resolve_gate_subjects
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
+from agentjudge.harness._pricing import prices_applied, run_budget, suite_price_table
 from agentjudge.harness._processes import Batch, CasePool, WorkerPool, WorkerSpec, pickled
 from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._resolve import (
@@ -58,7 +54,7 @@ from agentjudge.harness._resolve import (
     resolve_task,
     root_jury_name,
 )
-from agentjudge.harness._results import iter_rows, scan_results
+from agentjudge.harness._results import scan_results
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import DatasetInfo, RunAggregate, RunSummary, resume_warnings
 from agentjudge.harness._task import TaskRunner
@@ -89,8 +85,6 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 BATCH_BUFFER = 8
 """Batches of results lines from worker processes waiting for the writer."""
-MISSING_SHOWN = 20
-"""Missing case ids named in a `CasesLost` message (the rest are counted)."""
 
 
 class RunAborted(AgentJudgeError):
@@ -99,30 +93,6 @@ class RunAborted(AgentJudgeError):
     The results file holds every case finished before the failure and ``summary.json`` says
     ``"status": "aborted"``; run again with ``resume=True`` to continue.
     """
-
-
-class CasesLost(AgentJudgeError):
-    """Fewer rows were written than cases were handed out: the run cannot be trusted.
-
-    A safety net for faults that make a case vanish instead of becoming an error row (e.g. a
-    ``CancelledError`` nobody asked for ending a worker). ``missing`` holds every missing id;
-    the message names the first `MISSING_SHOWN`.
-    """
-
-    def __init__(self, message: str, missing: list[str]) -> None:
-        super().__init__(message)
-        self.missing = missing
-
-
-def lost_message(cases_in: int, rows_out: int, missing: list[str], results: Path) -> str:
-    """The message of `CasesLost`: counts, then the first missing ids."""
-    shown = ", ".join(missing[:MISSING_SHOWN])
-    more = f" and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
-    ids = f"; missing: {shown}{more}" if missing else ""
-    return (
-        f"{plural(cases_in, 'case')} handed out, {plural(rows_out, 'row')} written to {results}"
-        f"{ids}; the run cannot be trusted (run again with --resume to run the missing cases)"
-    )
 
 
 # ----------------------------------------------------------------------------- the run
@@ -454,20 +424,10 @@ class _Run:
         rows_out = self.state.done
         if rows_out == self.cases_in:
             return
-        missing = await anyio.to_thread.run_sync(self.missing_ids)
+        missing = await anyio.to_thread.run_sync(
+            missing_ids, self.results_path, self.dataset, self.suite.limit
+        )
         raise CasesLost(lost_message(self.cases_in, rows_out, missing, self.results_path), missing)
-
-    def missing_ids(self) -> list[str]:
-        """Ids of the cases in the run's part of the dataset with no row in the results file."""
-        written = {row["id"] for row in iter_rows(self.results_path)}
-        limit = self.suite.limit
-        missing = []
-        for seen, case in enumerate(self.dataset.iter_cases()):
-            if limit is not None and seen >= limit:
-                break
-            if case.id not in written:
-                missing.append(case.id)
-        return missing
 
     # ------------------------------------------------------------------ summary
     def final_status(self) -> Literal["completed", "aborted"]:
@@ -511,8 +471,8 @@ class _Run:
             ),
         )
         if suite.thresholds is not None and status != "running":  # coverage, agreement
-            block = with_provenance(self.aggregate.cascade.block(), suite.path(suite.thresholds))
-            summary.cascade = block  # type: ignore[attr-defined]
+            block = self.aggregate.cascade.summary()
+            summary.cascade = with_provenance(block, suite.path(suite.thresholds))
         if status != "completed":
             return summary
         if self.baseline is not None and suite.baseline is not None:

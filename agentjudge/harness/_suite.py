@@ -37,12 +37,18 @@ from pydantic import (
     field_validator,
 )
 
+from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._formats import DatasetFormat
+from agentjudge.harness._gates import parse_gate
 from agentjudge.harness._text import did_you_mean
 
-__all__ = ["Suite", "load_suite"]
+__all__ = ["RunConfigError", "Suite", "load_suite"]
 
 JudgesRef = str | list[str] | dict[str, str]
+
+
+class RunConfigError(AgentJudgeError, ValueError):
+    """The run cannot start: a missing or invalid setting, file or output folder."""
 
 
 class Suite(BaseModel):
@@ -165,8 +171,6 @@ class Suite(BaseModel):
     @field_validator("gates")
     @classmethod
     def _gates_parse(cls, v: list[str]) -> list[str]:
-        from agentjudge.harness._gates import parse_gate
-
         for expr in v:
             parse_gate(expr)
         return v

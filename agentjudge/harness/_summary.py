@@ -39,10 +39,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.agreement import wilson_interval
-from agentjudge.core import Judgment, Verdict
+from agentjudge.core import Verdict
 from agentjudge.harness._agreement import AgreementSummary, AgreementTally, JurySummary
-from agentjudge.harness._cascade_summary import CascadeTally
+from agentjudge.harness._cascade_summary import CascadeSummary, CascadeTally
 from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
+from agentjudge.harness._fold import FoldCase, Judged, case_from_row, case_from_verdict
 from agentjudge.harness._pairwise_summary import PairwiseTally
 
 __all__ = [
@@ -331,6 +332,9 @@ class RunSummary(BaseModel):
     """Tokens and dollars of the judges' model calls (see `agentjudge.harness._cost`)."""
     budget: BudgetOutcome | None = None
     """The budget check, for runs with ``max_cost``."""
+    cascade: CascadeSummary | None = Field(default=None, exclude_if=lambda v: v is None)
+    """A thresholded cascade's coverage and selective agreement (runs with ``thresholds``;
+    left out of ``summary.json`` otherwise)."""
 
 
 # ----------------------------------------------------------------------------- aggregation
@@ -346,18 +350,13 @@ class _Stat:
         self.fractional = 0
         """Values other than 0.0 and 1.0 (none: the mean is a proportion)."""
 
-    def add(self, judgment: Mapping[str, Any] | None) -> None:
-        if judgment is None:
+    def add(self, judged: Judged) -> None:
+        """Fold in one result (or verdict); a judge that was not run counts as unsampled."""
+        status = judged.status
+        if status is None:
             self.unsampled += 1
         else:
-            self._tally(judgment["status"], judgment.get("score"))
-
-    def add_judgment(self, judgment: Judgment | None) -> None:
-        """`add` for the judgment itself (a live run) instead of its results-file dict."""
-        if judgment is None:
-            self.unsampled += 1
-        else:
-            self._tally(judgment.status.value, judgment.score)
+            self._tally(status, judged.score)
 
     def merge(self, other: _Stat) -> None:
         """Fold in another tally (of other cases)."""
@@ -430,69 +429,39 @@ class RunAggregate:
 
     def add_row(self, row: Mapping[str, Any]) -> None:
         """Fold one results row in."""
-        self.total += 1
-        if row.get("error") is not None:
-            self.errors += 1
-            return
-        judges = self.judges
-        judged = False
-        cost = self.cost
-        for result in row.get("results") or ():
-            stat = judges.get(result["name"])
-            if stat is None:
-                stat = judges[result["name"]] = _Stat()
-            cost.add_row_result(result)
-            judgment = result.get("judgment")
-            stat.add(judgment)
-            self.pairwise.add(result["name"], judgment)
-            judged = judged or (judgment is not None and judgment["status"] in _DECIDED)
-        self.judged += judged
-        verdict = row.get("verdict")
-        if verdict is not None:
-            self.verdict.add(verdict)
-        self.trust.add_row(row)
-        self.cascade.add_row(row)
+        self.add(case_from_row(row))
 
     def add_case(self, verdict: Verdict | None, error: str | None, human: Any = None) -> None:
         """Fold one finished case in: what `add_row` does with the row it is written as.
 
         ``human`` is the case's human label (None: unlabelled).
         """
+        self.add(case_from_verdict(verdict, error, human))
+
+    def add(self, case: FoldCase) -> None:
+        """Fold one case in (THE fold: live cases and results rows both come through here)."""
         self.total += 1
-        if error is not None:
+        if case.error:
             self.errors += 1
-            return
-        if verdict is None:
             return
         judges = self.judges
         judged = False
-        cost = self.cost
-        ratings: list[Any] = []  # the jury's ratings, for `AgreementTally.add_ratings`
-        rate = ratings.extend
-        for result in verdict.results:
-            name = result.name
-            stat = judges.get(name)
+        cost, pairwise = self.cost, self.pairwise
+        for result in case.results:
+            stat = judges.get(result.name)
             if stat is None:
-                stat = judges[name] = _Stat()
-            judgment = result.judgment
-            metadata = None if judgment is None else judgment.metadata
-            cost.add(name, result.tier, metadata, result.error_type)
-            stat.add_judgment(judgment)
-            if judgment is not None:
-                if metadata and "pairwise" in metadata:
-                    self.pairwise.add_judgment(name, judgment)
-                status = judgment.status
-                # ``_value_``: the plain str (an Enum member's hash is a Python-level call)
-                rate((name, status._value_, judgment.label))
-                judged = judged or status in _DECIDED
+                stat = judges[result.name] = _Stat()
+            stat.add(result)
+            cost.add(result)
+            if result.metadata and "pairwise" in result.metadata:
+                pairwise.add(result)
+            judged = judged or result.status in _DECIDED
         self.judged += judged
-        self.verdict.add_judgment(verdict.judgment)
-        if len(verdict.results) > 1:
-            self.trust.add_ratings(tuple(ratings), verdict.results)
-        if human is not None:
-            self.trust.add_labelled(verdict, human)
-        if verdict.tiers:
-            self.cascade.add_case(verdict, human)
+        if case.verdict is not None:
+            self.verdict.add(case.verdict)
+        self.trust.add(case)
+        if case.tiers:
+            self.cascade.add(case)
 
     def merge(self, other: RunAggregate) -> None:
         """Fold in the aggregates of other cases (a worker process's share of a parallel run).

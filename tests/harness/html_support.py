@@ -92,3 +92,21 @@ def build_runs(root: Path) -> tuple[Path, Path]:
         lines.append(json.dumps(row))
     results.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root / "base", root / "new"
+
+
+HUMAN = ["pass", "fail", "pass", "fail", "pass", "pass", "fail", "pass", "pass", "pass"]
+"""Human labels of `rows` (``exact`` on the current run: 2 fail/fail, 1 fail/pass, 1 pass/fail,
+5 pass/pass; c08 is a task error)."""
+
+
+def build_labelled_run(root: Path) -> Path:
+    """The current run of `build_runs` over the same rows carrying ``human`` labels."""
+    folder = root / "labelled_suite"
+    folder.mkdir()
+    labelled = [{**row, "human": label} for row, label in zip(rows(), HUMAN, strict=True)]
+    (folder / "data.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in labelled), encoding="utf-8"
+    )
+    (folder / "judges.py").write_text(JUDGES, encoding="utf-8")
+    _run(folder, WORSE, root / "labelled")
+    return root / "labelled"

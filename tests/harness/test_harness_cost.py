@@ -271,7 +271,7 @@ async def test_an_invalid_price_file_is_a_usage_error_naming_file_and_field(
 def test_a_prices_table_in_the_suite_is_checked() -> None:
     """An inline prices table with an unknown field names the setting and the field."""
     from agentjudge.harness import Suite
-    from agentjudge.harness._cost import suite_price_table
+    from agentjudge.harness._pricing import suite_price_table
 
     suite = Suite(prices={"openai:x": {"inp": 1.0, "output": 2.0}})
     with pytest.raises(ValueError, match=r"prices\.openai:x.*inp"):
@@ -281,7 +281,7 @@ def test_a_prices_table_in_the_suite_is_checked() -> None:
 def test_a_prices_table_in_the_suite_takes_numbers_only() -> None:
     """An inline price written as a string or a boolean is refused, naming setting and field."""
     from agentjudge.harness import Suite
-    from agentjudge.harness._cost import suite_price_table
+    from agentjudge.harness._pricing import suite_price_table
 
     suite = Suite(prices={"openai:x": {"input": "0.15", "output": True}})
     with pytest.raises(ValueError) as caught:

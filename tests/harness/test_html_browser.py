@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from agentjudge.harness._html import write_html
-from tests.harness.html_support import build_runs
+from tests.harness.html_support import build_labelled_run, build_runs
 from tests.harness.trajectory_support import build_trajectory_run
 
 # One worker runs them all: one browser for the module (pytest-xdist would start one per worker).
@@ -57,7 +57,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base, new = build_runs(root)
     out = root / "report.html"
     write_html(new, out, base)
-    write_html(build_trajectory_run(root), root / "trajectory.html")  # before the browser starts
+    # Before the browser starts: Playwright's loop cannot host `anyio.run`.
+    write_html(build_trajectory_run(root), root / "trajectory.html")
+    write_html(build_labelled_run(root), root / "labelled.html")
     return out
 
 
@@ -248,3 +250,67 @@ def test_case_view_shows_a_failing_trajectorys_tool_call_diff(browser: Any, repo
         assert page.errors == [] and page.requests == [page.page.url]
     finally:
         page.page.close()
+
+
+def test_overview_shows_a_confusion_matrix_per_labelled_judge(browser: Any, report: Path) -> None:
+    """With human labels, each judge and the verdict get a matrix; the diagonal is marked."""
+    loaded = Page(browser, report.parent / "labelled.html")
+    try:
+        overview = loaded.page.locator("#view-overview")
+        assert "Agreement with human labels" in overview.inner_text()
+        matrices = overview.locator("table.confusion")
+        labels = [matrices.nth(i).get_attribute("aria-label") for i in range(matrices.count())]
+        assert labels == [
+            f"Confusion matrix of {name} (rows: human label, columns: judge)"
+            for name in ("exact", "length", "(verdict)")
+        ]
+        exact = matrices.first
+        assert exact.locator("thead th").all_inner_texts() == [
+            "human \\ judge",
+            "fail",
+            "pass",
+            "total",
+        ]
+        assert exact.locator("tbody th").all_inner_texts() == ["fail", "pass"]
+        assert exact.locator("tbody td").all_inner_texts() == ["2", "1", "3", "1", "5", "6"]
+        assert exact.locator("td.agree").all_inner_texts() == ["2", "5"]
+        assert exact.locator("td.disagree").all_inner_texts() == ["1", "1"]
+        jury = overview.locator("table[aria-label='Per-jury agreement'] tbody td")
+        assert jury.all_inner_texts()[-1] == "exact ~ length: 0.556 [0.267, 0.811] (n 9)"
+        assert loaded.errors == []
+    finally:
+        loaded.page.close()
+
+
+def test_no_confusion_matrix_without_human_labels(page: Page) -> None:
+    """A run without human labels shows no agreement section."""
+    assert page.page.locator("table.confusion").count() == 0
+    assert "Agreement with human labels" not in page.page.locator("#view-overview").inner_text()
+
+
+def test_case_view_highlights_the_users_frames_in_a_traceback(browser: Any, report: Path) -> None:
+    """The task error's traceback marks the user's own frame (task.py), not the library's."""
+    loaded = Page(browser, report.parent / "labelled.html")
+    try:
+        loaded.page.click("#tab-cases")
+        loaded.page.fill("input[name=q]", "kaboom")
+        loaded.wait_count("1 of 10 cases")
+        loaded.page.click(".grow")
+        dialog = loaded.page.locator("dialog#case")
+        assert "Traceback (innermost last; highlighted: your code)" in dialog.inner_text()
+        marked = dialog.locator("pre.tb mark.user").all_inner_texts()
+        assert len(marked) == 1 and marked[0].startswith("> ")
+        assert marked[0].endswith("task.py:4 in answer")
+        assert "agentjudge/" in dialog.locator("pre.tb").inner_text()  # library frames stay
+        assert loaded.errors == []
+    finally:
+        loaded.page.close()
+
+
+def test_comparison_lists_each_flips_reasoning_before_and_after(page: Page) -> None:
+    """A judge's flip shows the baseline's reasoning and the current one."""
+    page.page.click("#tab-compare")
+    exact = page.page.locator("#view-compare details", has_text="exact")
+    assert "reasoning: baseline → now" in exact.locator("thead").inner_text()
+    row = exact.locator("tbody tr", has_text="c01").inner_text()
+    assert "same as expected → expected 'BANANA'" in row

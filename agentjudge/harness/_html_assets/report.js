@@ -135,10 +135,66 @@
   function juryTable() {
     var names = Object.keys(SUM.juries || {});
     if (!names.length) return null;
-    return table(['jury', 'members', 'tier', 'cases', 'Fleiss κ', 'Krippendorff α'], names.map(function (n) {
+    // The least-agreeing pair of members, with its n and Wilson interval.
+    function weakest(ij) {
+      var low = null;
+      Object.keys(ij.pairwise || {}).forEach(function (a) {
+        Object.keys(ij.pairwise[a]).forEach(function (b) {
+          var p = ij.pairwise[a][b];
+          if (p.agreement != null && (!low || p.agreement < low[2].agreement)) low = [a, b, p];
+        });
+      });
+      return low ? low[0] + ' ~ ' + low[1] + ': ' + num(low[2].agreement) + ' ' + ci(low[2].agreement_ci95) +
+        ' (n ' + low[2].n + ')' : '-';
+    }
+    return table(['jury', 'members', 'tier', 'cases', 'Fleiss κ', 'Krippendorff α', 'scale',
+      'least-agreeing pair (95% Wilson)'], names.map(function (n) {
       var j = SUM.juries[n], ij = j.inter_judge || {};
-      return [n, j.members.join(', '), j.tier || '-', ij.n, num(ij.fleiss_kappa), num(ij.krippendorff_alpha)];
+      return [n, j.members.join(', '), j.tier || '-', ij.n, num(ij.fleiss_kappa), num(ij.krippendorff_alpha),
+        ij.scale || '-', weakest(ij)];
     }), 'Per-jury agreement');
+  }
+
+  // One confusion matrix per judge (and the verdict) with human labels: rows are the human
+  // label, columns what the judge said as compared with it; the diagonal agrees.
+  var CONFUSION_MAX = 12;
+  function confusionTable(name, a) {
+    var human = Object.keys(a.confusion || {});
+    if (!human.length) return null;
+    var said = [];
+    human.forEach(function (h) {
+      Object.keys(a.confusion[h]).forEach(function (j) { if (said.indexOf(j) < 0) said.push(j); });
+    });
+    said.sort();
+    var label = 'Confusion matrix of ' + name + ' (rows: human label, columns: judge)';
+    var caption = el('caption', { text: name + ' (n ' + a.n + ')' });
+    if (human.length > CONFUSION_MAX || said.length > CONFUSION_MAX) {
+      return el('p', { class: 'muted', text: name + ': ' + human.length + ' human labels x ' + said.length +
+        ' judge values, too many to tabulate (see agreement.confusion in summary.json)' });
+    }
+    var head = el('tr', null, el('th', { scope: 'col', text: 'human \\ judge' }),
+      said.map(function (j) { return el('th', { scope: 'col', text: j }); }),
+      el('th', { scope: 'col', text: 'total' }));
+    var body = human.map(function (h) {
+      var row = a.confusion[h], total = 0;
+      var cells = said.map(function (j) {
+        var n = row[j] || 0;
+        total += n;
+        var cls = j === h ? 'agree' : n ? 'disagree' : null;
+        return el('td', cls ? { class: cls } : null, String(n));
+      });
+      return el('tr', null, el('th', { scope: 'row', text: h }), cells, el('td', { text: String(total) }));
+    });
+    return el('div', { class: 'wrap' }, el('table', { class: 't confusion', 'aria-label': label },
+      caption, el('thead', null, head), el('tbody', null, body)));
+  }
+  function confusionTables() {
+    var items = Object.keys(SUM.judges).map(function (n) { return [n, SUM.judges[n].agreement]; });
+    if (SUM.verdict) items.push(['(verdict)', SUM.verdict.agreement]);
+    var tables = items.filter(function (it) { return it[1]; }).map(function (it) {
+      return confusionTable(it[0], it[1]);
+    }).filter(Boolean);
+    return tables.length ? el('div', { class: 'confusions' }, tables) : null;
   }
 
   // ------------------------------------------------------------------ charts (inline SVG)
@@ -273,6 +329,12 @@
     add(host, el('h2', { text: 'Judges' }), judgeTable());
     var jt = juryTable();
     if (jt) add(host, el('h2', { text: 'Juries' }), jt);
+    var cm = confusionTables();
+    if (cm) {
+      add(host, el('h2', { text: 'Agreement with human labels' }), el('p', { class: 'muted',
+        text: 'Confusion matrices: rows are the human label, columns what the judge said as compared ' +
+          'with it (its label, status or score); the diagonal agrees. ABSTAIN and ERROR judgments are not counted.' }), cm);
+    }
     renderCharts(host);
     if (!D.results_file) add(host, el('p', { class: 'muted', text: 'No results.jsonl beside summary.json: no cases to show.' }));
   }
@@ -494,6 +556,17 @@
         el('tbody', null, rows))),
       d[0] ? el('p', { class: 'muted', text: '… and ' + d[0] + ' more calls not listed' }) : null];
   }
+  // A short traceback (innermost last): the user's own frames, marked '> ', are highlighted.
+  function tracebackBlock(title, value, tag) {
+    if (value == null || value === '') return null;
+    var lines = text(value).split('\n');
+    var mine = lines.some(function (l) { return l.slice(0, 2) === '> '; });
+    return [el(tag, { text: title + (mine ? ' (innermost last; highlighted: your code)' : '') }),
+      el('pre', { class: 'tb' }, lines.map(function (l, k) {
+        var user = l.slice(0, 2) === '> ';
+        return [k ? '\n' : '', user ? el('mark', { class: 'user', text: l }) : l];
+      }))];
+  }
   function judgmentBox(r, i, j) {
     var g = judgment(r, j), f = flips[j] && flips[j].get(i);
     if (!g) return null;
@@ -515,7 +588,7 @@
       checks.length ? [el('h4', { text: 'Checks' }), el('ul', null, checks)] : null,
       g[11] ? toolDiff(g[11], J[j]) : null,
       g[6] != null ? [el('h4', { text: 'Metadata' }), el('pre', { text: pretty(S[g[6]]) })] : null,
-      g[10] ? [el('h4', { text: 'Traceback' }), el('pre', { text: g[10] })] : null);
+      tracebackBlock('Traceback', g[10], 'h4'));
   }
   function tierPath(tiers) {
     if (!tiers) return null;
@@ -541,7 +614,7 @@
         el('p', { class: 'muted', text: 'score ' + num(field(r, 'score')) + ' · time ' + num(field(r, 'duration_s'), 3) +
           ' s · tags ' + ((r[F.tags] || []).map(str).join(', ') || '-') +
           (field(r, 'human') != null ? ' · human label ' + text(field(r, 'human')) : '') }),
-        section('Task error', field(r, 'error')), section('Traceback', field(r, 'traceback')),
+        section('Task error', field(r, 'error')), tracebackBlock('Traceback', field(r, 'traceback'), 'h3'),
         section('Input', field(r, 'input')), section('Output', field(r, 'output')),
         section('Expected', field(r, 'expected')),
         el('h3', { text: 'Judgments' }), J.map(function (_, j) { return judgmentBox(r, i, j); }),
@@ -578,7 +651,7 @@
       var shown = list.slice(0, 500);
       return el('details', { open: list.length > 0 && list.length <= 50 },
         el('summary', null, el('strong', { text: title }), ' (' + list.length + ')'),
-        table(['case', 'baseline', 'now', withReason ? 'reasoning before' : ''], shown.map(function (f) {
+        table(['case', 'baseline', 'now', withReason ? 'reasoning: baseline → now' : ''], shown.map(function (f) {
           var j = J.indexOf(withReason), g = j >= 0 ? judgment(C[f[0]], j) : null;
           return [el('button', { class: 'linkrow', type: 'button', text: C[f[0]][0], onclick: function () { openCase(f[0]); } }),
             chip(f[1]), chip(f[2]), withReason ? (str(f[3]) + (g ? ' → ' + str(g[2]) : '')) : ''];
