@@ -1,7 +1,8 @@
 """Batch mode of a run (``agentjudge run --batch``, ``batch = true``): judges' calls in batches.
 
-Every `OpenAIChat` / `AnthropicMessages` client found in the suite's judges (`find_model_clients`;
-also in judges passed as objects to ``run_suite``) gets a `BatchCollector` whose state file is
+Every model client found in the suite's judges (`find_model_clients`; also in judges passed as
+objects to ``run_suite``) whose provider has a batch API (its ``batch_api()`` is not None: see the
+provider protocol in `agentjudge.models._provider`) gets a `BatchCollector` whose state file is
 ``<out>/batches-<client name>.json``. For the duration of the run the client's ``complete`` is
 routed through its collector: the harness sets an instance attribute ``complete`` on the client
 object and removes it afterwards. The judges keep the very same client object, so judges of
@@ -163,6 +164,13 @@ def _restore(client: Any, previous: Any) -> None:
         vars(client)["complete"] = previous
 
 
+def _has_batch_api(client: Any) -> bool:
+    """The client's provider has a batch API (the provider protocol's ``batch_api()``)."""
+    from agentjudge.models._http import HTTPModelClient
+
+    return isinstance(client, HTTPModelClient) and client.batch_api() is not None
+
+
 class BatchMode:
     """The collectors of one run's model clients; ``async with`` it around the cases.
 
@@ -176,16 +184,13 @@ class BatchMode:
     def __init__(
         self, clients: list[Any], folder: Path, *, retry_online: bool, poll_interval: float
     ) -> None:
-        from agentjudge.models import AnthropicMessages, BatchCollector, OpenAIChat
+        from agentjudge.models import BatchCollector
 
         self.pairs: list[tuple[Any, BatchCollector]] = []
         self.warnings: list[str] = []
         taken: set[str] = set()
         for client in clients:
-            batchable = isinstance(client, AnthropicMessages) or (
-                isinstance(client, OpenAIChat) and client.supports_batch
-            )
-            if not batchable:
+            if not _has_batch_api(client):
                 name = getattr(client, "name", type(client).__name__)
                 self.warnings.append(
                     f"batch mode: model client {name!r} ({type(client).__name__}) has no "

@@ -5,9 +5,10 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
 `RateLimit` the user set, which stay hard ceilings. It is driven by:
 
 - **Throttling** (429, 503, 529): every request of the controller waits for a shared pause
-  (the ``Retry-After`` / ``retry-after-ms`` asked for, up to ``max_wait``, else a growing
-  backoff with jitter; one backoff step per congestion event, see `_pause`), not only the one
-  that was refused. Once per congestion event (a throttle of a request that
+  (the wait the provider asked for: ``Retry-After`` / ``retry-after-ms``, or what its
+  ``capacity_signals`` read from the body, e.g. Gemini's ``RetryInfo``; up to ``max_wait``;
+  else a growing backoff with jitter; one backoff step per congestion event, see `_pause`),
+  not only the one that was refused. Once per congestion event (a throttle of a request that
   started after the last cut; once paced, at most one cut a second) the concurrency window is
   halved and the request rate is cut to 90% of the rate the provider accepted over the last
   second (never below a quarter of the previous rate; halved when fewer than 5 answers came
@@ -48,18 +49,12 @@ import logging
 import math
 import random
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import anyio
 
 from agentjudge._compat import loop_time
-from agentjudge.models._headers import (
-    RateHints,
-    fraction,
-    parse_rate_hints,
-    parse_retry_after,
-)
+from agentjudge.models._headers import CapacitySignals, RateHints, fraction
 
 __all__ = [
     "MAX_RATE",
@@ -276,8 +271,11 @@ class AdaptiveController:
         """The request ended without telling anything about capacity (e.g. a transport error)."""
         self._release()
 
-    def succeeded(self, started: float, headers: Mapping[str, str]) -> None:
-        """The request was answered (not throttled) after starting at ``started``."""
+    def succeeded(self, started: float, hints: RateHints | None) -> None:
+        """The request was answered (not throttled) after starting at ``started``.
+
+        ``hints`` is the rate-limit budget the answer reported, if any.
+        """
         try:
             now = loop_time()
             self._streak = 0
@@ -286,7 +284,6 @@ class AdaptiveController:
                 self._accepted.popleft()
             self._outcomes.append((started, False))
             self._observe_latency(now - started)
-            hints = parse_rate_hints(headers)
             hold = self._latency > _LATENCY_FACTOR * self._min_latency
             if hints is not None:
                 self._observe_tokens(started, hints)
@@ -299,16 +296,16 @@ class AdaptiveController:
     def throttled(
         self,
         started: float,
-        headers: Mapping[str, str],
+        signals: CapacitySignals,
         *,
         status: int,
         max_wait: float,
     ) -> None:
         """The request was refused with a throttling status; everyone pauses, and maybe a cut.
 
-        The pause is the ``Retry-After`` asked for when it is at most ``max_wait`` seconds, else
-        the backoff (see `_pause`). The cut happens only for a throttle that looks like a real
-        limit (see `_congested`).
+        The pause is the wait the answer asked for (``signals.retry_after``) when it is at most
+        ``max_wait`` seconds, else the backoff (see `_pause`). The cut happens only for a
+        throttle that looks like a real limit (see `_congested`).
         """
         try:
             now = loop_time()
@@ -316,12 +313,12 @@ class AdaptiveController:
             self._outcomes.append((started, True))
             if self._first_throttle is None:
                 self._first_throttle = now
-            asked = parse_retry_after(headers)
+            asked = signals.retry_after
             if asked is not None and asked > max_wait:
                 asked = None  # not honoured: the backoff applies
             self._pause(now, started, status, asked, max_wait)
             spaced = self.rate is None or self._provisional or now - self._cut_at >= _CUT_SPACING
-            if started >= self._cut_at and spaced and self._congested(parse_rate_hints(headers)):
+            if started >= self._cut_at and spaced and self._congested(signals.rates):
                 self._cut(now)
         finally:
             self._release()
@@ -522,20 +519,20 @@ def feedback(
     control: AdaptiveController,
     begun: float,
     status: int,
-    headers: Mapping[str, str],
+    signals: CapacitySignals,
     max_wait: float,
 ) -> None:
-    """Tell ``control`` what an answer (``status``, ``headers``) says about capacity.
+    """Tell ``control`` what an answer (``status``, its provider's ``signals``) says about capacity.
 
-    A ``Retry-After`` longer than ``max_wait`` is not honoured (the backoff applies). The
+    A requested wait longer than ``max_wait`` is not honoured (the backoff applies). The
     request's capacity is released whatever happens, and a failure reading the answer is
     logged, never raised: it must not turn an answer into an error.
     """
     try:
         if status in THROTTLE_STATUSES:
-            control.throttled(begun, headers, status=status, max_wait=max_wait)
+            control.throttled(begun, signals, status=status, max_wait=max_wait)
         elif 200 <= status < 300:
-            control.succeeded(begun, headers)
+            control.succeeded(begun, signals.rates)
         else:
             control.finished()
     except Exception:  # a bug here must cost the controller an update, not the request

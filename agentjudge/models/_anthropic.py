@@ -6,15 +6,24 @@ import json
 from typing import Any, ClassVar, Unpack
 
 from agentjudge.core import Message
-from agentjudge.models._http import HTTPModelClient, _Reply, check_against_schema
+from agentjudge.models._batch_api import AnthropicBatchAPI, BatchAPI
+from agentjudge.models._http import HTTPModelClient
 from agentjudge.models._options import ClientKeywords
+from agentjudge.models._provider import Reply, check_against_schema, reply_from
 from agentjudge.models._schema import SchemaViolation, tool_name
-from agentjudge.models._types import ModelRequest, ModelResponse, Usage
-from agentjudge.models._usage import UsageReader
+from agentjudge.models._types import ModelRequest, ModelResponse
+from agentjudge.models._usage import read_usage
 
 __all__ = ["AnthropicMessages"]
 
 ANTHROPIC_VERSION = "2023-06-01"
+USAGE_FIELDS = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_creation_tokens": "cache_creation_input_tokens",
+    "cache_read_tokens": "cache_read_input_tokens",
+}
+"""Where a message's ``usage`` holds each `Usage` count (cache tokens apart from input)."""
 
 
 class AnthropicMessages(HTTPModelClient):
@@ -49,6 +58,8 @@ class AnthropicMessages(HTTPModelClient):
     supports_logprobs: ClassVar[bool] = False
     """The Messages API returns no token log-probabilities: a request asking for them is a
     ValueError (use self-consistency for a confidence instead)."""
+    cache_tokens_apart: ClassVar[bool] = True
+    """``input_tokens`` exclude cache reads and writes (priced apart)."""
 
     def __init__(
         self, model: str, *, max_tokens: int = 1024, **options: Unpack[ClientKeywords]
@@ -58,11 +69,13 @@ class AnthropicMessages(HTTPModelClient):
         super().__init__(model, **options)
         self.max_tokens = max_tokens
 
-    def _auth_headers(self) -> dict[str, str]:
-        headers = {"anthropic-version": ANTHROPIC_VERSION}
-        if self.api_key:
-            headers["x-api-key"] = self.api_key
-        return headers
+    def auth_headers(self) -> dict[str, str]:
+        """``x-api-key`` (when a key is set) and ``anthropic-version``."""
+        return {"anthropic-version": ANTHROPIC_VERSION, **super().auth_headers()}
+
+    def batch_api(self) -> BatchAPI | None:
+        """Message Batches (``/messages/batches``) at ``base_url``."""
+        return AnthropicBatchAPI(self.name, self.base_url, self._build_headers(), self.secrets)
 
     def _cache_params(self) -> dict[str, Any]:
         return {**super()._cache_params(), "max_tokens": self.max_tokens}
@@ -85,7 +98,7 @@ class AnthropicMessages(HTTPModelClient):
             )
         return await super().complete(request)
 
-    def _body(
+    def request_body(
         self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
     ) -> dict[str, Any]:
         system = "\n\n".join(m.content for m in messages if m.role == "system")
@@ -118,7 +131,8 @@ class AnthropicMessages(HTTPModelClient):
         body.update(self.extra_body)
         return body
 
-    def _parse(self, data: dict[str, Any]) -> _Reply:
+    def parse_reply(self, data: dict[str, Any]) -> Reply:
+        """The text blocks joined, or the forced tool call's input as the structured answer."""
         content = data["content"]
         if not isinstance(content, list):
             raise TypeError("'content' is not a list")
@@ -131,47 +145,23 @@ class AnthropicMessages(HTTPModelClient):
                 texts.append(block["text"])
             elif block.get("type") == "tool_use" and tool_input is None:
                 tool_input = block.get("input")
-        usage, warnings = self._usage(data.get("usage"))
-        billed = None
-        if usage.input_tokens is not None or usage.output_tokens is not None:
-            billed = (
-                (usage.input_tokens or 0)
-                + (usage.output_tokens or 0)
-                + (usage.cache_creation_tokens or 0)
-            )
-        text = "".join(texts)
-        if tool_input is not None:
-            text = json.dumps(tool_input)
-        stop = data.get("stop_reason")
-        model = data.get("model")
-        return _Reply(
-            text=text,
+        text = json.dumps(tool_input) if tool_input is not None else "".join(texts)
+        usage = read_usage(self.name, data.get("usage"), "usage", USAGE_FIELDS)
+        return reply_from(
+            data,
+            text,
+            usage,
+            model=data.get("model"),
+            finish=data.get("stop_reason"),
             structured=tool_input,
-            model=model if isinstance(model, str) else None,
-            finish_reason=stop if isinstance(stop, str) else None,
-            usage=usage,
-            raw=data,
-            billed_tokens=billed,
-            warnings=warnings,
         )
 
-    def _usage(self, raw: Any) -> tuple[Usage, tuple[str, ...]]:
-        if not isinstance(raw, dict):
-            return Usage(), ()
-        reader = UsageReader(self.name)
-        usage = Usage(
-            input_tokens=reader.count(raw.get("input_tokens"), "usage.input_tokens"),
-            output_tokens=reader.count(raw.get("output_tokens"), "usage.output_tokens"),
-            cache_creation_tokens=reader.count(
-                raw.get("cache_creation_input_tokens"), "usage.cache_creation_input_tokens"
-            ),
-            cache_read_tokens=reader.count(
-                raw.get("cache_read_input_tokens"), "usage.cache_read_input_tokens"
-            ),
-        )
-        return usage, tuple(reader.warnings)
+    def structured_answer(self, reply: Reply, schema: dict[str, Any]) -> dict[str, Any]:
+        """The tool call's input, checked against ``schema``.
 
-    def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
+        Raises:
+            SchemaViolation: No tool call, or an input that does not follow ``schema``.
+        """
         if reply.structured is None:
             raise SchemaViolation("the answer did not call the tool with the structured result")
         return check_against_schema(reply.structured, schema)

@@ -14,6 +14,7 @@ import os
 from typing import ClassVar, Unpack
 from urllib.parse import quote
 
+from agentjudge.models._batch_api import BatchAPI
 from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._options import ClientKeywords
 
@@ -79,10 +80,9 @@ class AzureOpenAIChat(OpenAIChat):
             f"?api-version={version}"
         )
 
-    @property
-    def supports_batch(self) -> bool:
-        """False: Azure's batch API lives at other paths than OpenAI's (not supported yet)."""
-        return False
+    def batch_api(self) -> BatchAPI | None:
+        """None: Azure's batch API lives at other paths than OpenAI's (not supported yet)."""
+        return None
 
     @property
     def missing_key(self) -> str | None:
@@ -91,7 +91,8 @@ class AzureOpenAIChat(OpenAIChat):
             return None
         return super().missing_key
 
-    def _auth_headers(self) -> dict[str, str]:
+    def auth_headers(self) -> dict[str, str]:
+        """The Entra ID token as a bearer token, else the key in ``api-key``."""
         if self.azure_ad_token:
             return {"authorization": f"Bearer {self.azure_ad_token}"}
-        return {"api-key": self.api_key} if self.api_key else {}
+        return super().auth_headers()

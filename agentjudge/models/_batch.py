@@ -1,7 +1,9 @@
 """`BatchCollector`: send the model calls of many judges through a provider's batch API.
 
-A `BatchCollector` wraps an `OpenAIChat` or `AnthropicMessages` client and is itself a model
-client (same ``name``, so judges and Evaluator limits see the same resource). Its `complete`
+A `BatchCollector` wraps a model client whose provider has a batch API (its ``batch_api()``, part
+of the provider protocol, see `agentjudge.models._provider`: OpenAI, Anthropic, presets with
+``batch=True``, third-party providers that define one) and is itself a model client (same
+``name``, so judges and Evaluator limits see the same resource). Its `complete`
 does not call the model: it adds the request to the next batch and waits for the answer.
 
 - **Flushing**: the collected requests are submitted as one provider batch (OpenAI ``/files`` +
@@ -57,17 +59,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.judging import add_queued, spend_gate
-from agentjudge.models._anthropic import AnthropicMessages
-from agentjudge.models._batch_api import (
-    AnthropicBatchAPI,
-    BatchAPI,
-    OpenAIBatchAPI,
-    Outcome,
-    Results,
-)
-from agentjudge.models._http import RETRYABLE_STATUSES, _plain
-from agentjudge.models._openai import OpenAIChat
-from agentjudge.models._schema import SchemaViolation
+from agentjudge.models._batch_api import BatchAPI, Outcome, Results
+from agentjudge.models._failures import RETRYABLE_STATUSES
+from agentjudge.models._http import HTTPModelClient
+from agentjudge.models._schema import SchemaViolation, plain_json
 from agentjudge.models._spend import Reservation, reserve
 from agentjudge.models._types import ModelRequest, ModelResponse
 
@@ -146,8 +141,8 @@ class BatchCollector:
     willing to wait (or none), and enough concurrency that every case's call is waiting at once.
 
     Args:
-        client: The `OpenAIChat` or `AnthropicMessages` client whose model, base URL, key and
-            request format are used.
+        client: The model client (an `HTTPModelClient` whose ``batch_api()`` is not None)
+            whose model, base URL, key and request format are used.
         state_path: The JSON file holding the submitted batches (created if missing; its
             folder too). A collector given a file from an earlier, interrupted run resumes
             polling those batches instead of resubmitting.
@@ -162,15 +157,15 @@ class BatchCollector:
             more through ``client`` instead of failing it.
 
     Raises:
-        TypeError: ``client`` is not an `OpenAIChat` or `AnthropicMessages`, or its provider
-            has no batch API (``supports_batch`` is False: Azure, most presets).
+        TypeError: ``client`` is not an `HTTPModelClient`, or its provider has no batch API
+            (``batch_api()`` is None: Azure, most presets).
         ValueError: A bad number, or a ``state_path`` that is not a state file of this client
             (on entering the context; the message names the file and the field).
     """
 
     def __init__(
         self,
-        client: OpenAIChat | AnthropicMessages,
+        client: HTTPModelClient,
         *,
         state_path: str | os.PathLike[str],
         max_batch_size: int = 10_000,
@@ -180,11 +175,10 @@ class BatchCollector:
         max_poll_errors: int = 10,
         retry_online: bool = False,
     ) -> None:
-        if not isinstance(client, OpenAIChat | AnthropicMessages):
-            raise TypeError(
-                f"BatchCollector wraps an OpenAIChat or AnthropicMessages, got {client!r}"
-            )
-        if isinstance(client, OpenAIChat) and not client.supports_batch:
+        if not isinstance(client, HTTPModelClient):
+            raise TypeError(f"BatchCollector wraps an HTTPModelClient, got {client!r}")
+        api = client.batch_api()
+        if api is None:
             raise TypeError(
                 f"{client.name}: this provider has no batch API agentjudge can use "
                 "(see docs/how-to/providers.md); run without --batch"
@@ -203,10 +197,7 @@ class BatchCollector:
         self.max_poll_interval = float(max(max_poll_interval, poll_interval))
         self.max_poll_errors = max_poll_errors
         self.retry_online = retry_online
-        kind = OpenAIBatchAPI if isinstance(client, OpenAIChat) else AnthropicBatchAPI
-        self._api: BatchAPI = kind(
-            client.name, client.base_url, client._build_headers(), client._secrets
-        )
+        self._api: BatchAPI = api
         self._task_group: TaskGroup | None = None
         self._http: httpx.AsyncClient | None = None
         self._state = _State(client=client.name)
@@ -275,15 +266,17 @@ class BatchCollector:
             raise TypeError(f"complete() takes a ModelRequest, got {type(request).__name__}")
         if self._task_group is None:
             raise RuntimeError("BatchCollector is not running: use `async with BatchCollector()`")
-        schema = _plain(request.response_schema) if request.response_schema is not None else None
-        body = self.client._body(request, list(request.messages), schema)
+        wanted = request.response_schema
+        schema = plain_json(wanted) if wanted is not None else None
+        body = self.client.request_body(request, list(request.messages), schema)
         body = self._api.sample_body(body, request.sample_index)
         held = await self._reserve(request, schema)  # a Budget's hold; None without one
         try:
             outcome, waited = await self._outcome(body, request.sample_index)
             response = None
             if not isinstance(outcome, ModelError):
-                response = self.client._finish(request, self._response(outcome, schema, waited))
+                answer = self._response(outcome, schema, waited)
+                response = self.client.finish_response(request, answer)
         except BaseException:
             if held is not None:
                 held.release()
@@ -307,7 +300,7 @@ class BatchCollector:
         gate = spend_gate.get()
         if gate is None:
             return None
-        pricing = self.client._pricing(request, list(request.messages), schema)
+        pricing = self.client.pricing(request, list(request.messages), schema)
         return await reserve(gate, replace(pricing, batch=True))
 
     async def _outcome(self, body: dict[str, Any], sample_index: int) -> tuple[Outcome, float]:
@@ -356,7 +349,7 @@ class BatchCollector:
         self, body: dict[str, Any], schema: dict[str, Any] | None, waited: float
     ) -> ModelResponse:
         try:
-            reply = self.client._parse(body)
+            reply = self.client.parse_reply(body)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             reason = self._api.secrets.redact(str(exc))
             raise ModelResponseError(
@@ -366,7 +359,7 @@ class BatchCollector:
         problem: str | None = None
         if schema is not None:
             try:
-                parsed = self.client._structured(reply, schema)
+                parsed = self.client.structured_answer(reply, schema)
             except SchemaViolation as exc:
                 problem = self._api.secrets.redact(str(exc))
         return ModelResponse(

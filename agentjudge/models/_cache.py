@@ -34,6 +34,7 @@ from typing import Any, Self
 import anyio
 import anyio.to_thread
 
+from agentjudge.models._schema import plain_json
 from agentjudge.models._types import ModelRequest, ModelResponse, Usage
 
 __all__ = ["SqliteCache"]
@@ -59,14 +60,6 @@ class _Flight:
     done: anyio.Event = field(default_factory=anyio.Event)
     response: ModelResponse | None = None
     error: BaseException | None = None
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 class SqliteCache:
@@ -116,9 +109,9 @@ class SqliteCache:
             "messages": [[m.role, m.content] for m in request.messages],
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
-            "schema": _plain(request.response_schema),
+            "schema": plain_json(request.response_schema),
             "sample_index": request.sample_index,
-            "params": _plain(params or {}),
+            "params": plain_json(params or {}),
         }
         if request.logprobs is not None:  # only when asked: the keys of other requests stay put
             material["logprobs"] = request.logprobs

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Unpack
 
+from agentjudge.models._batch_api import BatchAPI
 from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._options import ClientKeywords
 from agentjudge.models._registry import PROVIDERS, OpenAIPreset
@@ -76,10 +77,9 @@ class OpenAICompatible(OpenAIChat):
         shown = f"{self.model!r}, provider={self.provider!r}, base_url={self.base_url!r}"
         return f"OpenAICompatible({shown})"
 
-    @property
-    def supports_batch(self) -> bool:
-        """The preset says the server speaks the OpenAI Batch API (``--batch`` can use it)."""
-        return self.preset.batch
+    def batch_api(self) -> BatchAPI | None:
+        """The OpenAI Batch API at ``base_url`` when the preset says the server speaks it."""
+        return super().batch_api() if self.preset.batch else None
 
     @property
     def missing_key(self) -> str | None:

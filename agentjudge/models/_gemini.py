@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Unpack
 from urllib.parse import quote
 
 from agentjudge.core import Message
-from agentjudge.models._headers import parse_retry_after
-from agentjudge.models._http import HTTPModelClient, _Reply, check_against_schema
+from agentjudge.models._headers import CapacitySignals, header_signals
+from agentjudge.models._http import HTTPModelClient
 from agentjudge.models._options import ClientKeywords
-from agentjudge.models._schema import decode_json_object
-from agentjudge.models._transport import Response
-from agentjudge.models._types import ModelRequest, Usage
-from agentjudge.models._usage import UsageReader
+from agentjudge.models._provider import Reply, reply_from
+from agentjudge.models._types import ModelRequest
+from agentjudge.models._usage import read_usage
 
 __all__ = ["GeminiChat", "gemini_retry_delay", "gemini_schema"]
 
@@ -57,6 +57,20 @@ _FINISH = {
     "SPII": "content_filter",
 }
 """Gemini finish reasons in OpenAI's words; others are passed on in lower case."""
+
+USAGE_FIELDS = {
+    "input_tokens": "promptTokenCount",
+    "output_tokens": "candidatesTokenCount",
+    "total_tokens": "totalTokenCount",
+    "reasoning_tokens": "thoughtsTokenCount",
+    "cache_read_tokens": "cachedContentTokenCount",
+}
+"""Where ``usageMetadata`` holds each `Usage` count (the output adds the thoughts)."""
+
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+"""The ``@type`` of the error detail that carries the retry delay."""
+_DURATION = re.compile(r"[0-9]{1,12}(?:\.[0-9]{1,9})?s")
+"""A protobuf ``Duration`` in JSON: seconds with up to 9 fractional digits and an ``s``."""
 
 
 def gemini_schema(schema: Mapping[str, Any], defs: Mapping[str, Any] | None = None) -> Any:
@@ -103,28 +117,34 @@ def _convert(node: Any, defs: Mapping[str, Any], depth: int) -> Any:
 
 
 def _seconds(duration: Any) -> float | None:
-    """A protobuf Duration in JSON (``"37s"``, ``"1.5s"``) as seconds; None if malformed."""
-    if not isinstance(duration, str) or not duration.endswith("s"):
+    """A protobuf Duration in JSON (``"37s"``, ``"1.5s"``) as seconds; None if malformed.
+
+    Only the canonical form is read: no sign, exponent, blank or other unit.
+    """
+    if not isinstance(duration, str) or not _DURATION.fullmatch(duration):
         return None
-    try:
-        value = float(duration[:-1])
-    except ValueError:
-        return None
-    return value if 0 <= value < float("inf") else None
+    return float(duration[:-1])
 
 
 def gemini_retry_delay(body: bytes) -> float | None:
-    """The ``retryDelay`` of a ``google.rpc.RetryInfo`` in a Google JSON error body, or None."""
+    """The ``retryDelay`` of the ``google.rpc.RetryInfo`` in a Google JSON error body, or None.
+
+    Strict: the body must be ``{"error": {"details": [...]}}`` with a detail whose ``@type`` is
+    exactly `RETRY_INFO` and whose delay is a canonical Duration (``"7s"``, ``"0.5s"``); any
+    other shape, or two RetryInfo details that disagree, reads as None.
+    """
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, UnicodeDecodeError):
         return None
     error = data.get("error") if isinstance(data, dict) else None
     details = error.get("details") if isinstance(error, dict) else None
-    for detail in details if isinstance(details, list) else ():
-        if isinstance(detail, dict) and str(detail.get("@type", "")).endswith("rpc.RetryInfo"):
-            return _seconds(detail.get("retryDelay"))
-    return None
+    delays = {
+        _seconds(detail.get("retryDelay"))
+        for detail in (details if isinstance(details, list) else ())
+        if isinstance(detail, dict) and detail.get("@type") == RETRY_INFO
+    }
+    return delays.pop() if len(delays) == 1 else None
 
 
 class GeminiChat(HTTPModelClient):
@@ -137,11 +157,10 @@ class GeminiChat(HTTPModelClient):
 
     System messages become ``systemInstruction``; assistant turns are sent with role
     ``model``. Gemini returns no token logprobs through this client (``supports_logprobs`` is
-    False) and has no batch support here yet.
+    False). A throttled answer's wait is read from ``Retry-After`` or, as Google sends it, the
+    error body's ``RetryInfo`` (`capacity_signals`), for the retries and the adaptive
+    controller alike.
     """
-
-    supports_logprobs: ClassVar[bool] = False
-    """Token log-probabilities are not read from Gemini answers."""
 
     provider: ClassVar[str] = "gemini"
     path: ClassVar[str] = ":generateContent"
@@ -167,10 +186,7 @@ class GeminiChat(HTTPModelClient):
         reason = super().missing_key
         return None if reason is None else f"{reason} (nor GOOGLE_API_KEY)"
 
-    def _auth_headers(self) -> dict[str, str]:
-        return {"x-goog-api-key": self.api_key} if self.api_key else {}
-
-    def _body(
+    def request_body(
         self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
     ) -> dict[str, Any]:
         system = [m.content for m in messages if m.role == "system"]
@@ -199,7 +215,12 @@ class GeminiChat(HTTPModelClient):
         body.update(self.extra_body)
         return body
 
-    def _parse(self, data: dict[str, Any]) -> _Reply:
+    def parse_reply(self, data: dict[str, Any]) -> Reply:
+        """``candidates[0]``'s text parts (thoughts left out) and ``usageMetadata``.
+
+        The output tokens are ``candidatesTokenCount`` + ``thoughtsTokenCount`` (both billed as
+        output); the thoughts are also the reasoning tokens.
+        """
         candidates = data.get("candidates")
         if not isinstance(candidates, list) or not candidates:
             feedback = data.get("promptFeedback")
@@ -217,46 +238,28 @@ class GeminiChat(HTTPModelClient):
             for p in parts
             if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought")
         )
-        usage, warnings = self._usage(data.get("usageMetadata"))
+        usage, warnings = read_usage(
+            self.name, data.get("usageMetadata"), "usageMetadata", USAGE_FIELDS
+        )
+        answer, thoughts = usage.output_tokens, usage.reasoning_tokens
+        if thoughts is not None:
+            usage = usage.model_copy(update={"output_tokens": (answer or 0) + thoughts})
         finish = candidate.get("finishReason")
-        model = data.get("modelVersion")
-        billed = usage.total_tokens
-        if billed is None and usage.input_tokens is not None:
-            billed = usage.input_tokens + (usage.output_tokens or 0)
-        return _Reply(
-            text=text,
-            structured=None,
-            model=model if isinstance(model, str) else None,
-            finish_reason=_FINISH.get(finish, finish.lower()) if isinstance(finish, str) else None,
-            usage=usage,
-            raw=data,
-            billed_tokens=billed,
-            warnings=warnings,
+        return reply_from(
+            data,
+            text,
+            (usage, warnings),
+            model=data.get("modelVersion"),
+            finish=_FINISH.get(finish, finish.lower()) if isinstance(finish, str) else None,
         )
 
-    def _usage(self, raw: Any) -> tuple[Usage, tuple[str, ...]]:
-        if not isinstance(raw, dict):
-            return Usage(), ()
-        reader = UsageReader(self.name)
-        answer = reader.count(raw.get("candidatesTokenCount"), "usageMetadata.candidatesTokenCount")
-        thoughts = reader.count(raw.get("thoughtsTokenCount"), "usageMetadata.thoughtsTokenCount")
-        output = None if answer is None and thoughts is None else (answer or 0) + (thoughts or 0)
-        usage = Usage(
-            input_tokens=reader.count(
-                raw.get("promptTokenCount"), "usageMetadata.promptTokenCount"
-            ),
-            output_tokens=output,
-            total_tokens=reader.count(raw.get("totalTokenCount"), "usageMetadata.totalTokenCount"),
-            reasoning_tokens=thoughts,
-            cache_read_tokens=reader.count(
-                raw.get("cachedContentTokenCount"), "usageMetadata.cachedContentTokenCount"
-            ),
-        )
-        return usage, tuple(reader.warnings)
-
-    def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
-        return check_against_schema(decode_json_object(reply.text), schema)
-
-    def _retry_after(self, response: Response) -> float | None:
-        from_headers = parse_retry_after(response.headers)
-        return from_headers if from_headers is not None else gemini_retry_delay(response.content)
+    def capacity_signals(
+        self, status: int, headers: Mapping[str, str], body: bytes
+    ) -> CapacitySignals:
+        """The headers' signals; a wait not in the headers is read from the body's RetryInfo."""
+        signals = header_signals(headers)
+        if signals.retry_after is None and status >= 400:
+            delay = gemini_retry_delay(body)
+            if delay is not None:
+                return CapacitySignals(delay, signals.rates)
+        return signals

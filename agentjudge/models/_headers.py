@@ -32,7 +32,9 @@ from email.utils import parsedate_to_datetime
 __all__ = [
     "EPOCH_RESET",
     "MAX_RESET",
+    "CapacitySignals",
     "RateHints",
+    "header_signals",
     "parse_rate_hints",
     "parse_reset",
     "parse_retry_after",
@@ -237,3 +239,28 @@ def _refill_rate(limit: float | None, remaining: float | None, reset: float | No
         return None
     rate = (limit - remaining) / reset
     return rate if 0 < rate < math.inf else None
+
+
+@dataclass(frozen=True)
+class CapacitySignals:
+    """What one answer says about capacity, read by its provider from headers or body.
+
+    A provider's ``capacity_signals`` hook returns it (see `agentjudge.models._provider`); the
+    client bounds ``retry_after`` by ``max_retry_after`` and the adaptive controller reads both.
+
+    Attributes:
+        retry_after: Seconds the provider asked to wait before the next request (None: none
+            asked, or not in a format it defines).
+        rates: Its rate-limit budget (None: none reported).
+    """
+
+    retry_after: float | None = None
+    rates: RateHints | None = None
+
+
+def header_signals(headers: Mapping[str, str]) -> CapacitySignals:
+    """The signals of the standard, OpenAI and Anthropic headers (the default of every provider).
+
+    See `parse_retry_after` and `parse_rate_hints`.
+    """
+    return CapacitySignals(parse_retry_after(headers), parse_rate_hints(headers))

@@ -1,12 +1,15 @@
-"""The client machinery shared by `OpenAIChat` and `AnthropicMessages`.
+"""`HTTPModelClient`: the client machinery every provider shares (see `_provider` for the hooks).
 
 - Transport: see `agentjudge.models._transport` (an injected `httpx.AsyncClient` always wins;
   otherwise the measured-fastest transport; failures surface as httpx exceptions).
-- Retry classification: 408, 409, 429, 5xx, transport errors (timeouts included) and 2xx bodies
-  that are not a usable completion are retried by the client's `RetryPolicy`; other statuses
-  raise `ModelHTTPError` at once, with a hint saying what to fix.
-- ``Retry-After`` (delay-seconds or an HTTP date) and ``retry-after-ms`` are honoured up to
-  ``max_retry_after`` seconds; longer (or unparseable) waits fall back to the policy's backoff.
+- Retry classification (`agentjudge.models._failures`): 408, 409, 429, 5xx, transport errors
+  (timeouts included) and 2xx bodies that are not a usable completion are retried by the
+  client's `RetryPolicy`; other statuses raise `ModelHTTPError` at once, with a hint saying
+  what to fix.
+- The wait a retryable answer asks for (the provider's ``capacity_signals``: ``Retry-After``
+  (delay-seconds or an HTTP date) and ``retry-after-ms`` by default, Gemini's ``RetryInfo``
+  body too) is honoured up to ``max_retry_after`` seconds; longer (or unparseable) waits fall
+  back to the policy's backoff.
   An honoured wait longer than the time left before the caller's deadline (e.g. the
   Evaluator's timeout) fails at once with a `ModelHTTPError` saying so, instead of sleeping
   into the timeout.
@@ -22,12 +25,10 @@ import json
 import logging
 import math
 import os
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import partial
 from types import TracebackType
-from typing import Any, ClassVar, Self, Unpack
+from typing import Any, Self, Unpack
 
 import anyio
 import httpx
@@ -35,7 +36,7 @@ import httpx
 from agentjudge._compat import loop_time
 from agentjudge._retry import call_with_retry
 from agentjudge.core import Message
-from agentjudge.exceptions import ModelHTTPError, ModelResponseError, RetryableError
+from agentjudge.exceptions import ModelHTTPError, ModelResponseError
 from agentjudge.judging import add_queued, spend_gate
 from agentjudge.models._adaptive import (
     THROTTLE_STATUSES,
@@ -43,11 +44,22 @@ from agentjudge.models._adaptive import (
     CapacityDeadline,
     feedback,
 )
-from agentjudge.models._headers import parse_retry_after
+from agentjudge.models._failures import (
+    RETRYABLE_STATUSES,
+    ResponseTooLarge,
+    RetryableStatus,
+    excerpt,
+    exhausted_hint,
+    is_retryable_error,
+    is_retryable_status,
+    status_hint,
+)
+from agentjudge.models._headers import CapacitySignals, header_signals, parse_retry_after
 from agentjudge.models._loop import LoopLocal
 from agentjudge.models._options import ClientKeywords, ClientOptions
+from agentjudge.models._provider import ProviderHooks, Reply
 from agentjudge.models._ratelimit import RateLease, RateLimit
-from agentjudge.models._schema import SchemaViolation, schema_errors
+from agentjudge.models._schema import SchemaViolation, plain_json
 from agentjudge.models._secrets import (
     Secrets,
     basic_authorization,
@@ -82,81 +94,8 @@ __all__ = [
 
 logger = logging.getLogger("agentjudge.models")
 
-RETRYABLE_STATUSES = frozenset({408, 409, 429})
-"""Statuses retried besides every 5xx."""
-_EXCERPT_CHARS = 500
 _DEFAULT_OUTPUT_ESTIMATE = 256
-
-# -- errors ---------------------------------------------------------------------------------------
-
-
-class _RetryableStatus(RetryableError):
-    """A status worth retrying (408, 409, 429, 5xx); becomes `ModelHTTPError` when exhausted."""
-
-    def __init__(self, status_code: int, excerpt: str, retry_after: float | None) -> None:
-        super().__init__(f"HTTP {status_code}: {excerpt}", retry_after=retry_after)
-        self.status_code = status_code
-        self.excerpt = excerpt
-
-
-class ResponseTooLarge(ModelResponseError):
-    """A response body longer than the client's ``max_response_bytes``; never retried.
-
-    Attributes:
-        limit: The ``max_response_bytes`` in force.
-    """
-
-    def __init__(self, message: str, *, limit: int) -> None:
-        super().__init__(message)
-        self.limit = limit
-
-
-def is_retryable_error(exc: BaseException) -> bool:
-    """The client's own retry rule: retryable statuses, transport errors, unusable 2xx bodies.
-
-    A body over ``max_response_bytes`` is not retried: the next answer would be as large.
-    """
-    if isinstance(exc, httpx.UnsupportedProtocol | ResponseTooLarge):
-        return False
-    return isinstance(exc, _RetryableStatus | httpx.TransportError | ModelResponseError)
-
-
-def _excerpt(text: str) -> str:
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= _EXCERPT_CHARS else text[:_EXCERPT_CHARS] + "..."
-
-
-_LEAVES = (str, int, float, type(None))
-
-
-def _plain(value: Any) -> Any:
-    """Mappings and sequences as plain dicts and lists (for json.dumps)."""
-    if isinstance(value, _LEAVES):  # most of a schema; far cheaper than the Mapping ABC check
-        return value
-    if isinstance(value, dict | Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
 # -- the shared client ----------------------------------------------------------------------------
-
-
-@dataclass
-class _Reply:
-    """One decoded completion, before structured-output checks."""
-
-    text: str
-    structured: Any
-    """The tool input (Anthropic) / None (OpenAI: decoded from text)."""
-    model: str | None
-    finish_reason: str | None
-    usage: Usage
-    raw: dict[str, Any]
-    billed_tokens: int | None
-    warnings: tuple[str, ...] = ()
-    """Problems that did not stop the answer being used (e.g. a dropped usage count)."""
 
 
 def _time_left() -> float:
@@ -164,30 +103,25 @@ def _time_left() -> float:
     return anyio.current_effective_deadline() - loop_time()
 
 
-def _sent_reply(sent: tuple[_Reply, int, float]) -> _Reply:
+def _sent_reply(sent: tuple[Reply, int, float]) -> Reply:
     return sent[0]
 
 
-class HTTPModelClient:
-    """What `OpenAIChat` and `AnthropicMessages` share: transport, limits, retries, cache.
+class HTTPModelClient(ProviderHooks):
+    """What every provider's client shares: transport, limits, retries, cache, budgets.
 
-    Subclasses define the wire format (`_body`, `_parse`, `_structured`, `_auth_headers`) and
-    take the shared options as ``**options`` (one definition: `ClientOptions`, which checks
-    them; an unknown keyword is a TypeError listing the known ones).
+    A provider subclasses it and implements the provider protocol (documented in
+    `agentjudge.models._provider`): ``request_body`` and ``parse_reply`` at least, and where
+    the defaults do not fit ``auth_headers``, ``structured_answer``, ``finish_response``,
+    ``capacity_signals``, ``batch_api`` and ``cache_tokens_apart``. Subclasses take the shared
+    options as ``**options`` (one definition: `ClientOptions`, which checks them; an unknown
+    keyword is a TypeError listing the known ones).
 
     A client is picklable (configuration only: the API key included, so a pickle is a
     secret): its connections and concurrency limiter live in a per-loop `Session` that is
     rebuilt lazily wherever the client is used next, e.g. in a worker process. A client given
     an injected ``client=`` cannot be pickled (that httpx client holds open connections).
     """
-
-    provider: ClassVar[str]
-    path: ClassVar[str]
-    base_url_env: ClassVar[str]
-    api_key_env: ClassVar[str]
-    api_key_header: ClassVar[str]
-    """The header (lower case) the API key is sent in."""
-    default_base_url: ClassVar[str]
 
     def __init__(self, model: str, **options: Unpack[ClientKeywords]) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -209,7 +143,7 @@ class HTTPModelClient:
         self.schema_retries = given.schema_retries
         self.max_retry_after = float(given.max_retry_after)
         self.max_response_bytes = given.max_response_bytes
-        self.extra_body = _plain(given.extra_body or {})
+        self.extra_body = plain_json(given.extra_body or {})
         self._injected = given.client
         self._session: LoopLocal[Session] = LoopLocal(self._new_session)
         self._credentials: tuple[str, str] | None = None
@@ -273,7 +207,7 @@ class HTTPModelClient:
         return missing_key_reason(self.api_key_env, self.api_key, self.base_url, self.extra_headers)
 
     @property
-    def _secrets(self) -> Secrets:
+    def secrets(self) -> Secrets:
         """The secrets as configured now (built when an error text is, so never stale)."""
         values: list[str | None] = [self.api_key]
         if self._credentials is not None:
@@ -365,24 +299,24 @@ class HTTPModelClient:
 
     async def _complete(self, request: ModelRequest) -> ModelResponse:
         schema = request.response_schema
-        plain_schema = _plain(schema) if schema is not None else None
+        plain_schema = plain_json(schema) if schema is not None else None
         messages = list(request.messages)
         usage: Usage | None = None
         queued = 0.0
         attempts = 0
         rounds = self.schema_retries + 1 if schema is not None else 1
         problem: str | None = None
-        reply: _Reply | None = None
+        reply: Reply | None = None
         parsed: dict[str, Any] | None = None
         warnings: list[str] = []
         gate = spend_gate.get()  # a Budget's, inside an Evaluator attempt; None without one
         for _ in range(rounds):
-            body = self._body(request, messages, plain_schema)
+            body = self.request_body(request, messages, plain_schema)
             estimate = self._estimate(request, messages, plain_schema)
             if gate is None:
                 reply, made, waited = await self._send(body, estimate)
             else:
-                pricing = self._pricing(request, messages, plain_schema)
+                pricing = self.pricing(request, messages, plain_schema)
                 send = partial(self._send, body, estimate)
                 sent = await metered(gate, pricing, send, _sent_reply)
                 reply, made, waited = sent
@@ -393,7 +327,7 @@ class HTTPModelClient:
             if plain_schema is None:
                 break
             try:
-                parsed = self._structured(reply, plain_schema)
+                parsed = self.structured_answer(reply, plain_schema)
             except SchemaViolation as exc:
                 problem = str(exc)
                 messages.extend(self._correction(reply, problem))
@@ -413,16 +347,18 @@ class HTTPModelClient:
             schema_error=problem,
             warnings=tuple(warnings),
         )
-        return self._finish(request, response)
+        return self.finish_response(request, response)
 
-    def _finish(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
-        """Provider touches on an answer, online or from a batch (`BatchCollector`): none here."""
-        return response
-
-    def _pricing(
+    def pricing(
         self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
     ) -> Pricing:
-        """What a budget prices one request of this client by (see `agentjudge.models._spend`)."""
+        """What a budget prices one request of this client by (see `agentjudge.models._spend`).
+
+        Args:
+            request: The request.
+            messages: The conversation sent (the request's, plus any schema re-asks).
+            schema: The plain JSON schema asked for, or None.
+        """
         allowance = self._output_allowance(request)
         return Pricing(self.name, self.model, tuple(messages), schema, allowance, seen_by(self))
 
@@ -431,20 +367,20 @@ class HTTPModelClient:
     ) -> int:
         chars = sum(len(m.content) for m in messages)
         if request.response_schema is not None:
-            schema = _plain(request.response_schema) if plain_schema is None else plain_schema
+            schema = plain_json(request.response_schema) if plain_schema is None else plain_schema
             chars += len(json.dumps(schema))
         return chars // 4 + (self._output_allowance(request) or _DEFAULT_OUTPUT_ESTIMATE)
 
     def _output_allowance(self, request: ModelRequest) -> int | None:
         return request.max_tokens
 
-    async def _send(self, body: dict[str, Any], estimate: int) -> tuple[_Reply, int, float]:
+    async def _send(self, body: dict[str, Any], estimate: int) -> tuple[Reply, int, float]:
         content = json.dumps(body).encode()
         headers = self._request_headers()
         queued = 0.0
         throttled = 0
 
-        async def once() -> _Reply:
+        async def once() -> Reply:
             nonlocal queued
             session = self._session.get()
             started = loop_time()
@@ -465,12 +401,12 @@ class HTTPModelClient:
             finally:
                 session.limiter.release()
 
-        async def attempt() -> _Reply:
+        async def attempt() -> Reply:
             nonlocal throttled
             while True:  # rate-limited answers are retried here, until the caller's deadline
                 try:
                     return await once()
-                except _RetryableStatus as exc:
+                except RetryableStatus as exc:
                     if not self._retries_throttle(exc):
                         raise
                     throttled += 1
@@ -482,13 +418,13 @@ class HTTPModelClient:
 
         try:
             reply, attempts = await call_with_retry(policy, attempt, retryable=retryable)
-        except _RetryableStatus as exc:
+        except RetryableStatus as exc:
             attempts_allowed = policy.attempts if policy is not None else 1
             raise ModelHTTPError(
                 exc.status_code,
                 self.name,
                 exc.excerpt,
-                self._exhausted_hint(exc.status_code, attempts_allowed),
+                exhausted_hint(exc.status_code, attempts_allowed),
             ) from exc
         return reply, attempts + throttled, queued
 
@@ -502,7 +438,7 @@ class HTTPModelClient:
         except CapacityDeadline as exc:
             what = "rate limited" if exc.status == 429 else "the provider is overloaded"
             cause = (
-                "the wait the provider asked for in Retry-After"
+                "the wait the provider asked for (Retry-After or its error body)"
                 if exc.asked
                 else f"the backoff after HTTP {exc.status} answers"
             )
@@ -514,7 +450,7 @@ class HTTPModelClient:
                 f"longer than the {max(exc.left, 0.0):.1f} s left before the timeout; not sent",
             ) from None
 
-    def _retries_throttle(self, exc: _RetryableStatus) -> bool:
+    def _retries_throttle(self, exc: RetryableStatus) -> bool:
         """True when the adaptive client retries this throttled answer itself (a deadline is set).
 
         Without a deadline the `RetryPolicy`'s attempts bound the retries instead.
@@ -535,21 +471,24 @@ class HTTPModelClient:
         control: AdaptiveController | None,
         begun: float,
         lease: RateLease,
-    ) -> _Reply:
+    ) -> Reply:
         """POST once and tell the controller and the rate limit how it went."""
         billed: int | None = None  # the estimate, unless usage says otherwise
         told = control is None
         try:
             response = await self._post(session.poster, content, headers)
             status = response.status_code
+            ok = 200 <= status < 300
+            signals = None
+            if control is not None or is_retryable_status(status):
+                signals = self._signals(response)
             if control is not None:
                 told = True
-                feedback(
-                    control, begun, response.status_code, response.headers, self.max_retry_after
-                )
-            if not 200 <= status < 300:
+                assert signals is not None
+                feedback(control, begun, status, signals, self.max_retry_after)
+            if not ok:
                 billed = 0  # rejected requests are not billed
-                raise self._status_error(response)
+                raise self._status_error(response, signals)
             reply = self._decode(response)
             billed = reply.billed_tokens
             return reply
@@ -566,16 +505,24 @@ class HTTPModelClient:
                 self.url, content, headers, self.timeout, self.max_response_bytes
             )
         except httpx.HTTPError as exc:
-            clean = self._secrets.scrub(exc)
+            clean = self.secrets.scrub(exc)
             if clean is exc:
                 raise
             raise clean from None
 
-    def _status_error(self, response: Response) -> Exception:
+    def _signals(self, response: Response) -> CapacitySignals:
+        """The provider's `capacity_signals` of ``response``; a failing hook reads headers."""
+        try:
+            return self.capacity_signals(response.status_code, response.headers, response.content)
+        except Exception:  # a provider's bug must not turn an answer into an error
+            logger.warning("%s: capacity_signals failed; headers read instead", self.name)
+            return header_signals(response.headers)
+
+    def _status_error(self, response: Response, signals: CapacitySignals | None) -> Exception:
         status = response.status_code
         excerpt = self._excerpt(response)
-        if status in RETRYABLE_STATUSES or status >= 500:
-            wait = self._retry_after(response)
+        if is_retryable_status(status):
+            wait = signals.retry_after if signals is not None else None
             if wait is not None and wait > self.max_retry_after:
                 wait = None  # not honoured: the policy's backoff applies
             left = _time_left()
@@ -587,16 +534,15 @@ class HTTPModelClient:
                     f"the provider asked to wait {wait:g} s before retrying, longer than the "
                     f"{max(left, 0.0):.1f} s left before the timeout; not retried",
                 )
-            return _RetryableStatus(status, excerpt, wait)
-        return ModelHTTPError(status, self.name, excerpt, self._hint(status))
-
-    def _retry_after(self, response: Response) -> float | None:
-        """The wait a retryable answer asks for: its headers here; a provider may read its body."""
-        return parse_retry_after(response.headers)
+            return RetryableStatus(status, excerpt, wait)
+        hint = status_hint(
+            status, key_env=self.api_key_env, model=self.model, base_url=self.base_url
+        )
+        return ModelHTTPError(status, self.name, excerpt, hint)
 
     def _excerpt(self, response: Response) -> str:
         """The start of the body, secrets redacted (before cutting, so no half key shows)."""
-        text = _excerpt(self._secrets.redact(response.text))
+        text = excerpt(self.secrets.redact(response.text))
         if response.truncated:
             cap = f"max_response_bytes={self.max_response_bytes}"
             note = (
@@ -607,7 +553,7 @@ class HTTPModelClient:
             text = f"{text} {note}" if text else note
         return text
 
-    def _decode(self, response: Response) -> _Reply:
+    def _decode(self, response: Response) -> Reply:
         if response.truncated:
             raise self._too_large(response)
         try:
@@ -620,11 +566,11 @@ class HTTPModelClient:
                 f"object: {self._excerpt(response) or '(empty)'}"
             )
         try:
-            reply = self._parse(data)
+            reply = self.parse_reply(data)
         except (KeyError, IndexError, TypeError, ValueError) as exc:
             raise ModelResponseError(
                 f"{self.name}: the response is not a {self.provider} completion "
-                f"({self._secrets.redact(str(exc))}): {self._excerpt(response)}"
+                f"({self.secrets.redact(str(exc))}): {self._excerpt(response)}"
             ) from None
         for warning in reply.warnings:
             logger.warning("%s", warning)
@@ -644,32 +590,6 @@ class HTTPModelClient:
             limit=self.max_response_bytes,
         )
 
-    # -- hints ------------------------------------------------------------------------------------
-
-    def _hint(self, status: int) -> str:
-        if status == 401:
-            return f"authentication failed: check {self.api_key_env} / api_key"
-        if status == 403:
-            return "permission denied: check that the API key may use this model and endpoint"
-        if status == 404:
-            return f"not found: check the model name {self.model!r} and base_url {self.base_url!r}"
-        if status in (400, 422):
-            return (
-                "the request was rejected: check parameters (temperature, max_tokens, "
-                "extra_body) and response_schema"
-            )
-        if status == 413:
-            return "the request is too large: shorten the prompt"
-        return "the request was rejected and retrying will not help"
-
-    def _exhausted_hint(self, status: int, attempts: int) -> str:
-        tried = f"still HTTP {status} after {attempts} attempt{'s' if attempts != 1 else ''}"
-        if status == 429:
-            return f"{tried}: rate limited; lower RateLimit(rpm=..., tpm=...) or max_concurrency"
-        if status >= 500:
-            return f"{tried}: the server is failing; try later or allow more retry attempts"
-        return f"{tried}; try later or allow more retry attempts"
-
     # -- wire format (subclasses) -----------------------------------------------------------------
 
     def _request_headers(self) -> dict[str, str]:
@@ -681,28 +601,14 @@ class HTTPModelClient:
         merged = {"content-type": "application/json", "accept": "application/json"}
         if self._credentials is not None:
             merged["authorization"] = basic_authorization(*self._credentials)
-        merged.update(self._auth_headers())
+        merged.update(self.auth_headers())
         merged.update(self.extra_headers)
         return merged
-
-    def _auth_headers(self) -> dict[str, str]:
-        raise NotImplementedError
 
     def _cache_params(self) -> dict[str, Any]:
         return {"extra_body": self.extra_body}
 
-    def _body(
-        self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
-    ) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _parse(self, data: dict[str, Any]) -> _Reply:
-        raise NotImplementedError
-
-    def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _correction(self, reply: _Reply, problem: str) -> list[Message]:
+    def _correction(self, reply: Reply, problem: str) -> list[Message]:
         shown = reply.text.strip() or "(an empty answer)"
         return [
             Message(role="assistant", content=shown),
@@ -714,17 +620,3 @@ class HTTPModelClient:
                 ),
             ),
         ]
-
-
-def check_against_schema(value: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``value`` when it is an object that follows ``schema``.
-
-    Raises:
-        SchemaViolation: Listing what is wrong.
-    """
-    if not isinstance(value, dict):
-        raise SchemaViolation("the answer must be a JSON object")
-    errors = schema_errors(value, schema)
-    if errors:
-        raise SchemaViolation("the answer does not follow the schema: " + "; ".join(errors))
-    return value

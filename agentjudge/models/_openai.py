@@ -5,13 +5,24 @@ from __future__ import annotations
 from typing import Any, ClassVar, Unpack
 
 from agentjudge.core import Message
-from agentjudge.models._http import HTTPModelClient, _Reply, check_against_schema
+from agentjudge.models._batch_api import BatchAPI, OpenAIBatchAPI
+from agentjudge.models._http import HTTPModelClient
 from agentjudge.models._options import ClientKeywords
-from agentjudge.models._schema import decode_json_object, tool_name
-from agentjudge.models._types import ModelRequest, ModelResponse, TokenLogprob, Usage
-from agentjudge.models._usage import UsageReader
+from agentjudge.models._provider import Reply, reply_from
+from agentjudge.models._schema import tool_name
+from agentjudge.models._types import ModelRequest, ModelResponse, TokenLogprob
+from agentjudge.models._usage import read_usage
 
-__all__ = ["OpenAIChat"]
+__all__ = ["USAGE_FIELDS", "OpenAIChat", "read_logprobs"]
+
+USAGE_FIELDS = {
+    "input_tokens": "prompt_tokens",
+    "output_tokens": "completion_tokens",
+    "total_tokens": "total_tokens",
+    "reasoning_tokens": "completion_tokens_details.reasoning_tokens",
+    "cache_read_tokens": "prompt_tokens_details.cached_tokens",
+}
+"""Where a chat completion's ``usage`` holds each `Usage` count."""
 
 
 class OpenAIChat(HTTPModelClient):
@@ -63,18 +74,14 @@ class OpenAIChat(HTTPModelClient):
         super().__init__(model, **options)
         self.strict_schema = strict_schema
 
-    @property
-    def supports_batch(self) -> bool:
-        """The server speaks the OpenAI Batch API at ``base_url`` (`BatchCollector` can use it)."""
-        return True
-
-    def _auth_headers(self) -> dict[str, str]:
-        return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+    def batch_api(self) -> BatchAPI | None:
+        """The OpenAI Batch API (``/files`` + ``/batches``) at ``base_url``."""
+        return OpenAIBatchAPI(self.name, self.base_url, self._build_headers(), self.secrets)
 
     def _cache_params(self) -> dict[str, Any]:
         return {**super()._cache_params(), "strict": self.strict_schema}
 
-    def _body(
+    def request_body(
         self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -97,7 +104,7 @@ class OpenAIChat(HTTPModelClient):
         body.update(self.extra_body)
         return body
 
-    def _finish(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
+    def finish_response(self, request: ModelRequest, response: ModelResponse) -> ModelResponse:
         """Attach the token logprobs the request asked for (online and batch answers alike)."""
         if request.logprobs is None:
             return response
@@ -107,7 +114,8 @@ class OpenAIChat(HTTPModelClient):
         warning = f"{self.name}: no token logprobs in the answer: {problem}"
         return response.model_copy(update={"warnings": (*response.warnings, warning)})
 
-    def _parse(self, data: dict[str, Any]) -> _Reply:
+    def parse_reply(self, data: dict[str, Any]) -> Reply:
+        """``choices[0].message`` (text parts joined; a refusal is the text) and ``usage``."""
         choices = data["choices"]
         if not isinstance(choices, list) or not choices:
             raise ValueError("'choices' is empty")
@@ -122,49 +130,10 @@ class OpenAIChat(HTTPModelClient):
             raise TypeError("'choices[0].message.content' is not a string")
         refusal = message.get("refusal")
         text = content or (refusal if isinstance(refusal, str) else "") or ""
-        usage, warnings = self._usage(data.get("usage"))
-        billed = usage.total_tokens
-        if billed is None and usage.input_tokens is not None:
-            billed = usage.input_tokens + (usage.output_tokens or 0)
-        finish = choice.get("finish_reason")
-        model = data.get("model")
-        return _Reply(
-            text=text,
-            structured=None,
-            model=model if isinstance(model, str) else None,
-            finish_reason=finish if isinstance(finish, str) else None,
-            usage=usage,
-            raw=data,
-            billed_tokens=billed,
-            warnings=warnings,
+        usage = read_usage(self.name, data.get("usage"), "usage", USAGE_FIELDS)
+        return reply_from(
+            data, text, usage, model=data.get("model"), finish=choice.get("finish_reason")
         )
-
-    def _usage(self, raw: Any) -> tuple[Usage, tuple[str, ...]]:
-        if not isinstance(raw, dict):
-            return Usage(), ()
-        reader = UsageReader(self.name)
-        completion = raw.get("completion_tokens_details")
-        prompt = raw.get("prompt_tokens_details")
-        usage = Usage(
-            input_tokens=reader.count(raw.get("prompt_tokens"), "usage.prompt_tokens"),
-            output_tokens=reader.count(raw.get("completion_tokens"), "usage.completion_tokens"),
-            total_tokens=reader.count(raw.get("total_tokens"), "usage.total_tokens"),
-            reasoning_tokens=reader.count(
-                completion.get("reasoning_tokens"),
-                "usage.completion_tokens_details.reasoning_tokens",
-            )
-            if isinstance(completion, dict)
-            else None,
-            cache_read_tokens=reader.count(
-                prompt.get("cached_tokens"), "usage.prompt_tokens_details.cached_tokens"
-            )
-            if isinstance(prompt, dict)
-            else None,
-        )
-        return usage, tuple(reader.warnings)
-
-    def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
-        return check_against_schema(decode_json_object(reply.text), schema)
 
 
 _LOGPROB_SLACK = 1e-6

@@ -8,10 +8,13 @@ table has no price: its cost is None, never a guessed number.
 
 How a `Usage` becomes a cost (`ModelPrice.cost`):
 
-* OpenAI-style providers count cached prompt tokens inside ``input_tokens``: the uncached part
-  is billed at ``input``, the cached part (``cache_read_tokens``) at ``cached_input``.
-* Anthropic counts them apart: ``input_tokens`` at ``input``, ``cache_read_tokens`` at
-  ``cached_input`` and ``cache_creation_tokens`` at ``cache_write_input``.
+* Most providers (OpenAI, Gemini) count cached prompt tokens inside ``input_tokens``: the
+  uncached part is billed at ``input``, the cached part (``cache_read_tokens``) at
+  ``cached_input``.
+* A provider whose client class sets ``cache_tokens_apart`` (Anthropic; the registry answers,
+  see `agentjudge.models._registry.counts_cache_apart`) counts them apart: ``input_tokens`` at
+  ``input``, ``cache_read_tokens`` at ``cached_input`` and ``cache_creation_tokens`` at
+  ``cache_write_input``.
 * ``output_tokens`` (reasoning included, as both providers report it) at ``output``.
 * A missing ``cached_input`` bills cached tokens at ``input``; missing batch prices bill a batch
   call at the regular prices (both upper bounds). A usage without input or output counts, or
@@ -34,11 +37,20 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Val
 
 from agentjudge.models._types import ModelResponse, Usage
 
-__all__ = ["ModelPrice", "PriceTable", "price_problem", "prices", "response_cost"]
+__all__ = ["ModelPrice", "PriceTable", "cache_apart", "price_problem", "prices", "response_cost"]
 
 _PER_TOKEN = 1e-6
-_SEPARATE_CACHE_PROVIDERS = frozenset({"anthropic"})
-"""Providers whose ``input_tokens`` exclude cache reads and writes."""
+
+
+def cache_apart(client: str) -> bool:
+    """The provider of the client name ``client`` counts cache tokens apart from input ones.
+
+    Asked of the provider registry only when it matters (the caller has cache tokens), so
+    pricing a usage without them imports no client module.
+    """
+    from agentjudge.models._registry import counts_cache_apart
+
+    return counts_cache_apart(client.partition(":")[0])
 
 
 def _price(value: float) -> float:
@@ -105,8 +117,9 @@ class ModelPrice(BaseModel):
 
         Args:
             usage: The token counts of one call (or a sum of calls).
-            provider: ``"anthropic"`` counts cache tokens apart from ``input_tokens``; any
-                other provider counts them inside (OpenAI style).
+            provider: The provider prefix: one whose client class sets
+                ``cache_tokens_apart`` (``"anthropic"``) counts cache tokens apart from
+                ``input_tokens``; any other counts them inside (OpenAI style).
             batch: Price the call at the batch prices.
         """
         if usage.input_tokens is None or usage.output_tokens is None:
@@ -118,7 +131,7 @@ class ModelPrice(BaseModel):
         input_price = self.batch_input if batch and self.batch_input is not None else self.input
         output_price = self.batch_output if batch and self.batch_output is not None else self.output
         cached_price = self.cached_input if self.cached_input is not None else input_price
-        if provider in _SEPARATE_CACHE_PROVIDERS:
+        if (cache_read or cache_write) and cache_apart(provider):
             uncached = usage.input_tokens
         else:
             uncached = max(usage.input_tokens - cache_read, 0)

@@ -2,7 +2,10 @@
 
 `model_from_string` and the harness (``task = "openai:<model>"``) both read the registry, so a
 provider added here is known everywhere at once, and an unknown one is refused with the same
-message everywhere (naming the known providers), never tried as a Python module.
+message everywhere (naming the known providers), never tried as a Python module. It is the only
+list of providers: what else differs by provider (batch API, how prices count cache tokens, retry
+hints) is asked of the provider's class through the provider protocol
+(`agentjudge.models._provider`), never decided by its name elsewhere.
 
 A provider is one of:
 
@@ -34,6 +37,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "PROVIDERS",
     "OpenAIPreset",
+    "counts_cache_apart",
     "known_providers",
     "model_from_string",
     "provider_class",
@@ -162,6 +166,20 @@ def provider_factory(provider: str) -> Callable[..., HTTPModelClient] | None:
 
         return partial(OpenAICompatible, provider=provider, preset=entry)
     return entry
+
+
+def counts_cache_apart(provider: str) -> bool:
+    """The price key of ``provider``: its ``input_tokens`` exclude prompt-cache tokens.
+
+    Asked of the registered class (its ``cache_tokens_apart``, imported now); False for a name
+    that is no registered provider (e.g. a client given ``name=``) or whose entry point fails
+    to load: cache tokens are then read as counted inside ``input_tokens``, as most do.
+    """
+    try:
+        cls = provider_class(provider.lower())
+    except ValueError:
+        return False
+    return bool(getattr(cls, "cache_tokens_apart", False))
 
 
 def known_providers() -> tuple[str, ...]:

@@ -25,6 +25,7 @@ __all__ = [
     "SchemaViolation",
     "compiled_schema",
     "decode_json_object",
+    "plain_json",
     "schema_errors",
     "tool_name",
     "validator_errors",
@@ -32,6 +33,20 @@ __all__ = [
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?(.*?)\n?```$", re.DOTALL)
 _MAX_ERRORS = 5
+
+
+_LEAVES = (str, int, float, type(None))
+
+
+def plain_json(value: Any) -> Any:
+    """Mappings and sequences as plain dicts and lists (for json.dumps)."""
+    if isinstance(value, _LEAVES):  # most of a schema; far cheaper than the Mapping ABC check
+        return value
+    if isinstance(value, dict | Mapping):
+        return {str(k): plain_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain_json(v) for v in value]
+    return value
 
 
 class SchemaViolation(ValueError):

@@ -35,7 +35,7 @@ import anyio
 
 from agentjudge.core import Message
 from agentjudge.judging import SpendGate, SpendHold, add_queued
-from agentjudge.models._prices import _PER_TOKEN, _SEPARATE_CACHE_PROVIDERS, prices
+from agentjudge.models._prices import _PER_TOKEN, cache_apart, prices
 from agentjudge.models._types import Usage
 
 __all__ = [
@@ -239,8 +239,8 @@ class _Answer(Protocol):
 def _input_total(client: str, usage: Usage) -> int | None:
     if usage.input_tokens is None:
         return None
-    if client.partition(":")[0].lower() in _SEPARATE_CACHE_PROVIDERS:
-        cached = (usage.cache_read_tokens or 0) + (usage.cache_creation_tokens or 0)
+    cached = (usage.cache_read_tokens or 0) + (usage.cache_creation_tokens or 0)
+    if cached and cache_apart(client):
         return usage.input_tokens + cached
     return usage.input_tokens
 

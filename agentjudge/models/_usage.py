@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from agentjudge.models._types import MAX_TOKEN_COUNT, Usage
 
-__all__ = ["UsageReader", "add_usage"]
+__all__ = ["UsageReader", "add_usage", "read_usage"]
 
 
 class UsageReader:
@@ -33,6 +34,30 @@ class UsageReader:
             "0..2**53-1); it was dropped from the usage"
         )
         return None
+
+
+def read_usage(
+    client: str, raw: Any, where: str, fields: Mapping[str, str]
+) -> tuple[Usage, tuple[str, ...]]:
+    """A provider's usage object ``raw`` as a `Usage`, and the warnings of reading it.
+
+    Args:
+        client: The client's name (in warnings).
+        raw: The usage object of the answer (anything but a dict: an empty `Usage`).
+        where: Its key in the answer (``"usage"``, ``"usageMetadata"``), for warnings.
+        fields: `Usage` field -> the dotted path of its count in ``raw``, e.g.
+            ``{"reasoning_tokens": "completion_tokens_details.reasoning_tokens"}``.
+    """
+    if not isinstance(raw, dict):
+        return Usage(), ()
+    reader = UsageReader(client)
+    counts: dict[str, int | None] = {}
+    for field, path in fields.items():
+        value: Any = raw
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        counts[field] = reader.count(value, f"{where}.{path}")
+    return Usage(**counts), tuple(reader.warnings)
 
 
 def add_usage(a: Usage | None, b: Usage, warnings: list[str]) -> Usage:

@@ -96,7 +96,7 @@ async def test_expired_and_errored_items_become_error_results(tmp_path: Path) ->
     ):
         judge = LLMJudge("correct", bc, TEMPLATE)
         requests = [judge.build_request(f"prompt {i}") for i in range(3)]
-        ids = [bc.client._body(r, list(r.messages), None) for r in requests]
+        ids = [bc.client.request_body(r, list(r.messages), None) for r in requests]
         server.batches.expire = {custom_id(ids[0])}
         server.batches.fail = {custom_id(ids[1])}
         outcomes: dict[int, Any] = {}
@@ -139,7 +139,9 @@ async def test_retry_online_answers_an_expired_item(tmp_path: Path) -> None:
         ) as bc,
     ):
         request = ModelRequest.model_validate({"messages": [{"role": "user", "content": "hi"}]})
-        server.batches.expire = {custom_id(model._body(request, list(request.messages), None))}
+        server.batches.expire = {
+            custom_id(model.request_body(request, list(request.messages), None))
+        }
         response = await bc.complete(request)
     assert response.text == "Answer: YES"
     assert response.batch is False  # answered online: online prices
@@ -192,7 +194,7 @@ def test_bad_options_are_refused() -> None:
         BatchCollector(model, state_path="x.json", max_batch_size=0)
     with pytest.raises(ValueError, match="poll_interval must be a finite number > 0"):
         BatchCollector(model, state_path="x.json", poll_interval=float("nan"))
-    with pytest.raises(TypeError, match="wraps an OpenAIChat or AnthropicMessages"):
+    with pytest.raises(TypeError, match="wraps an HTTPModelClient"):
         BatchCollector(object(), state_path="x.json")  # type: ignore[arg-type]
 
 
@@ -219,7 +221,7 @@ async def test_a_saved_batch_the_provider_does_not_know_fails_at_once(tmp_path: 
         FakeModelServer() as server,
         OpenAIChat("m", base_url=server.base_url, api_key="k") as model,
     ):
-        cid = custom_id(model._body(request, list(request.messages), None))
+        cid = custom_id(model.request_body(request, list(request.messages), None))
         saved = {"client": "openai:m", "batches": [{"id": "batch_gone", "custom_ids": [cid]}]}
         (tmp_path / "b.json").write_text(json.dumps(saved))
         options = {**FAST, "poll_interval": 30.0, "max_poll_errors": 1000}
@@ -297,7 +299,9 @@ async def test_a_budget_counts_an_online_retry_once(tmp_path: Path) -> None:
         ) as bc,
     ):
         request = ModelRequest.model_validate({"messages": [{"role": "user", "content": "hi"}]})
-        server.batches.expire = {custom_id(model._body(request, list(request.messages), None))}
+        server.batches.expire = {
+            custom_id(model.request_body(request, list(request.messages), None))
+        }
         token = spend_gate.set(budget.gate("j"))
         try:
             response = await bc.complete(request)

@@ -128,7 +128,9 @@ async def test_a_repeated_identical_call_is_its_own_item(tmp_path: Path) -> None
             tg.start_soon(ask)
             tg.start_soon(ask)
     [(_, ids)] = server.batches.created
-    assert ids[0] == custom_id(model._body(request, list(request.messages), None))  # as before
+    assert ids[0] == custom_id(
+        model.request_body(request, list(request.messages), None)
+    )  # as before
     assert len(set(ids)) == 2
     assert sorted(texts) == ["first", "second"]
 

@@ -23,7 +23,12 @@ from agentjudge.core import Message
 from agentjudge.exceptions import ModelHTTPError
 from agentjudge.models import ModelRequest, OpenAIChat, RetryPolicy
 from agentjudge.models._adaptive import MAX_RATE, MIN_RATE, AdaptiveController, feedback
-from agentjudge.models._headers import parse_rate_hints, parse_reset, parse_retry_after
+from agentjudge.models._headers import (
+    header_signals,
+    parse_rate_hints,
+    parse_reset,
+    parse_retry_after,
+)
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 FAST = RetryPolicy(attempts=3, initial_delay=0.01, max_delay=0.02)
@@ -165,7 +170,7 @@ def test_arbitrary_answers_never_wedge_the_controller(
                 longest = max(longest, begun - asked)
                 sent += 1
                 await anyio.sleep(0.02)  # the provider answers
-                feedback(control, begun, status, headers, MAX_WAIT)
+                feedback(control, begun, status, header_signals(headers), MAX_WAIT)
                 assert control.rate is None or MIN_RATE <= control.rate <= MAX_RATE
                 assert 1 <= control.window <= control.ceiling
 
@@ -194,7 +199,7 @@ def test_a_header_paces_requests_at_most_5_s_apart() -> None:
         for _ in range(4):
             begun = await control.admit()
             starts.append(begun)
-            feedback(control, begun, 200, slow, MAX_WAIT)
+            feedback(control, begun, 200, header_signals(slow), MAX_WAIT)
         assert control.rate == MIN_RATE
         return starts
 
