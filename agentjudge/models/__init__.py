@@ -1,4 +1,4 @@
-"""Model clients over httpx: OpenAI-compatible and Anthropic, retries, rate limits, cache.
+"""Model clients over httpx, one protocol per provider; retries, rate limits, cache.
 
 ```python
 from agentjudge.models import OpenAIChat, ModelRequest, RateLimit, SqliteCache
@@ -6,6 +6,9 @@ from agentjudge.models import OpenAIChat, ModelRequest, RateLimit, SqliteCache
 async with OpenAIChat("gpt-4o-mini", rate_limit=RateLimit(rpm=500)) as model:
     response = await model.complete(ModelRequest(messages=[...]))
 ```
+
+A provider is one `HTTPModelClient` subclass implementing the provider protocol (`Reply`,
+`reply_from`, `read_usage`, `CapacitySignals`, `BatchAPI`: see docs/how-to/providers.md).
 
 The value types (`ModelRequest`, `ModelResponse`, `Usage`, `ModelClient`), prices, rate limits
 and the cache load without the HTTP stack; the clients (and everything that needs httpx or
@@ -20,6 +23,7 @@ from agentjudge._lazy import lazy_attribute
 from agentjudge._retry import RetryPolicy
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 from agentjudge.models._cache import SqliteCache
+from agentjudge.models._headers import CapacitySignals, header_signals
 from agentjudge.models._prices import ModelPrice, PriceTable, prices, response_cost
 from agentjudge.models._ratelimit import RateLimit
 from agentjudge.models._types import (
@@ -29,21 +33,38 @@ from agentjudge.models._types import (
     TokenLogprob,
     Usage,
 )
+from agentjudge.models._usage import read_usage
 
 if TYPE_CHECKING:
     from agentjudge.models._anthropic import AnthropicMessages
     from agentjudge.models._azure import AzureOpenAIChat
     from agentjudge.models._batch import BatchCollector
+    from agentjudge.models._batch_api import (
+        AnthropicBatchAPI,
+        BatchAPI,
+        OpenAIBatchAPI,
+        PollResult,
+        Results,
+    )
     from agentjudge.models._compatible import OpenAICompatible
     from agentjudge.models._gemini import GeminiChat
-    from agentjudge.models._http import ResponseTooLarge, default_transport
+    from agentjudge.models._http import HTTPModelClient, ResponseTooLarge, default_transport
     from agentjudge.models._openai import OpenAIChat
     from agentjudge.models._options import DEFAULT_MAX_RESPONSE_BYTES, ClientOptions
+    from agentjudge.models._provider import Reply, reply_from
     from agentjudge.models._registry import OpenAIPreset, known_providers, model_from_string
 
 # Names whose modules import httpx / aiohttp: loaded on first access.
 _LAZY: dict[str, str] = {
     "AnthropicMessages": "agentjudge.models._anthropic",
+    "AnthropicBatchAPI": "agentjudge.models._batch_api",
+    "BatchAPI": "agentjudge.models._batch_api",
+    "HTTPModelClient": "agentjudge.models._http",
+    "OpenAIBatchAPI": "agentjudge.models._batch_api",
+    "PollResult": "agentjudge.models._batch_api",
+    "Reply": "agentjudge.models._provider",
+    "Results": "agentjudge.models._batch_api",
+    "reply_from": "agentjudge.models._provider",
     "AzureOpenAIChat": "agentjudge.models._azure",
     "BatchCollector": "agentjudge.models._batch",
     "ClientOptions": "agentjudge.models._options",
@@ -69,11 +90,15 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "AnthropicBatchAPI",
     "AnthropicMessages",
     "AzureOpenAIChat",
+    "BatchAPI",
     "BatchCollector",
+    "CapacitySignals",
     "ClientOptions",
     "GeminiChat",
+    "HTTPModelClient",
     "ModelClient",
     "ModelError",
     "ModelHTTPError",
@@ -81,19 +106,26 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelResponseError",
+    "OpenAIBatchAPI",
     "OpenAIChat",
     "OpenAICompatible",
     "OpenAIPreset",
+    "PollResult",
     "PriceTable",
     "RateLimit",
+    "Reply",
     "ResponseTooLarge",
+    "Results",
     "RetryPolicy",
     "SqliteCache",
     "TokenLogprob",
     "Usage",
     "default_transport",
+    "header_signals",
     "known_providers",
     "model_from_string",
     "prices",
+    "read_usage",
+    "reply_from",
     "response_cost",
 ]

@@ -75,7 +75,7 @@ class AnthropicMessages(HTTPModelClient):
 
     def batch_api(self) -> BatchAPI | None:
         """Message Batches (``/messages/batches``) at ``base_url``."""
-        return AnthropicBatchAPI(self.name, self.base_url, self._build_headers(), self.secrets)
+        return AnthropicBatchAPI.of(self)
 
     def _cache_params(self) -> dict[str, Any]:
         return {**super()._cache_params(), "max_tokens": self.max_tokens}

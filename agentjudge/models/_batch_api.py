@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import httpx
 
 from agentjudge.exceptions import ModelError, ModelHTTPError
 from agentjudge.models._secrets import Secrets
+
+if TYPE_CHECKING:
+    from agentjudge.models._http import HTTPModelClient
 
 __all__ = [
     "AnthropicBatchAPI",
@@ -93,6 +96,10 @@ class PollResult:
 class BatchAPI:
     """One provider's batch endpoints, spoken over an `httpx.AsyncClient`.
 
+    A provider's ``batch_api()`` returns one (usually ``SomeBatchAPI.of(self)``); a new
+    provider's adapter subclasses it and defines `submit`, `poll` and `results` (and
+    `sample_body` / `missing_reason` where the defaults do not fit).
+
     Args:
         name: The model client name (in error texts).
         base_url: The API root, e.g. ``https://api.openai.com/v1``.
@@ -107,6 +114,11 @@ class BatchAPI:
         self.base_url = base_url
         self.headers = {k: v for k, v in headers.items() if k.lower() != "content-type"}
         self.secrets = secrets
+
+    @classmethod
+    def of(cls, client: HTTPModelClient) -> Self:
+        """The adapter for ``client``: its name, ``base_url``, request headers and secrets."""
+        return cls(client.name, client.base_url, client.request_headers, client.secrets)
 
     async def submit(self, http: httpx.AsyncClient, items: list[tuple[str, dict[str, Any]]]) -> str:
         """Create a batch of ``items`` and return its id."""

@@ -597,6 +597,14 @@ class HTTPModelClient(ProviderHooks):
             self._header_cache = self._build_headers()
         return self._header_cache
 
+    @property
+    def request_headers(self) -> dict[str, str]:
+        """The headers every request sends (a copy): content type, authentication, ``headers=``.
+
+        A provider's batch adapter sends them too (`BatchAPI.of`); they hold the secrets.
+        """
+        return dict(self._request_headers())
+
     def _build_headers(self) -> dict[str, str]:
         merged = {"content-type": "application/json", "accept": "application/json"}
         if self._credentials is not None:

@@ -76,7 +76,7 @@ class OpenAIChat(HTTPModelClient):
 
     def batch_api(self) -> BatchAPI | None:
         """The OpenAI Batch API (``/files`` + ``/batches``) at ``base_url``."""
-        return OpenAIBatchAPI(self.name, self.base_url, self._build_headers(), self.secrets)
+        return OpenAIBatchAPI.of(self)
 
     def _cache_params(self) -> dict[str, Any]:
         return {**super()._cache_params(), "strict": self.strict_schema}

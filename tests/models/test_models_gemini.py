@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
+import anyio
 import pytest
 
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelHTTPError
 from agentjudge.models import GeminiChat, ModelRequest, RetryPolicy, model_from_string
 from agentjudge.models._gemini import gemini_retry_delay, gemini_schema
+from agentjudge.testing._fake_gemini import gemini_error
 from agentjudge.testing._fake_server import FakeModelServer, FakeRateLimit, FakeResponse
 
 FAST = RetryPolicy(attempts=3, initial_delay=0.01, max_delay=0.02)
@@ -142,3 +146,79 @@ async def test_gemini_errors_are_redacted_with_a_hint() -> None:
     text = str(caught.value)
     assert key not in text and "[REDACTED]" in text
     assert "INVALID_ARGUMENT" in text
+
+
+# -- RetryInfo in the error body feeds the adaptive controller ------------------------------------
+
+
+def _retry_info(delay: str) -> bytes:
+    detail = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
+    error = {"code": 429, "message": "quota", "status": "RESOURCE_EXHAUSTED", "details": [detail]}
+    return json.dumps({"error": error}).encode()
+
+
+async def test_a_retry_info_wait_pauses_every_request_of_the_client() -> None:
+    """A 429 whose RetryInfo asks for 7 s (no header) pauses the whole client: with 2 s left,
+    the next call is not sent and its error names the provider's wait."""
+    async with FakeModelServer(FakeResponse(text="fine")) as server:
+        server.enqueue(FakeResponse(status=429, raw_body=gemini_error(429, "quota", 7.0)))
+        async with GeminiChat(
+            "gemini-2.5-flash", base_url=f"{server.url}/v1beta", api_key="g-123456789", retry=FAST
+        ) as model:
+            with anyio.fail_after(2):
+                with pytest.raises(ModelHTTPError, match="asked to wait 7 s"):
+                    await model.complete(ask())
+                with pytest.raises(ModelHTTPError) as paused:
+                    await model.complete(ask())
+    assert len(server.requests) == 1  # the second call waited for the shared pause: not sent
+    assert paused.value.status_code == 429
+    assert "the wait the provider asked for" in str(paused.value)
+
+
+async def test_a_retry_info_wait_longer_than_max_retry_after_is_not_honoured() -> None:
+    """RetryInfo 7 s with max_retry_after=1: the backoff applies, the retry is answered."""
+    async with FakeModelServer(FakeResponse(text="fine")) as server:
+        server.enqueue(FakeResponse(status=429, raw_body=_retry_info("7s")))
+        async with GeminiChat(
+            "m",
+            base_url=f"{server.url}/v1beta",
+            api_key="g-123456789",
+            retry=FAST,
+            max_retry_after=1.0,
+        ) as model:
+            with anyio.fail_after(5):
+                response = await model.complete(ask())
+    assert response.text == "fine"
+    assert response.attempts == 2
+
+
+@pytest.mark.parametrize(
+    ("delay", "seconds"),
+    [("7s", 7.0), ("0.5s", 0.5), ("1.000000001s", 1.000000001), ("0s", 0.0)],
+)
+def test_retry_info_reads_canonical_durations(delay: str, seconds: float) -> None:
+    """google.protobuf.Duration in JSON: digits, up to 9 fractional digits, 's'."""
+    assert gemini_retry_delay(_retry_info(delay)) == seconds
+
+
+@pytest.mark.parametrize(
+    "delay",
+    ["1e3s", "-1s", "+5s", " 5s", "5 s", "5", "5.s", "infs", "nans", "5ms", 7, None, "1_0s"],
+)
+def test_retry_info_refuses_what_is_not_a_duration(delay: object) -> None:
+    """Signs, exponents, blanks, other units and non-strings are no delay (None)."""
+    detail = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}
+    body = json.dumps({"error": {"code": 429, "details": [detail]}}).encode()
+    assert gemini_retry_delay(body) is None
+
+
+def test_retry_info_needs_the_exact_type_and_one_delay() -> None:
+    """Another @type, two RetryInfo details that disagree, or a non-JSON body read as None."""
+    other = {"@type": "type.googleapis.com/evil.rpc.RetryInfo", "retryDelay": "5s"}
+    body = json.dumps({"error": {"details": [other]}}).encode()
+    assert gemini_retry_delay(body) is None
+    one = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "5s"}
+    two = {**one, "retryDelay": "9s"}
+    assert gemini_retry_delay(json.dumps({"error": {"details": [one, two]}}).encode()) is None
+    assert gemini_retry_delay(json.dumps({"error": {"details": [one, one]}}).encode()) == 5.0
+    assert gemini_retry_delay(b"\xff not json") is None
