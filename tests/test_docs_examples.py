@@ -42,6 +42,7 @@ FILE_TESTS = {
     "docs/how-to/offline-evaluation.md": "tests/harness/test_harness_model_clients.py",
     "docs/how-to/offline-llm-suite.md": "tests/test_docs_offline_llm.py",
     "docs/how-to/pytest.md": "tests/testing_plugin/test_pytest_xdist.py",
+    "docs/how-to/providers.md": "tests/harness/test_harness_provider_plugin.py",
 }
 
 
