@@ -1,10 +1,11 @@
 """Model prices: `ModelPrice`, `PriceTable` and the process-wide table `prices`.
 
 Prices are US dollars per million tokens. The package ships a dated table
-(``agentjudge/models/prices.json``, see `PriceTable.as_of`); a user overrides or extends it
-from a file (`PriceTable.load`, same shape as the shipped file, JSON or TOML) or from code
-(``prices.set("openai:gpt-4o-mini", input=0.15, output=0.60)``). A model that is not in the
-table has no price: its cost is None, never a guessed number.
+(``agentjudge/models/prices.json``: `PriceTable.as_of`, and per provider the date its prices
+were read, `PriceTable.read_on`; a provider or model that is not in it has an unknown price);
+a user overrides or extends it from a file (`PriceTable.load`, same shape as the shipped file,
+JSON or TOML) or from code (``prices.set("openai:gpt-4o-mini", input=0.15, output=0.60)``). A
+model that is not in the table has no price: its cost is None, never a guessed number.
 
 How a `Usage` becomes a cost (`ModelPrice.cost`):
 
@@ -166,6 +167,7 @@ class _TableFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     as_of: str | None = None
+    read: dict[str, str] = {}
     currency: str = "USD"
     unit: str = "per million tokens"
     sources: list[str] = []
@@ -186,6 +188,8 @@ class PriceTable:
         models: Name -> `ModelPrice` (or a mapping of its fields).
         aliases: Name -> the name whose price it uses (e.g. a dated snapshot -> its family).
         as_of: The date the prices were checked (ISO ``YYYY-MM-DD``), when known.
+        read: Provider prefix -> the date its prices were read, where it differs from
+            ``as_of`` (see `read_on`).
 
     Raises:
         ValueError: A blank name, an invalid price, or an alias to an unknown name.
@@ -197,8 +201,11 @@ class PriceTable:
         *,
         aliases: Mapping[str, str] | None = None,
         as_of: str | None = None,
+        read: Mapping[str, str] | None = None,
     ) -> None:
         self.as_of = as_of
+        self.read = {str(k).lower(): str(v) for k, v in (read or {}).items()}
+        """Provider prefix -> the date its prices were read."""
         self._models: dict[str, ModelPrice] = {}
         self._aliases: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -246,7 +253,7 @@ class PriceTable:
                 '"output": USD, ...}}, "aliases": {...}}'
             ) from None
         try:
-            return cls(shape.models, aliases=shape.aliases, as_of=shape.as_of)
+            return cls(shape.models, aliases=shape.aliases, as_of=shape.as_of, read=shape.read)
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
 
@@ -298,6 +305,7 @@ class PriceTable:
             self.alias(alias, target)
         if other.as_of is not None:
             self.as_of = other.as_of
+        self.read.update(other.read)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -312,6 +320,16 @@ class PriceTable:
         if price is None and name in self._aliases:
             price = self._models.get(self._aliases[name])
         return price
+
+    def read_on(self, name: str) -> str | None:
+        """The date the prices of ``name``'s provider were read (``"gemini:..."``), else `as_of`.
+
+        Examples:
+            >>> table = PriceTable(as_of="2025-10-15", read={"gemini": "2026-11-26"})
+            >>> table.read_on("gemini:gemini-2.5-flash"), table.read_on("openai:gpt-4o")
+            ('2026-11-26', '2025-10-15')
+        """
+        return self.read.get(name.partition(":")[0].lower(), self.as_of)
 
     def lookup(self, client: str, model: str | None = None) -> ModelPrice | None:
         """The price for a call of the client ``client`` answered by ``model``.

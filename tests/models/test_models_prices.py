@@ -212,3 +212,38 @@ async def test_cache_hit_costs_nothing_and_bills_no_tokens(tmp_path: Path) -> No
     assert second.metadata["cached"] is True
     assert second.metadata["cost_usd"] == 0.0
     assert second.metadata["usage"] == {"input_tokens": 0, "output_tokens": 0}
+
+
+def test_the_shipped_table_dates_each_providers_prices() -> None:
+    """Gemini's prices carry the date they were read; OpenAI's and Anthropic's theirs."""
+    table = PriceTable.default()
+    assert table.read_on("gemini:gemini-2.5-flash") == "2026-11-26"
+    assert table.read_on("openai:gpt-4o") == table.read_on("anthropic:x") == "2025-10-15"
+    flash = table.get("gemini:gemini-2.5-flash")
+    assert flash is not None and (flash.input, flash.output) == (0.3, 2.5)
+    assert flash.batch_input == 0.15 and flash.batch_output == 1.25
+    assert "gemini:gemini-2.5-flash-lite" in table
+
+
+def test_unconfirmed_prices_are_unknown_not_guessed() -> None:
+    """Gemini 2.5 Pro (tiered by prompt length) and the presets have no shipped price."""
+    table = PriceTable.default()
+    usage = Usage(input_tokens=1000, output_tokens=100)
+    assert table.cost("gemini:gemini-2.5-pro", usage) is None
+    for name in ("deepseek:deepseek-chat", "groq:llama-3.1-8b-instant", "mistral:mistral-small"):
+        assert table.cost(name, usage) is None
+
+
+def test_a_price_file_may_date_providers_apart(tmp_path: Path) -> None:
+    """A price file's 'read' dates a provider's prices; update() carries them over."""
+    path = tmp_path / "p.json"
+    path.write_text(
+        '{"as_of": "2030-01-01", "read": {"Acme": "2030-02-02"}, '
+        '"models": {"acme:m": {"input": 1, "output": 2}}}'
+    )
+    loaded = PriceTable.load(path)
+    assert loaded.read_on("acme:m") == "2030-02-02"
+    assert loaded.read_on("other:m") == "2030-01-01"
+    table = PriceTable(as_of="2020-01-01")
+    table.update(loaded)
+    assert table.read_on("acme:m") == "2030-02-02"
