@@ -14,15 +14,30 @@ import os
 from typing import ClassVar, Unpack
 from urllib.parse import quote
 
-from agentjudge.models._batch_api import BatchAPI
+from agentjudge.models._batch_api import BatchAPI, OpenAIBatchAPI
 from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._options import ClientKeywords
 
-__all__ = ["DEFAULT_AZURE_API_VERSION", "AzureOpenAIChat"]
+__all__ = ["DEFAULT_AZURE_API_VERSION", "AzureBatchAPI", "AzureOpenAIChat"]
 
 DEFAULT_AZURE_API_VERSION = "2024-10-21"
 """The ``api-version`` used when neither ``api_version=`` nor ``OPENAI_API_VERSION`` is set (a
 generally available data-plane version that supports JSON-schema structured output)."""
+
+
+class AzureBatchAPI(OpenAIBatchAPI):
+    """The OpenAI Batch API as Azure serves it: ``{endpoint}/openai/...?api-version=...``.
+
+    Lines and the batch name ``/chat/completions`` as their endpoint (no ``/v1``).
+    """
+
+    endpoint = "/chat/completions"
+    api_version = DEFAULT_AZURE_API_VERSION
+    """The ``api-version`` query parameter (the client's)."""
+
+    def url(self, path: str) -> str:
+        """``{endpoint}/openai{path}?api-version=...``."""
+        return f"{self.base_url}/openai{path}?api-version={quote(self.api_version, safe='')}"
 
 
 class AzureOpenAIChat(OpenAIChat):
@@ -81,8 +96,15 @@ class AzureOpenAIChat(OpenAIChat):
         )
 
     def batch_api(self) -> BatchAPI | None:
-        """None: Azure's batch API lives at other paths than OpenAI's (not supported yet)."""
-        return None
+        """Azure OpenAI's Batch API (``/openai/files`` + ``/openai/batches``, ``api-version``).
+
+        The requests go to this client's deployment, which must be a batch deployment (Azure's
+        "Global Batch" or "Data Zone Batch" type); a standard deployment's batch is refused by
+        Azure, and that error reaches every request of the batch.
+        """
+        api = AzureBatchAPI.of(self)
+        api.api_version = self.api_version
+        return api
 
     @property
     def missing_key(self) -> str | None:

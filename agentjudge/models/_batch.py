@@ -426,7 +426,9 @@ class BatchCollector:
             try:
                 polled = await self._api.poll(self._http, saved.id)
                 if polled.ended:
-                    results = await self._api.results(self._http, saved.id, polled.info)
+                    results = await self._api.results(
+                        self._http, saved.id, polled.info, saved.custom_ids
+                    )
                     break
             except Exception as exc:
                 errors += 1

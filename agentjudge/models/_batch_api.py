@@ -14,7 +14,7 @@ request goes only to the client's own ``base_url`` (the Anthropic results too: t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 import httpx
@@ -129,9 +129,17 @@ class BatchAPI:
         raise NotImplementedError
 
     async def results(
-        self, http: httpx.AsyncClient, batch_id: str, info: dict[str, Any]
+        self,
+        http: httpx.AsyncClient,
+        batch_id: str,
+        info: dict[str, Any],
+        custom_ids: Sequence[str] = (),
     ) -> Results:
-        """The outcome of every request of an ended batch that the provider reports."""
+        """The outcome of every request of an ended batch that the provider reports.
+
+        ``custom_ids`` are the batch's items in the order they were submitted (for a provider
+        that answers by position).
+        """
         raise NotImplementedError
 
     def sample_body(self, body: dict[str, Any], sample_index: int) -> dict[str, Any]:
@@ -169,9 +177,17 @@ class BatchAPI:
 
 
 class OpenAIBatchAPI(BatchAPI):
-    """``POST /files`` (JSONL upload) + ``POST /batches``; results from the output/error files."""
+    """``POST /files`` (JSONL upload) + ``POST /batches``; results from the output/error files.
+
+    Azure OpenAI speaks the same API at other paths: it overrides `url` and `endpoint`.
+    """
 
     endpoint = "/v1/chat/completions"
+    """The batch's ``endpoint`` and each line's ``url``."""
+
+    def url(self, path: str) -> str:
+        """The URL of ``path`` (``/files``, ``/batches/{id}``...) of this API."""
+        return f"{self.base_url}{path}"
 
     async def submit(self, http: httpx.AsyncClient, items: list[tuple[str, dict[str, Any]]]) -> str:
         """Upload the requests as JSONL with their custom ids, then create the batch."""
@@ -183,14 +199,14 @@ class OpenAIBatchAPI(BatchAPI):
         uploaded = await self._json(
             http,
             "POST",
-            f"{self.base_url}/files",
+            self.url("/files"),
             files={"file": ("agentjudge-batch.jsonl", data, "application/jsonl")},
             data={"purpose": "batch"},
         )
         batch = await self._json(
             http,
             "POST",
-            f"{self.base_url}/batches",
+            self.url("/batches"),
             json={
                 "input_file_id": uploaded["id"],
                 "endpoint": self.endpoint,
@@ -201,12 +217,16 @@ class OpenAIBatchAPI(BatchAPI):
 
     async def poll(self, http: httpx.AsyncClient, batch_id: str) -> PollResult:
         """``GET /batches/{id}``: ended when completed, failed, expired or cancelled."""
-        info = await self._json(http, "GET", f"{self.base_url}/batches/{batch_id}")
+        info = await self._json(http, "GET", self.url(f"/batches/{batch_id}"))
         status = str(info.get("status"))
         return PollResult(status in ("completed", "failed", "expired", "cancelled"), status, info)
 
     async def results(
-        self, http: httpx.AsyncClient, batch_id: str, info: dict[str, Any]
+        self,
+        http: httpx.AsyncClient,
+        batch_id: str,
+        info: dict[str, Any],
+        custom_ids: Sequence[str] = (),
     ) -> Results:
         """Read the output file (answers) and the error file (reasons)."""
         results = Results()
@@ -214,7 +234,7 @@ class OpenAIBatchAPI(BatchAPI):
             file_id = info.get(key)
             if not file_id:
                 continue
-            response = await self._call(http, "GET", f"{self.base_url}/files/{file_id}/content")
+            response = await self._call(http, "GET", self.url(f"/files/{file_id}/content"))
             for cid, line in results.lines(response.text):
                 results.add(cid, self._outcome(batch_id, cid, line))
         return results
@@ -269,7 +289,11 @@ class AnthropicBatchAPI(BatchAPI):
         return PollResult(status == "ended", status, info)
 
     async def results(
-        self, http: httpx.AsyncClient, batch_id: str, info: dict[str, Any]
+        self,
+        http: httpx.AsyncClient,
+        batch_id: str,
+        info: dict[str, Any],
+        custom_ids: Sequence[str] = (),
     ) -> Results:
         """Read the results: succeeded answers, or errored/expired/canceled reasons.
 

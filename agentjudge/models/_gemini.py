@@ -14,11 +14,14 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
-from typing import Any, ClassVar, Unpack
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Self, Unpack
 from urllib.parse import quote
 
+import httpx
+
 from agentjudge.core import Message
+from agentjudge.models._batch_api import BatchAPI, PollResult, Results
 from agentjudge.models._headers import CapacitySignals, header_signals
 from agentjudge.models._http import HTTPModelClient
 from agentjudge.models._options import ClientKeywords
@@ -26,7 +29,7 @@ from agentjudge.models._provider import Reply, reply_from
 from agentjudge.models._types import ModelRequest
 from agentjudge.models._usage import read_usage
 
-__all__ = ["GeminiChat", "gemini_retry_delay", "gemini_schema"]
+__all__ = ["GeminiBatchAPI", "GeminiChat", "gemini_retry_delay", "gemini_schema"]
 
 _SCHEMA_KEYS = frozenset(
     {
@@ -147,6 +150,113 @@ def gemini_retry_delay(body: bytes) -> float | None:
     return delays.pop() if len(delays) == 1 else None
 
 
+_BATCH_NAME = re.compile(r"batches/[A-Za-z0-9_-]{1,200}")
+_ENDED = frozenset(
+    {"BATCH_STATE_SUCCEEDED", "BATCH_STATE_FAILED", "BATCH_STATE_CANCELLED", "BATCH_STATE_EXPIRED"}
+)
+
+
+class GeminiBatchAPI(BatchAPI):
+    """Gemini batch mode: ``models/{model}:batchGenerateContent`` with inline requests.
+
+    Each item is an ``InlinedRequest`` (the ``generateContent`` body and ``metadata.key`` = its
+    custom id); the batch is a long-running operation polled at ``batches/{id}`` until it is
+    done (``metadata.state`` ``BATCH_STATE_SUCCEEDED``, ``_FAILED``, ``_CANCELLED`` or
+    ``_EXPIRED``). Its ``response.inlinedResponses.inlinedResponses`` come back in the order of
+    the requests, each a ``GenerateContentResponse`` or an ``error`` (a ``google.rpc.Status``);
+    a response's ``metadata.key`` is used when the API echoes it, else its position. Inline
+    requests are limited to 20 MB per batch by the API: keep ``max_batch_size`` modest.
+    """
+
+    model = ""
+    """The model id (the client's)."""
+
+    @classmethod
+    def of(cls, client: HTTPModelClient) -> Self:
+        """The adapter for ``client`` and its model."""
+        api = super().of(client)
+        api.model = client.model
+        return api
+
+    async def submit(self, http: httpx.AsyncClient, items: list[tuple[str, dict[str, Any]]]) -> str:
+        """Create the batch; its id is the operation's ``batches/...`` name."""
+        requests = [{"request": body, "metadata": {"key": cid}} for cid, body in items]
+        batch = {"displayName": "agentjudge", "inputConfig": {"requests": {"requests": requests}}}
+        url = f"{self.base_url}/models/{quote(self.model, safe='-._~')}:batchGenerateContent"
+        operation = await self._json(http, "POST", url, json={"batch": batch})
+        name = operation.get("name")
+        if not isinstance(name, str) or not _BATCH_NAME.fullmatch(name):
+            raise ValueError(f"the batch operation has no batches/<id> name: {name!r}")
+        return name
+
+    async def poll(self, http: httpx.AsyncClient, batch_id: str) -> PollResult:
+        """``GET batches/{id}``: ended when the operation is done or its state is final."""
+        if not _BATCH_NAME.fullmatch(batch_id):
+            raise ValueError(f"not a Gemini batch name: {batch_id!r}")
+        info = await self._json(http, "GET", f"{self.base_url}/{batch_id}")
+        metadata = info.get("metadata")
+        state = metadata.get("state") if isinstance(metadata, dict) else None
+        state = str(state or ("BATCH_STATE_DONE" if info.get("done") else "BATCH_STATE_PENDING"))
+        return PollResult(info.get("done") is True or state in _ENDED, state, info)
+
+    async def results(
+        self,
+        http: httpx.AsyncClient,
+        batch_id: str,
+        info: dict[str, Any],
+        custom_ids: Sequence[str] = (),
+    ) -> Results:
+        """The inline responses of the done operation (no download: they are in ``info``)."""
+        results = Results()
+        response = info.get("response")
+        inlined = response.get("inlinedResponses") if isinstance(response, dict) else None
+        entries = inlined.get("inlinedResponses") if isinstance(inlined, dict) else None
+        keys = list(custom_ids)
+        for position, entry in enumerate(entries if isinstance(entries, list) else []):
+            cid = _entry_key(entry, keys, position)
+            if cid is None:
+                results.unreadable += 1
+                continue
+            answer = entry.get("response")
+            if isinstance(answer, dict):
+                results.add(cid, answer)
+                continue
+            error = entry.get("error")
+            detail = (
+                f"{error.get('code')}: {error.get('message')}"
+                if isinstance(error, dict)
+                else "neither a response nor an error"
+            )
+            results.add(cid, self._error(batch_id, cid, f"the request failed: {detail}"))
+        return results
+
+    def sample_body(self, body: dict[str, Any], sample_index: int) -> dict[str, Any]:
+        """Sample ``i > 0`` asks for ``generationConfig.seed = i`` (unless one is set)."""
+        config = body.get("generationConfig")
+        config = config if isinstance(config, dict) else {}
+        if sample_index == 0 or "seed" in config:
+            return body
+        return {**body, "generationConfig": {**config, "seed": sample_index}}
+
+    def missing_reason(self, status: str, info: dict[str, Any]) -> str:
+        """Why a request has no result: the operation's error when it failed."""
+        error = info.get("error")
+        if isinstance(error, dict):
+            return f"the batch ended {status}: {error.get('code')}: {error.get('message')}"
+        return super().missing_reason(status, info)
+
+
+def _entry_key(entry: Any, keys: list[str], position: int) -> str | None:
+    """The custom id of an inline response: its ``metadata.key``, else its position's."""
+    if not isinstance(entry, dict):
+        return None
+    metadata = entry.get("metadata")
+    key = metadata.get("key") if isinstance(metadata, dict) else None
+    if isinstance(key, str) and key:
+        return key
+    return keys[position] if position < len(keys) else None
+
+
 class GeminiChat(HTTPModelClient):
     """A client for ``POST {base_url}/models/{model}:generateContent`` (Gemini API).
 
@@ -157,7 +267,8 @@ class GeminiChat(HTTPModelClient):
 
     System messages become ``systemInstruction``; assistant turns are sent with role
     ``model``. Gemini returns no token logprobs through this client (``supports_logprobs`` is
-    False). A throttled answer's wait is read from ``Retry-After`` or, as Google sends it, the
+    False). ``--batch`` and `BatchCollector` use Gemini's batch mode (`GeminiBatchAPI`). A
+    throttled answer's wait is read from ``Retry-After`` or, as Google sends it, the
     error body's ``RetryInfo`` (`capacity_signals`), for the retries and the adaptive
     controller alike.
     """
@@ -252,6 +363,10 @@ class GeminiChat(HTTPModelClient):
             model=data.get("modelVersion"),
             finish=_FINISH.get(finish, finish.lower()) if isinstance(finish, str) else None,
         )
+
+    def batch_api(self) -> BatchAPI | None:
+        """Gemini batch mode (`GeminiBatchAPI`) at ``base_url``."""
+        return GeminiBatchAPI.of(self)
 
     def capacity_signals(
         self, status: int, headers: Mapping[str, str], body: bytes

@@ -1,4 +1,4 @@
-"""The batch APIs of `FakeModelServer`: OpenAI Files + Batches and Anthropic Message Batches.
+"""The batch APIs of `FakeModelServer`: OpenAI / Azure, Anthropic and Gemini batches.
 
 Shapes follow the providers' public references (checked with the official ``openai`` and
 ``anthropic`` SDKs in the tests):
@@ -7,9 +7,18 @@ Shapes follow the providers' public references (checked with the official ``open
   ``GET /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches/{id}``,
   ``POST /v1/batches/{id}/cancel``. Output and error files are JSONL of
   ``{"id", "custom_id", "response": {"status_code", "request_id", "body"}, "error"}``.
+- Azure OpenAI: the OpenAI routes under ``/openai/files`` and ``/openai/batches``, which
+  require the ``api-version`` query parameter (400 without it, as Azure answers); lines and
+  batches name ``/chat/completions`` as their endpoint.
 - Anthropic: ``POST /v1/messages/batches``, ``GET /v1/messages/batches/{id}``,
   ``GET /v1/messages/batches/{id}/results`` (JSONL of ``{"custom_id", "result"}``),
   ``POST /v1/messages/batches/{id}/cancel``.
+- Gemini: ``POST /v1beta/models/{model}:batchGenerateContent`` (inline requests, each with
+  ``metadata.key``) answers a long-running operation named ``batches/{id}``; ``GET
+  /v1beta/batches/{id}`` polls it: ``metadata.state`` ``BATCH_STATE_RUNNING`` until it ends
+  ``BATCH_STATE_SUCCEEDED`` (or ``_FAILED`` with the operation's ``error``, ``_CANCELLED``),
+  with ``response.inlinedResponses.inlinedResponses`` in request order (``echo_keys = False``
+  leaves out their ``metadata``, as the API may).
 
 Every item of a batch is answered by the server's normal responder (queue, then ``default``),
 as if it had been posted to ``/v1/chat/completions`` or ``/v1/messages`` on its own, so tests
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -44,12 +54,15 @@ Single: TypeAlias = Callable[[str, str, Mapping[str, str], bytes], Awaitable[Ans
 
 _JSONL = {"content-type": "application/jsonl"}
 _DAY = 24 * 3600
+_GEMINI_CREATE = re.compile(r"^/v1(?:beta|alpha)?/models/(?P<model>[^/:]+):batchGenerateContent$")
+_GEMINI_BATCH = re.compile(r"^/v1(?:beta|alpha)/(?P<name>batches/[^/:]+)(?P<cancel>:cancel)?$")
+_AZURE_BATCH = ("/openai/files", "/openai/batches")
 
 
 @dataclass
 class _Batch:
     id: str
-    provider: str  # "openai" | "anthropic"
+    provider: str  # "openai" | "anthropic" | "gemini"
     endpoint: str
     items: list[tuple[str, dict[str, Any]]]  # (custom_id, request body)
     created_at: int
@@ -69,8 +82,11 @@ class FakeBatches:
         complete_after: A batch ends on this retrieval (``GET``) of it; 1 = the first poll.
         expire: Custom ids whose items end ``expired`` (never answered).
         fail: Custom ids whose items end errored (``{"code": "server_error"}``).
-        fail_batch: When set, the next created OpenAI batch fails validation with this
-            message (status ``failed``, no output), then the setting clears.
+        fail_batch: When set, the next created OpenAI or Gemini batch fails with this message
+            (OpenAI: status ``failed`` with validation errors; Gemini: ``BATCH_STATE_FAILED``
+            with the operation's ``error``; no output), then the setting clears.
+        echo_keys: Gemini inline responses carry their request's ``metadata`` (False: not,
+            so clients must match them by position).
         result_filter: When set, every result file download (OpenAI output and error files,
             Anthropic results) serves ``result_filter(content)`` instead of the content.
         results_base: When set, the Anthropic ``results_url`` starts with this origin (e.g.
@@ -90,6 +106,7 @@ class FakeBatches:
         self.expire: set[str] = set()
         self.fail: set[str] = set()
         self.fail_batch: str | None = None
+        self.echo_keys = True
         self.result_filter: Callable[[bytes], bytes] | None = None
         self.results_base: str | None = None
         self.created: list[tuple[str, list[str]]] = []
@@ -107,12 +124,20 @@ class FakeBatches:
     @staticmethod
     def handles(route: str) -> bool:
         """True for the routes of the batch APIs."""
-        return route.startswith(("/v1/files", "/v1/batches", "/v1/messages/batches"))
+        if _GEMINI_CREATE.match(route) or _GEMINI_BATCH.match(route):
+            return True
+        return route.startswith(("/v1/files", "/v1/batches", "/v1/messages/batches", *_AZURE_BATCH))
 
     async def respond(
-        self, method: str, route: str, headers: Mapping[str, str], body: bytes
+        self, method: str, route: str, headers: Mapping[str, str], body: bytes, query: str = ""
     ) -> Answer:
-        """Answer one request to a batch route."""
+        """Answer one request to a batch route (``query``: the target's query string)."""
+        if route.startswith(_AZURE_BATCH):
+            if "api-version=" not in query:
+                return _error(400, "Missing required query parameter: api-version", anthropic=False)
+            route = "/v1" + route.removeprefix("/openai")
+        if _GEMINI_CREATE.match(route) or _GEMINI_BATCH.match(route):
+            return await self._gemini_route(method, route, body)
         parts = route.strip("/").split("/")[1:]  # drop "v1"
         try:
             if parts[0] == "files":
@@ -283,13 +308,79 @@ class FakeBatches:
         self.downloads += 1
         return self.result_filter(data) if self.result_filter is not None else data
 
+    # -- Gemini batch mode ------------------------------------------------------------------------
+
+    async def _gemini_route(self, method: str, route: str, body: bytes) -> Answer:
+        create, named = _GEMINI_CREATE.match(route), _GEMINI_BATCH.match(route)
+        try:
+            if method == "POST" and create is not None:
+                batch = self._gemini_create(create["model"], json.loads(body))
+                return _ok(self._gemini_view(batch))
+            if named is None or self._batches.get(named["name"], None) is None:
+                raise _NotFound(f"no such batch or route: {method} {route}")
+            batch = self._get(named["name"], "gemini")
+            if method == "GET" and not named["cancel"]:
+                await self._poll(batch)
+            elif method == "POST" and named["cancel"]:
+                await self._finish(batch, cancelled=True)
+            else:
+                raise _NotFound(f"no route for {method} {route}")
+            return _ok(self._gemini_view(batch))
+        except _NotFound as exc:
+            return _google_error(404, str(exc))
+        except (ValueError, KeyError, TypeError) as exc:
+            return _google_error(400, f"bad request: {exc}")
+
+    def _gemini_create(self, model: str, data: dict[str, Any]) -> _Batch:
+        inline = data["batch"]["inputConfig"]["requests"]["requests"]
+        items = [(str(r["metadata"]["key"]), dict(r["request"])) for r in inline]
+        batch = self._new("gemini", f"/v1beta/models/{model}:generateContent", items)
+        batch.info = {"model": model, "displayName": data["batch"].get("displayName")}
+        if self.fail_batch is not None:
+            batch.failure, self.fail_batch = self.fail_batch, None
+        return batch
+
+    def _gemini_view(self, batch: _Batch) -> dict[str, Any]:
+        ended = batch.status == "ended"
+        state = "BATCH_STATE_RUNNING"
+        if ended:
+            state = "BATCH_STATE_SUCCEEDED"
+            if batch.failure:
+                state = "BATCH_STATE_FAILED"
+            elif batch.info.get("final") == "cancelled":
+                state = "BATCH_STATE_CANCELLED"
+        kind = "type.googleapis.com/google.ai.generativelanguage.v1beta."
+        view: dict[str, Any] = {
+            "name": batch.id,
+            "metadata": {
+                "@type": kind + "GenerateContentBatch",
+                "model": f"models/{batch.info['model']}",
+                "displayName": batch.info.get("displayName"),
+                "createTime": _iso(batch.created_at),
+                "state": state,
+                "name": batch.id,
+            },
+            "done": ended,
+        }
+        if ended and batch.failure:
+            view["error"] = {"code": 3, "message": batch.failure}
+        elif ended:
+            responses = batch.results
+            if not self.echo_keys:
+                responses = [{k: v for k, v in r.items() if k != "metadata"} for r in responses]
+            view["response"] = {
+                "@type": kind + "GenerateContentBatchOutput",
+                "inlinedResponses": {"inlinedResponses": responses},
+            }
+        return view
+
     # -- progression ------------------------------------------------------------------------------
 
     def _new(self, provider: str, endpoint: str, items: list[tuple[str, dict[str, Any]]]) -> _Batch:
         ids = [custom_id for custom_id, _ in items]
         if not items or len(set(ids)) != len(ids):
             raise ValueError("a batch needs at least one request and unique custom_id values")
-        prefix = "batch_fake" if provider == "openai" else "msgbatch_fake"
+        prefix = {"openai": "batch_fake", "gemini": "batches/fake"}.get(provider, "msgbatch_fake")
         batch = _Batch(f"{prefix}{next(self._ids)}", provider, endpoint, items, int(time.time()))
         self._batches[batch.id] = batch
         self.created.append((batch.id, ids))
@@ -331,7 +422,8 @@ class FakeBatches:
             return "expired", None
         if custom_id in self.fail:
             return "errored", (500, {"error": {"type": "api_error", "message": "server error"}})
-        answer = await self._single("POST", batch.endpoint, {}, json.dumps(body).encode())
+        path = batch.endpoint if batch.endpoint.startswith("/v1") else "/v1" + batch.endpoint
+        answer = await self._single("POST", path, {}, json.dumps(body).encode())
         if answer is None:  # a hanging answer: the item never finishes in time
             return "expired", None
         status, payload, _ = answer
@@ -339,6 +431,17 @@ class FakeBatches:
         return ("succeeded" if status == 200 else "errored"), (status, data)
 
     def _record(self, batch: _Batch, custom_id: str, kind: str, answer: Any) -> None:
+        if batch.provider == "gemini":
+            entry: dict[str, Any] = {"metadata": {"key": custom_id}}
+            if kind == "succeeded":
+                entry["response"] = answer[1]
+            else:
+                number, text = {"canceled": (1, "CANCELLED"), "expired": (4, "expired")}.get(
+                    kind, (13, "internal error")
+                )
+                entry["error"] = {"code": number, "message": text}
+            batch.results.append(entry)
+            return
         if batch.provider == "anthropic":
             result: dict[str, Any] = {"type": kind}
             if kind == "succeeded":
@@ -387,6 +490,12 @@ def _error(status: int, message: str, *, anthropic: bool) -> Answer:
     error = {"type": kind, "message": message}
     body = {"type": "error", "error": error} if anthropic else {"error": error}
     return status, json.dumps(body).encode(), {}
+
+
+def _google_error(status: int, message: str) -> Answer:
+    names = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}
+    error = {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}
+    return status, json.dumps({"error": error}).encode(), {}
 
 
 def _iso(epoch: int) -> str:

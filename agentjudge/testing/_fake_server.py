@@ -412,9 +412,10 @@ class FakeModelServer:
         else:
             invalid_json = False
         self._received.append(ReceivedRequest(method, path, headers, data, time.monotonic()))
-        route = _AZURE_ROUTE.sub("/v1/chat/completions", path.split("?", 1)[0].rstrip("/"))
+        target, _, query = path.partition("?")
+        route = _AZURE_ROUTE.sub("/v1/chat/completions", target.rstrip("/"))
         if FakeBatches.handles(route):  # batch APIs: see _fake_batches
-            return await self.batches.respond(method, route, headers, body)
+            return await self.batches.respond(method, route, headers, body, query)
         gemini = GEMINI_ROUTE.match(route)  # Gemini's wire format: see _fake_gemini
 
         def error(status: int, message: str | None, wait: float | None = None) -> bytes:
