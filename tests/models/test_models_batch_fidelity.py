@@ -16,24 +16,41 @@ import pytest
 from agentjudge.core import Context, Status
 from agentjudge.engine import Evaluator
 from agentjudge.judges import LLMJudge, SelfConsistency
-from agentjudge.models import AnthropicMessages, BatchCollector, ModelRequest, OpenAIChat
+from agentjudge.models import (
+    AnthropicMessages,
+    AzureOpenAIChat,
+    BatchCollector,
+    GeminiChat,
+    HTTPModelClient,
+    ModelRequest,
+    OpenAIChat,
+)
 from agentjudge.models._batch import custom_id
 from agentjudge.testing._fake_server import FakeModelServer, FakeResponse
 
 TEMPLATE = "Question: {{input}}\nAnswer: {{output}}\nIs the answer correct?"
 FAST: dict[str, Any] = {"linger": 30.0, "poll_interval": 0.01, "max_poll_interval": 0.05}
 SECRET = "sk-batch-secret-0123456789abcdef"
-COMPLETIONS = ("/v1/chat/completions", "/v1/messages")
+COMPLETIONS = ("/chat/completions", "/v1/messages", ":generateContent")
 YES_SAMPLES = [3, 4, 1, 5]
 """Case i: the first YES_SAMPLES[i] of its 5 sampled answers say YES, the rest NO."""
 
 
-def _client(
-    provider: str, server: FakeModelServer, key: str = "k"
-) -> OpenAIChat | AnthropicMessages:
+def _client(provider: str, server: FakeModelServer, key: str = "k") -> HTTPModelClient:
     if provider == "openai":
         return OpenAIChat("m", base_url=server.base_url, api_key=key)
+    if provider == "gemini":
+        return GeminiChat("m", base_url=f"{server.url}/v1beta", api_key=key)
+    if provider == "azure":
+        return AzureOpenAIChat("m", base_url=server.url, api_key=key, api_version="2024-10-21")
     return AnthropicMessages("m", base_url=server.base_url, api_key=key)
+
+
+def _prompt(data: Any) -> str:
+    """The last user text of an OpenAI / Anthropic or a Gemini request body."""
+    if "contents" in data:
+        return str(data["contents"][-1]["parts"][0]["text"])
+    return str(data["messages"][-1]["content"])
 
 
 def _sampler() -> Callable[[Any], FakeResponse]:
@@ -41,7 +58,7 @@ def _sampler() -> Callable[[Any], FakeResponse]:
     seen: Counter[str] = Counter()
 
     def respond(data: Any) -> FakeResponse:
-        prompt = data["messages"][-1]["content"]
+        prompt = _prompt(data)
         match = re.search(r"Question: q(\d+)", prompt)
         assert match is not None
         k = seen[prompt]
@@ -60,10 +77,10 @@ async def _judge_all(judge: LLMJudge) -> dict[str, Any]:
 
 def _calls(server: FakeModelServer) -> list[Any]:
     """Completion requests the server answered (online requests and batch items alike)."""
-    return [r.json for r in server.received if r.path in COMPLETIONS]
+    return [r.json for r in server.received if r.path.partition("?")[0].endswith(COMPLETIONS)]
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini", "azure"])
 async def test_self_consistency_in_a_batch_matches_online_call_for_call(
     provider: str, tmp_path: Path
 ) -> None:
@@ -89,8 +106,11 @@ async def test_self_consistency_in_a_batch_matches_online_call_for_call(
         assert other.judgment.confidence == result.judgment.confidence
         assert other.judgment.metadata["votes"] == result.judgment.metadata["votes"]
     assert [online[f"q{i}"].judgment.confidence for i in range(4)] == [0.6, 0.8, 0.8, 1.0]
-    if provider == "openai":  # samples 1..4 ask for their own seed; sample 0 as online
-        seeds = Counter(body.get("seed") for body in _calls(server))
+    if provider != "anthropic":  # samples 1..4 ask for their own seed; sample 0 as online
+        seeds = Counter(
+            (body.get("generationConfig") or {}).get("seed", body.get("seed"))
+            for body in _calls(server)
+        )
         assert seeds == {None: 4, 1: 4, 2: 4, 3: 4, 4: 4}
 
 
