@@ -8,8 +8,8 @@ does not call the model: it adds the request to the next batch and waits for the
 
 - **Flushing**: the collected requests are submitted as one provider batch (OpenAI and Azure
   ``/files`` + ``/batches``; Anthropic Message Batches; Gemini ``batchGenerateContent``)
-  when ``max_batch_size`` are waiting, when no new
-  request arrived for ``linger`` seconds, or when `BatchCollector.flush` is called.
+  when ``max_batch_size`` are waiting, when no new request arrived for ``linger`` seconds, or
+  when `BatchCollector.flush` is called.
 - **One item per call**: every `complete` call is its own batch item, as it is its own HTTP
   request online. The ``custom_id`` hashes the request body, its ``sample_index`` and how many
   identical calls came before it in this collector, so the samples of `SelfConsistency` (and a
