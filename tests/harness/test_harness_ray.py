@@ -24,7 +24,7 @@ import pytest
 from test_harness_workers import by_id, make_suite, rows
 
 from agentjudge.harness import RunAborted, RunConfigError, Suite, iter_rows, run_suite
-from agentjudge.testing import FakeModelServer, FakeResponse
+from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
 
 # One worker runs them all under pytest-xdist (make test: --dist loadgroup): one Ray instance.
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.xdist_group("ray")]
@@ -123,6 +123,83 @@ async def test_ray_llm_judge_rows_match_an_in_process_run(tmp_path: Path, ray_ad
         assert len(server.requests) == 120
     assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
     assert two.judges == one.judges and two.cost == one.cost
+
+
+MIXED_JUDGES = """
+from pathlib import Path
+
+from agentjudge.core import Judgment
+from agentjudge.judges import CommandJudge, LLMJudge
+from agentjudge.models import OpenAIChat
+
+HERE = Path(__file__).parent
+PROMPT = "Is {{output}} the right answer to {{input}}? Answer YES or NO."
+CHECK = CommandJudge(["sh", "-c", "exit $(( $(cat code) ))"], name="command")
+LLM = LLMJudge("correct", OpenAIChat("judge-model", base_url=URL, api_key="k"), PROMPT)
+
+
+def number(ctx):
+    return int(ctx.input[1:]) if ctx.input[1:].isdigit() else 0
+
+
+async def exact(ctx):
+    return Judgment.passed("same") if ctx.output == ctx.expected else Judgment.failed("differs")
+
+
+# judge for one case in every (in the workspace HERE), an instant PASS otherwise; a closure,
+# so the run finds (and closes) the model client it holds, as it would a judge's.
+def one_in(every, judge, name):
+    async def sampled(ctx):
+        if number(ctx) % every:
+            return Judgment.passed("not asked")
+        return await judge(ctx.model_copy(update={"workspace": HERE}))
+
+    sampled.__name__ = sampled.__qualname__ = name
+    return sampled
+
+
+# The model for one case in four and a real command for one in twenty keep the test short
+# (each run: 500 loopback HTTP calls and 100 processes); the other judgments are instant.
+correct = one_in(4, LLM, "correct")
+command = one_in(20, CHECK, "command")
+judges = [exact, correct, command]
+"""
+
+
+def _without_elapsed(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The rows without the command's run time (it differs between any two runs)."""
+    for row in rows.values():
+        for result in row["results"]:
+            result["judgment"]["metadata"].pop("elapsed_ms", None)
+    return rows
+
+
+async def test_a_2000_case_suite_with_instant_llm_and_command_judges_matches_in_process(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """2,000 cases, an instant, an LLM (fake server) and a command judge: same rows on Ray."""
+
+    async def answer(body: Any) -> FakeResponse:  # the verdict depends on the case
+        verdict = "NO" if "Q12" in json.dumps(body) else "YES"
+        return FakeResponse(
+            text=f"Answer: {verdict}", usage={"prompt_tokens": 9, "completion_tokens": 2}
+        )
+
+    async with FakeModelServer(answer) as server:
+        judges = f"URL = {server.base_url!r}\n" + textwrap.dedent(MIXED_JUDGES)
+        (tmp_path / "mixed.py").write_text(judges, encoding="utf-8")
+        (tmp_path / "code").write_text("0")
+        suite = make_suite(tmp_path, rows(2000, {7: "boom"}))
+        suite = suite.with_overrides(judges="mixed.py:judges", concurrency=16)
+        one = await run_suite(suite, out=tmp_path / "one")
+        calls = len(server.requests)
+        ray_suite = suite.with_overrides(workers=2, backend="ray")
+        two = await run_suite(ray_suite, out=tmp_path / "two")
+        assert calls >= 500 and len(server.requests) == 2 * calls
+    assert _without_elapsed(by_id(tmp_path / "one")) == _without_elapsed(by_id(tmp_path / "two"))
+    assert two.cases == one.cases and two.cases.total == 2000 and two.cases.errors == 1
+    assert two.judges == one.judges and two.verdict == one.verdict and two.cost == one.cost
+    assert one.judges["command"].count == 1999 and two.status == "completed"
 
 
 def test_a_killed_actor_loses_no_case_and_reruns_none_it_finished(
@@ -270,6 +347,29 @@ async def test_max_cost_is_one_budget_for_the_whole_cluster(
     assert summary.status == "aborted" and summary.budget is not None
     assert summary.budget.exhausted and summary.budget.workers == 1
     assert len(by_id(tmp_path / "o")) == 60
+
+
+async def test_the_actors_obey_one_rate_controller_at_a_hidden_provider_limit(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """A hidden 20 requests/s limit at the fake server: two actors, one controller, no error.
+
+    Every 429 the server sent is seen by the one controller of the endpoint (in the run's
+    broker), which pauses and paces both actors' calls; every call is answered in the end.
+    """
+    usage = {"prompt_tokens": 1, "completion_tokens": 1}
+    limit = FakeRateLimit(rps=20, burst=5)
+    async with FakeModelServer(
+        FakeResponse(text="Answer: YES", usage=usage), rate_limit=limit
+    ) as server:
+        suite = _llm_suite(tmp_path, server.base_url, 60, pad=12_000)  # 3 chunks: both actors
+        summary = await run_suite(suite, out=tmp_path / "o")
+        received, throttled = len(server.requests), server.throttled
+    found = by_id(tmp_path / "o")
+    statuses = Counter(r["judgment"]["status"] for row in found.values() for r in row["results"])
+    assert statuses == {"pass": 60} and summary.status == "completed"
+    assert received - throttled == 60  # each call answered once
+    assert throttled <= received // 4  # paced as one client: few refusals
 
 
 def test_without_ray_the_run_says_how_to_install_it(
