@@ -30,13 +30,27 @@ from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 
+def _log_tails(temp: str, lines: int = 12) -> str:
+    """The last lines of the Ray instance's own logs and the error lines of its workers."""
+    parts = []
+    for log in sorted(Path(temp).glob("session_*/logs/*")):
+        if not log.is_file():
+            continue
+        text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if log.name.startswith(("raylet", "gcs_server")):
+            parts.append(f"== {log.name}\n" + "\n".join(text[-lines:]))
+        elif errors := [line for line in text if " E " in line or "ERROR" in line]:
+            parts.append(f"== {log.name}\n" + "\n".join(errors[-lines:]))
+    return "\n".join(parts)[-20_000:]
+
+
 @pytest.fixture(scope="session")
-def ray_address() -> Iterator[str]:
+def ray_address(request: pytest.FixtureRequest) -> Iterator[str]:
     """A local Ray instance for the whole session (small object store, no dashboard).
 
     It listens on 127.0.0.1 (as a run's own local instance does, see ``_ray._init_ray``)
     and keeps its files in a folder of its own, not in the /tmp/ray that other Ray instances
-    on the machine share.
+    on the machine share. When a test failed, the tails of its logs are reported at the end.
     """
     ray = pytest.importorskip(
         "ray", reason="the Ray backend's tests need the ray extra: pip install 'agentjudge[ray]'"
@@ -58,6 +72,9 @@ def ray_address() -> Iterator[str]:
             yield str(ray.get_runtime_context().gcs_address)
         finally:
             ray.shutdown()
+            if request.session.testsfailed:
+                tails = _log_tails(temp)
+                pytest.fail(f"tests failed; the Ray instance's logs end with:\n{tails}")
 
 
 LOGGED_TASK = """
