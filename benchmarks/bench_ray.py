@@ -98,7 +98,7 @@ async def w6(folder: Path, actors: int = 4, total: int = 1000) -> dict[str, Any]
     limit = FakeRateLimit(rps=50.0, burst=10)
     answer = FakeResponse(text=ANSWER, latency=LATENCY)
     async with FakeModelServer(answer, rate_limit=limit) as server:
-        os.environ["AGENTJUDGE_BENCH_URL"] = server.base_url  # the actors read it
+        os.environ["AGENTJUDGE_BENCH_URL"] = server.base_url  # here; the actors get it below
         suite = Suite(
             dataset=dataset,
             task="ray_subject.py:task",
@@ -108,6 +108,7 @@ async def w6(folder: Path, actors: int = 4, total: int = 1000) -> dict[str, Any]
             judge_timeout=120.0,
             workers=actors,
             backend="ray",
+            ray_runtime_env={"env_vars": {"AGENTJUDGE_BENCH_URL": server.base_url}},
         )
         start = time.perf_counter()
         summary = await run_suite(suite, out=folder / "w6", overwrite=True)
