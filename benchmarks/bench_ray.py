@@ -9,7 +9,14 @@ Run: ``uv run --extra ray python benchmarks/bench_ray.py [CASES]`` (needs ``agen
   check that the Ray run wrote the same rows as the in-process run; a 200-case Ray run
   separates the fixed cost of a run (starting the actors) from the marginal cost per case.
 
-One local Ray instance (2 CPUs, 100 MB object store) is started first and its start-up time
+* ``w6`` (``--w6``: only this): W6 of ``bench_llm`` on Ray: 1,000 LLM-judge calls from 4
+  actors (concurrency 25 each, 100 in all) against a fake server with a hidden limit of 50
+  requests/s (burst 10, 20 ms latency), no limit configured in agentjudge: the actors' clients
+  obey one adaptive controller in the run's broker. Targets: 0 errors, about 20 s from the
+  first request to the last (the ideal is 20 s). Also the cost of one call to the broker's
+  controller (admit + feedback), measured from the driver.
+
+One local Ray instance (100 MB object store) is started first and its start-up time
 reported; the Ray runs join it, as runs on an existing cluster do. Prints one JSON line per
 measurement and a final summary line.
 """
@@ -77,16 +84,114 @@ def measure(kind: str, mode: str, dataset: Path, out: Path, cases: int) -> dict[
     return result
 
 
-def main() -> None:
-    heavy = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+async def w6(folder: Path, actors: int = 4, total: int = 1000) -> dict[str, Any]:
+    """W6 on Ray (see the module docs): one JSON line."""
+    from bench_llm import ANSWER, LATENCY
+
+    from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
+
+    dataset = folder / "w6.jsonl"
+    with dataset.open("w", encoding="utf-8") as handle:  # ~3 KiB rows: 12 chunks for 4 actors
+        for i in range(total):
+            handle.write(json.dumps({"id": f"c{i:05d}", "input": f"q{i}", "pad": "x" * 3000}))
+            handle.write("\n")
+    limit = FakeRateLimit(rps=50.0, burst=10)
+    answer = FakeResponse(text=ANSWER, latency=LATENCY)
+    async with FakeModelServer(answer, rate_limit=limit) as server:
+        os.environ["AGENTJUDGE_BENCH_URL"] = server.base_url  # here; the actors get it below
+        suite = Suite(
+            dataset=dataset,
+            task="ray_subject.py:task",
+            judges="ray_subject.py:w6_judges",
+            base_dir=HERE,
+            concurrency=100 // actors,
+            judge_timeout=120.0,
+            workers=actors,
+            backend="ray",
+            ray_runtime_env={"env_vars": {"AGENTJUDGE_BENCH_URL": server.base_url}},
+        )
+        start = time.perf_counter()
+        summary = await run_suite(suite, out=folder / "w6", overwrite=True)
+        wall = time.perf_counter() - start
+        received = server.received
+    errors = sum(
+        r["judgment"]["status"] == "error"
+        for row in iter_rows(folder / "w6" / "results.jsonl")
+        for r in row["results"]
+    )
+    result = {
+        "bench": "W6-ray",
+        "actors": actors,
+        "calls": total,
+        "wall_s": round(wall, 2),
+        "first_to_last_request_s": round(received[-1].time - received[0].time, 2),
+        "ideal_s": total / 50.0,
+        "errors": errors,
+        "requests": len(received),
+        "served_429": server.throttled,
+        "share_429": round(server.throttled / max(len(received), 1), 4),
+        "cases": summary.cases.total,
+    }
+    print(json.dumps(result), flush=True)
+    return result
+
+
+def broker_call_ms(calls: int = 500) -> float:
+    """Milliseconds of one admit + feedback through the broker, from this process."""
+    import ray
+
+    from agentjudge.harness._ray_limits import LimitBroker
+
+    broker = ray.remote(LimitBroker).options(num_cpus=0).remote({}, None)
+    ray.get(broker.admit.remote("k", 100, 60.0))  # started
+    broker.finished.remote("k")
+    start = time.perf_counter()
+    for _ in range(calls):
+        ray.get(broker.admit.remote("k", 100, 60.0))
+        broker.feedback.remote("k", 0.0, 200, {}, 0.0)
+    ray.get(broker.state.remote("k"))  # every feedback delivered
+    elapsed = time.perf_counter() - start
+    ray.kill(broker)
+    return round(1000 * elapsed / calls, 3)
+
+
+def start_ray() -> float:
+    """Start the local Ray instance the runs join; returns its start-up seconds."""
     import ray
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     start = time.perf_counter()
     ray.init(
-        num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 << 20
+        num_cpus=4,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=100 << 20,
+        _node_ip_address="127.0.0.1",
     )
-    ray_init = time.perf_counter() - start
+    return time.perf_counter() - start
+
+
+def main_w6() -> None:
+    """Only W6 on Ray, and the broker's cost per call."""
+    import ray
+
+    ray_init = start_ray()
+    with tempfile.TemporaryDirectory() as tmp:
+        result = anyio.run(w6, Path(tmp))
+    per_call = broker_call_ms()
+    ray.shutdown()
+    met = result["errors"] == 0 and result["first_to_last_request_s"] <= 21.0
+    print(json.dumps({"ray_init_s": round(ray_init, 2), "broker_call_ms": per_call, "met": met}))
+
+
+def main() -> None:
+    if "--w6" in sys.argv:
+        main_w6()
+        return
+    heavy = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    import ray
+
+    ray_init = start_ray()
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

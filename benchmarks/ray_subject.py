@@ -47,3 +47,14 @@ async def always(ctx: Any) -> Judgment:
 command_judges = [command]
 python_judges = [python]
 instant_judges = [exact, always]
+
+
+def w6_judges() -> list[Any]:
+    """W6's judge (bench_llm): one LLM judge on the server named by AGENTJUDGE_BENCH_URL."""
+    import os
+
+    from agentjudge.judges import LLMJudge
+    from agentjudge.models import OpenAIChat
+
+    model = OpenAIChat("judge", base_url=os.environ["AGENTJUDGE_BENCH_URL"], api_key="test")
+    return [LLMJudge("correct", model, "Q: {{input}}\nA: {{output}}\nCorrect?")]

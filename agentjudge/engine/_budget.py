@@ -203,15 +203,15 @@ class Budget:
                     "agentjudge.models.prices.set)"
                 )
             if meter.spent + amount > meter.limit:
-                running = f" + {meter.show(meter.reserved)} held by running calls"
-                self._out = (
-                    f"budget exhausted: {meter.show(meter.spent)} spent"
-                    f"{running if meter.reserved else ''} of the {meter.show(meter.limit)} "
-                    f"limit; the next call of {judge!r} (up to {meter.show(amount)}) would "
-                    "exceed it"
-                )
+                self._out = _exhausted(meter, judge, amount)
                 return self._out
         return None
+
+    def _wake(self) -> None:
+        """Let the requests waiting for room look again (something they wait on changed)."""
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
     def _settle(
         self, amounts: tuple[float, ...], used: tuple[float | None, int | None] | None
@@ -221,6 +221,14 @@ class Budget:
             if used is not None:
                 real = used[0] if meter.unit == "usd" else used[1]
                 meter.spent += amount if real is None else real
-        if self._changed is not None:
-            self._changed.set()
-            self._changed = None
+        self._wake()
+
+
+def _exhausted(meter: _Meter, judge: str, amount: float) -> str:
+    """Why the next request of ``judge`` (``amount``) is refused: ``meter`` has no room left."""
+    running = f" + {meter.show(meter.reserved)} held by running calls"
+    return (
+        f"budget exhausted: {meter.show(meter.spent)} spent"
+        f"{running if meter.reserved else ''} of the {meter.show(meter.limit)} "
+        f"limit; the next call of {judge!r} (up to {meter.show(amount)}) would exceed it"
+    )

@@ -91,7 +91,8 @@ class BudgetOutcome(BaseModel):
     refused: int
     """Judgments refused (ERROR, ``error_type`` ``BudgetExhausted``) in the results file."""
     workers: int = 1
-    """Processes that shared the limit (each got ``max_cost_usd / workers``)."""
+    """Processes that split the limit (each got ``max_cost_usd / workers``); 1 on Ray, whose
+    actors share one budget through leases."""
     message: str = ""
     """One line saying what happened and how far the run got."""
 

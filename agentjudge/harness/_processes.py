@@ -54,6 +54,7 @@ from agentjudge.harness._resolve import build_evaluator, resolve_judges, resolve
 from agentjudge.harness._suite import Suite
 from agentjudge.harness._summary import RunAggregate
 from agentjudge.harness._task import TaskInterrupted, TaskRunner, describe_error
+from agentjudge.models._adaptive import share_controllers
 
 __all__ = [
     "Batch",
@@ -94,8 +95,8 @@ class WorkerSpec:
     """Ids already in the results file (resume)."""
     judge_names: tuple[str, ...]
     keeper: Any = None
-    """Sizes the Evaluator's resource limiters while cases run (``_ray_limits.LimitKeeper``:
-    cluster-wide limits on Ray), or None."""
+    """Makes the budget and sizes it and the Evaluator's resource limiters while cases run
+    (``_ray_limits.LimitKeeper``: cluster-wide limits and ``max_cost`` on Ray), or None."""
 
 
 def pickled(obj: Any, what: str, workers: int, *, ray: bool = False) -> bytes:
@@ -194,9 +195,11 @@ async def _serve_cases(conn: Channel, spec: WorkerSpec) -> None:
     suite = spec.suite
     task = pickle.loads(spec.task) if spec.task is not None else resolve_task(suite)
     judges = pickle.loads(spec.judges) if spec.judges is not None else resolve_judges(suite)
+    keeper = spec.keeper
+    budget = run_budget(suite) if keeper is None else keeper.budget(suite.max_cost)
     runner = CaseRunner(
         TaskRunner(task, timeout=suite.task_timeout, threads=suite.concurrency),
-        build_evaluator(suite, judges, budget=run_budget(suite)),
+        build_evaluator(suite, judges, budget=budget),
         None,
     )
     lock = anyio.Lock()
@@ -235,16 +238,19 @@ async def _serve_cases(conn: Channel, spec: WorkerSpec) -> None:
             fold_rows(aggregate, batch)
             await send(("rows", "".join([item[0] for item in batch]), aggregate))
 
+    if keeper is not None:  # the model clients obey the cluster's rate controllers
+        share_controllers(keeper.controller)
     try:
         async with anyio.create_task_group() as outer:
-            if spec.keeper is not None:  # limiters sized before the first case starts
-                await outer.start(spec.keeper.keep, runner.evaluator)
+            if keeper is not None:  # limiters and budget sized before the first case starts
+                await outer.start(keeper.keep, runner.evaluator)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(feed)
                 tg.start_soon(ship)
                 await runner.run_workers(cases, rows, suite.concurrency)
             outer.cancel_scope.cancel()
     finally:
+        share_controllers(None)
         await runner.close_task()
         for warning in await close_model_clients(find_model_clients(judges)):  # its own copies
             print(f"agentjudge: warning: worker: {warning}", file=sys.stderr)

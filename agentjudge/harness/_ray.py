@@ -17,8 +17,8 @@ actor per worker slot instead of one process:
 * a driver that dies leaves a valid results file: ``--resume`` continues it, on this or
   another cluster.
 
-``limits`` hold cluster-wide through a broker actor's token leases (`_ray_limits`);
-``max_cost`` is split across the slots (`slot_spec`).
+``limits`` and ``max_cost`` hold cluster-wide through a broker actor's leases of tokens
+(`_ray_limits`) and dollars (`_ray_budget`).
 
 ``ray`` is an optional extra (``agentjudge[ray]``), imported here only, when a run asks for it.
 """
@@ -157,8 +157,6 @@ class _Shared:
     exhausted: bool = False
     finished: set[str] = field(default_factory=set)
     deaths: int = 0
-    spent: dict[int, float] = field(default_factory=dict)
-    """Dollars of the rows each slot sent back (a replacement actor's budget is what is left)."""
 
 
 @dataclass
@@ -228,10 +226,9 @@ class RayPool:
         self._paths = local_paths(suite)
         self._options = options
         self._actor_class = ray.remote(CaseActor).options(**options)
-        self._broker = None
-        if suite.limits:  # one small actor holds the cluster's tokens (no CPU reserved)
-            broker_class = ray.remote(LimitBroker).options(num_cpus=0, max_restarts=0)
-            self._broker = broker_class.remote(suite.limits)
+        # One small actor holds the cluster's tokens, dollars and rate controllers.
+        broker_class = ray.remote(LimitBroker).options(num_cpus=0, max_restarts=0)
+        self._broker = broker_class.remote(suite.limits, suite.max_cost)
         self._born = 0
         self._handles = [self._actor_class.remote(self._paths) for _ in range(suite.workers)]
         self._slots: list[_Slot] = []
@@ -262,7 +259,7 @@ class RayPool:
     async def _serve(self, k: int, spec: WorkerSpec, shared: _Shared, batches: Pipe[Batch]) -> None:
         held = _Held()
         slot = self._slots[k]
-        slot.push(slot_spec(spec, k, len(self._slots), 0.0, self._keeper()))
+        slot.push(replace(spec, keeper=self._keeper()))
         while True:
             # Until an actor has answered once it may be waiting for resources the cluster
             # does not have: that is an error after START_SECONDS, not a silent hang.
@@ -280,10 +277,8 @@ class RayPool:
                 if await self._on_message(k, message, spec, shared, held, batches):
                     return
 
-    def _keeper(self) -> LimitKeeper | None:
-        """A lease keeper with a holder name of its own (one per actor), or None."""
-        if self._broker is None:
-            return None
+    def _keeper(self) -> LimitKeeper:
+        """A lease keeper with a holder name of its own (one per actor)."""
         self._born += 1
         return LimitKeeper(self._broker, f"actor-{self._born}")
 
@@ -311,7 +306,6 @@ class RayPool:
                 case_id = json.loads(line)["id"]
                 held.finish(case_id)
                 shared.finished.add(case_id)
-            shared.spent[k] = shared.spent.get(k, 0.0) + message[2].cost.total.usd
             await batches.put((message[1], message[2]))
         elif kind == "more":
             for _ in range(message[1]):
@@ -356,9 +350,7 @@ class RayPool:
         self._slots[k] = slot
         # Every id written so far counts as done for the new actor, so a chunk it gets again
         # runs only the cases whose rows never came back.
-        fresh = replace(spec, done=spec.done | frozenset(shared.finished))
-        spent = shared.spent.get(k, 0.0)
-        slot.push(slot_spec(fresh, k, len(self._slots), spent, self._keeper()))
+        slot.push(replace(spec, done=spec.done | frozenset(shared.finished), keeper=self._keeper()))
         for chunk, _ in list(held.chunks.values()):
             slot.push(chunk)
         return slot
@@ -366,30 +358,11 @@ class RayPool:
     def close(self) -> None:
         """Kill the actors, and shut down the local Ray instance this pool started."""
         ray = self._ray
-        extra = [] if self._broker is None else [self._broker]
-        for handle in {id(h): h for h in [*self._handles, *self.handles, *extra]}.values():
+        for handle in {id(h): h for h in [*self._handles, *self.handles, self._broker]}.values():
             with contextlib.suppress(Exception):
                 ray.kill(handle)
         if self._owns:
             ray.shutdown()
-
-
-def slot_spec(
-    spec: WorkerSpec, k: int, slots: int, spent: float, keeper: LimitKeeper | None = None
-) -> WorkerSpec:
-    """The spec of an actor of slot ``k``: its lease keeper and its share of the budget.
-
-    ``max_cost`` is split across the slots (as for local worker processes), so the actors
-    together never exceed it; a replacement actor gets its slot's share minus what the rows
-    received from the slot cost. ``limits`` are shared through the broker's leases
-    (``keeper``), see `agentjudge.harness._ray_limits`.
-    """
-    suite = spec.suite
-    if suite.max_cost is not None:
-        share = max(suite.max_cost / suite.workers - spent, 0.0)
-        # run_budget divides by workers again
-        suite = suite.model_copy(update={"max_cost": share * suite.workers})
-    return replace(spec, suite=suite, keeper=keeper)
 
 
 def local_paths(suite: Suite) -> list[str]:
@@ -417,5 +390,7 @@ def _init_ray(ray: Any, suite: Suite) -> None:
         num_cpus=cpus,
         include_dashboard=False,
         object_store_memory=LOCAL_OBJECT_STORE,
+        # This machine alone: loopback, whatever address its network interface has
+        _node_ip_address="127.0.0.1",
         **quiet,
     )

@@ -32,6 +32,10 @@ import anyio
 import anyio.to_thread
 from anyio.abc import TaskStatus
 
+from agentjudge.harness._ray_budget import Allowance, DollarLeases, LeasedBudget
+from agentjudge.harness._ray_rates import Admitted, RateControllers, SharedController
+from agentjudge.models._headers import CapacitySignals
+
 __all__ = [
     "LEASE_SECONDS",
     "RENEW_SECONDS",
@@ -45,6 +49,9 @@ RENEW_SECONDS = 0.05
 """How often an actor renews its leases (and so how soon freed tokens move)."""
 LEASE_SECONDS = 5.0
 """How long a lease lasts without renewal (a dead actor's tokens come back after this)."""
+
+Spend = tuple[float, float, float, str | None]
+"""What a holder reports of its budget: dollars spent, reserved, wanted, its refusal (if any)."""
 
 
 @dataclass
@@ -130,20 +137,58 @@ class Leases:
 
 
 class LimitBroker:
-    """`Leases` as a Ray actor (made one by ``_ray.RayPool``)."""
+    """The run's broker as one Ray actor (made one by ``_ray.RayPool``; no CPU reserved).
 
-    def __init__(self, caps: Mapping[str, int]) -> None:
+    It holds the `Leases` of the ``limits``, the `DollarLeases` of ``max_cost`` (None: no
+    dollar leases) and the shared rate controllers (`_ray_rates.RateControllers`). Its
+    methods are coroutines: they all run on the actor's one event loop.
+    """
+
+    def __init__(self, caps: Mapping[str, int], max_cost: float | None = None) -> None:
         self._leases = Leases(caps)
+        self._dollars = None if max_cost is None else DollarLeases(max_cost, LEASE_SECONDS)
+        self._rates = RateControllers()
 
-    def renew(
-        self, holder: str, using: Mapping[str, int], waiting: Mapping[str, int]
-    ) -> dict[str, int]:
-        """See `Leases.renew`."""
-        return self._leases.renew(holder, using, waiting)
+    async def renew(
+        self,
+        holder: str,
+        using: Mapping[str, int],
+        waiting: Mapping[str, int],
+        spend: Spend | None = None,
+    ) -> tuple[dict[str, int], Allowance | None]:
+        """See `Leases.renew` and `DollarLeases.renew` (``spend``: the holder's dollars)."""
+        grant = self._leases.renew(holder, using, waiting)
+        if self._dollars is None or spend is None:
+            return grant, None
+        return grant, self._dollars.renew(holder, *spend)
 
-    def drop(self, holder: str) -> None:
-        """See `Leases.drop`."""
+    async def drop(self, holder: str, spend: Spend | None = None) -> None:
+        """See `Leases.drop` and `DollarLeases.drop`."""
         self._leases.drop(holder)
+        if self._dollars is not None and spend is not None:
+            self._dollars.drop(holder, spend[0], spend[1])
+
+    async def admit(self, key: str, ceiling: int, left: float) -> Admitted:
+        """See `RateControllers.admit`."""
+        return await self._rates.admit(key, ceiling, left)
+
+    async def feedback(
+        self, key: str, started: float, status: int, signals: CapacitySignals, max_wait: float
+    ) -> None:
+        """See `RateControllers.feedback`."""
+        self._rates.feedback(key, started, status, signals, max_wait)
+
+    async def finished(self, key: str) -> None:
+        """See `RateControllers.finished`."""
+        self._rates.finished(key)
+
+    async def abandoned(self, key: str, admitted: Admitted) -> None:
+        """See `RateControllers.abandoned`."""
+        self._rates.abandoned(key, admitted)
+
+    async def state(self, key: str) -> tuple[float, float | None, int]:
+        """See `RateControllers.state`."""
+        return self._rates.state(key)
 
 
 @dataclass(frozen=True)
@@ -154,11 +199,25 @@ class LimitKeeper:
     """The `LimitBroker` actor handle."""
     holder: str
 
+    def budget(self, max_cost: float | None) -> LeasedBudget | None:
+        """The actor's budget of the cluster's ``max_cost`` (None without one)."""
+        return None if max_cost is None else LeasedBudget(max_cost)
+
+    def controller(self, key: str, ceiling: int) -> SharedController:
+        """The controller of a model client in this actor: the broker's for ``key``."""
+        return SharedController(self.broker, key, ceiling)
+
     async def keep(
         self, evaluator: Any, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Size ``evaluator``'s resource limiters by the broker's grants until cancelled."""
+        """Size ``evaluator``'s limiters and budget by the broker's grants until cancelled."""
         await keep_limits(self.broker, self.holder, evaluator, task_status)
+
+
+def _spend(budget: LeasedBudget | None) -> Spend | None:
+    if budget is None:
+        return None
+    return budget.spent, budget.reserved, budget.wanting, budget.refusal
 
 
 async def keep_limits(
@@ -173,6 +232,7 @@ async def keep_limits(
     limiters = {name: evaluator.resource_limiter(name) for name in evaluator.statistics().resources}
     for limiter in limiters.values():
         limiter.total_tokens = 0  # nothing until the broker grants it
+    budget = evaluator.budget if isinstance(evaluator.budget, LeasedBudget) else None
     task_status.started()
     renewed = time.monotonic()
     try:
@@ -182,20 +242,27 @@ async def keep_limits(
             waiting = {name: s.queued for name, s in stats.items()}
             asked = time.monotonic()
             get: Callable[[], Any] = partial(
-                ray.get, broker.renew.remote(holder, using, waiting), timeout=LEASE_SECONDS / 2
+                ray.get,
+                broker.renew.remote(holder, using, waiting, _spend(budget)),
+                timeout=LEASE_SECONDS / 2,
             )
-            grant: dict[str, int] | None
+            answer: tuple[dict[str, int], Allowance | None] | None
             try:
-                grant = await anyio.to_thread.run_sync(get, abandon_on_cancel=True)
+                answer = await anyio.to_thread.run_sync(get, abandon_on_cancel=True)
             except ray.exceptions.GetTimeoutError:
-                grant = None
-            if grant is not None:
+                answer = None
+            if answer is not None:
                 renewed = asked
+                grant, allowance = answer
                 for name, tokens in grant.items():
                     limiters[name].total_tokens = tokens
+                if budget is not None and allowance is not None:
+                    budget.lease(allowance)
             elif time.monotonic() - renewed > LEASE_SECONDS / 2:
                 for limiter in limiters.values():
                     limiter.total_tokens = 0  # the lease may have expired: lend nothing
+                if budget is not None:
+                    budget.lapse()
             await anyio.sleep(RENEW_SECONDS)
     finally:
-        broker.drop.remote(holder)
+        broker.drop.remote(holder, _spend(budget))

@@ -467,7 +467,11 @@ class _Run:
             budget=None
             if suite.max_cost is None
             else budget_outcome(
-                suite.max_cost, suite.workers, self.aggregate.cost, self.cost_before, cases.total
+                suite.max_cost,
+                1 if suite.backend == "ray" else suite.workers,  # Ray: one budget, leased
+                self.aggregate.cost,
+                self.cost_before,
+                cases.total,
             ),
         )
         if suite.thresholds is not None and status != "running":  # coverage, agreement

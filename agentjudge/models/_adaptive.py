@@ -49,7 +49,9 @@ import logging
 import math
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import anyio
 
@@ -62,8 +64,12 @@ __all__ = [
     "THROTTLE_STATUSES",
     "AdaptiveController",
     "CapacityDeadline",
+    "Controller",
+    "ControllerSource",
     "TracePoint",
     "feedback",
+    "new_controller",
+    "share_controllers",
 ]
 
 logger = logging.getLogger("agentjudge.models")
@@ -148,6 +154,52 @@ class CapacityDeadline(Exception):
         self.left = left
         self.status = status
         self.asked = asked
+
+
+class Controller(Protocol):
+    """What a client asks of its controller (an `AdaptiveController`, or a shared one).
+
+    A controller shared with other processes comes from ``share_controllers``. Every `admit`
+    is followed by exactly one of the other three calls.
+    """
+
+    async def admit(self, deadline: float = math.inf) -> float:
+        """Wait for capacity and take it; returns the start time to report back."""
+        ...
+
+    def succeeded(self, started: float, hints: RateHints | None) -> None:
+        """The request was answered (``hints``: the rate-limit budget it reported)."""
+
+    def throttled(
+        self, started: float, signals: CapacitySignals, *, status: int, max_wait: float
+    ) -> None:
+        """The request was refused with a throttling status (``signals``: what it said)."""
+
+    def finished(self) -> None:
+        """The request ended without telling anything about capacity."""
+
+
+ControllerSource = Callable[[str, int], Controller]
+"""Makes the controller of a client: ``(key, ceiling) -> Controller`` (see `new_controller`)."""
+
+_source: ControllerSource | None = None
+
+
+def share_controllers(source: ControllerSource | None) -> None:
+    """Make the controllers of this process's clients come from ``source`` (None: their own).
+
+    A Ray actor sets it so that every actor's clients of one provider endpoint obey one
+    controller (``agentjudge.harness._ray_rates``); it applies to sessions made afterwards.
+    """
+    global _source
+    _source = source
+
+
+def new_controller(key: str, ceiling: int) -> Controller:
+    """The controller of a new session of the client ``key`` (name and endpoint)."""
+    if _source is None:
+        return AdaptiveController(ceiling)
+    return _source(key, ceiling)
 
 
 class AdaptiveController:
@@ -516,7 +568,7 @@ class AdaptiveController:
 
 
 def feedback(
-    control: AdaptiveController,
+    control: Controller,
     begun: float,
     status: int,
     signals: CapacitySignals,

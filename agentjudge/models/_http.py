@@ -40,8 +40,8 @@ from agentjudge.exceptions import ModelHTTPError, ModelResponseError
 from agentjudge.judging import add_queued, spend_gate
 from agentjudge.models._adaptive import (
     THROTTLE_STATUSES,
-    AdaptiveController,
     CapacityDeadline,
+    Controller,
     feedback,
 )
 from agentjudge.models._failures import (
@@ -257,9 +257,10 @@ class HTTPModelClient(ProviderHooks):
             self._session.clear()
 
     def _new_session(self) -> Session:
+        key = f"{self.name} {self.url}"
         if self._injected is not None:
-            return Session(HttpxPoster(self._injected, owned=False), self.max_concurrency)
-        return Session(make_poster(self.max_concurrency), self.max_concurrency)
+            return Session(HttpxPoster(self._injected, owned=False), self.max_concurrency, key)
+        return Session(make_poster(self.max_concurrency), self.max_concurrency, key)
 
     @property
     def url(self) -> str:
@@ -428,7 +429,7 @@ class HTTPModelClient(ProviderHooks):
             ) from exc
         return reply, attempts + throttled, queued
 
-    async def _admit(self, control: AdaptiveController) -> float:
+    async def _admit(self, control: Controller) -> float:
         """Wait for the controller's capacity; a pause past the deadline is an HTTP error.
 
         The error carries the status that set the pause and says what set its length.
@@ -468,7 +469,7 @@ class HTTPModelClient(ProviderHooks):
         content: bytes,
         headers: Mapping[str, str],
         session: Session,
-        control: AdaptiveController | None,
+        control: Controller | None,
         begun: float,
         lease: RateLease,
     ) -> Reply:

@@ -27,7 +27,7 @@ from typing import Any
 import anyio
 import httpx
 
-from agentjudge.models._adaptive import AdaptiveController
+from agentjudge.models._adaptive import Controller, new_controller
 
 __all__ = [
     "TRANSPORTS",
@@ -380,17 +380,19 @@ class Session:
     Holds the poster (connections) and the concurrency limiter; built lazily on first use in
     each loop (see `agentjudge.models._loop.LoopLocal`), so a client copied to a worker
     process, or reused by a later ``anyio.run``, starts with fresh ones. The client's
-    `AdaptiveController` lives here too (one per client and loop).
+    `AdaptiveController` lives here too (one per client and loop; or one shared by the
+    processes of a Ray run, see `agentjudge.models._adaptive.share_controllers`).
 
     Args:
         poster: What sends requests.
         max_concurrency: Requests in flight at most.
+        key: The client's name and endpoint (which shared controller it obeys).
     """
 
-    def __init__(self, poster: Poster, max_concurrency: int) -> None:
+    def __init__(self, poster: Poster, max_concurrency: int, key: str = "") -> None:
         self.poster = poster
         self.limiter = anyio.CapacityLimiter(max_concurrency)
-        self.controller = AdaptiveController(max_concurrency)
+        self.controller: Controller = new_controller(key, max_concurrency)
 
     async def take_slot(self) -> None:
         """Take one of the ``max_concurrency`` slots; give it back with ``limiter.release()``.

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections import Counter
@@ -23,39 +24,67 @@ import pytest
 from test_harness_workers import by_id, make_suite, rows
 
 from agentjudge.harness import RunAborted, RunConfigError, Suite, iter_rows, run_suite
-from agentjudge.testing import FakeModelServer, FakeResponse
+from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
 
 # One worker runs them all under pytest-xdist (make test: --dist loadgroup): one Ray instance.
-pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.xdist_group("ray")]
+# The 60 s per-test timeout of the suite is too short for these on a busy 2-core machine: a
+# test that starts two CLI drivers (killed driver + resume) takes 7-15 s alone but 58 s with
+# the machine's load at 12 (fresh clone, 2026-11-26): each Ray run starts several interpreters
+# (its actors and the broker), so on CI under load the tests "hung" past 60 s. A real hang is
+# still caught, at 240 s.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.ray,
+    pytest.mark.xdist_group("ray"),
+    pytest.mark.timeout(240),
+]
 
 
-_FLAKY_ON_A_FRESH_CLONE = pytest.mark.skip(
-    reason="hangs past its 60 s timeout on a fresh CI clone when run after the parallel part "
-    "(passes alone and in a worked-in checkout); skipped until the cause is found, see the "
-    "closing note of session 6"
-)
+def _log_tails(temp: str, lines: int = 12) -> str:
+    """The last lines of the Ray instance's own logs and the error lines of its workers."""
+    parts = []
+    for log in sorted(Path(temp).glob("session_*/logs/*")):
+        if not log.is_file():
+            continue
+        text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+        if log.name.startswith(("raylet", "gcs_server")):
+            parts.append(f"== {log.name}\n" + "\n".join(text[-lines:]))
+        elif errors := [line for line in text if " E " in line or "ERROR" in line]:
+            parts.append(f"== {log.name}\n" + "\n".join(errors[-lines:]))
+    return "\n".join(parts)[-20_000:]
 
 
 @pytest.fixture(scope="session")
-def ray_address() -> Iterator[str]:
-    """A local Ray instance for the whole session (small object store, no dashboard)."""
+def ray_address(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A local Ray instance for the whole session (small object store, no dashboard).
+
+    It listens on 127.0.0.1 (as a run's own local instance does, see ``_ray._init_ray``)
+    and keeps its files in a folder of its own, not in the /tmp/ray that other Ray instances
+    on the machine share. When a test failed, the tails of its logs are reported at the end.
+    """
     ray = pytest.importorskip(
         "ray", reason="the Ray backend's tests need the ray extra: pip install 'agentjudge[ray]'"
     )
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        # Logical CPUs, not cores: room for the actors of a test while those of an earlier one
-        # (a killed driver's, a replaced actor) are still being reclaimed, so no test waits for
-        # placement.
-        num_cpus=8,
-        include_dashboard=False,
-        log_to_driver=False,
-        object_store_memory=100 * 1024 * 1024,
-    )
-    try:
-        yield str(ray.get_runtime_context().gcs_address)
-    finally:
-        ray.shutdown()
+    with tempfile.TemporaryDirectory(prefix="agentjudge-ray-") as temp:
+        ray.init(
+            # Logical CPUs, not cores: room for the actors of a test while those of an earlier
+            # one (a killed driver's, a replaced actor) are still being reclaimed, so no test
+            # waits for placement.
+            num_cpus=8,
+            include_dashboard=False,
+            log_to_driver=False,
+            object_store_memory=100 * 1024 * 1024,
+            _node_ip_address="127.0.0.1",
+            _temp_dir=temp,
+        )
+        try:
+            yield str(ray.get_runtime_context().gcs_address)
+        finally:
+            ray.shutdown()
+            if request.session.testsfailed:
+                tails = _log_tails(temp)
+                pytest.fail(f"tests failed; the Ray instance's logs end with:\n{tails}")
 
 
 LOGGED_TASK = """
@@ -123,6 +152,83 @@ async def test_ray_llm_judge_rows_match_an_in_process_run(tmp_path: Path, ray_ad
     assert two.judges == one.judges and two.cost == one.cost
 
 
+MIXED_JUDGES = """
+from pathlib import Path
+
+from agentjudge.core import Judgment
+from agentjudge.judges import CommandJudge, LLMJudge
+from agentjudge.models import OpenAIChat
+
+HERE = Path(__file__).parent
+PROMPT = "Is {{output}} the right answer to {{input}}? Answer YES or NO."
+CHECK = CommandJudge(["sh", "-c", "exit $(( $(cat code) ))"], name="command")
+LLM = LLMJudge("correct", OpenAIChat("judge-model", base_url=URL, api_key="k"), PROMPT)
+
+
+def number(ctx):
+    return int(ctx.input[1:]) if ctx.input[1:].isdigit() else 0
+
+
+async def exact(ctx):
+    return Judgment.passed("same") if ctx.output == ctx.expected else Judgment.failed("differs")
+
+
+# judge for one case in every (in the workspace HERE), an instant PASS otherwise; a closure,
+# so the run finds (and closes) the model client it holds, as it would a judge's.
+def one_in(every, judge, name):
+    async def sampled(ctx):
+        if number(ctx) % every:
+            return Judgment.passed("not asked")
+        return await judge(ctx.model_copy(update={"workspace": HERE}))
+
+    sampled.__name__ = sampled.__qualname__ = name
+    return sampled
+
+
+# The model for one case in four and a real command for one in twenty keep the test short
+# (each run: 500 loopback HTTP calls and 100 processes); the other judgments are instant.
+correct = one_in(4, LLM, "correct")
+command = one_in(20, CHECK, "command")
+judges = [exact, correct, command]
+"""
+
+
+def _without_elapsed(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The rows without the command's run time (it differs between any two runs)."""
+    for row in rows.values():
+        for result in row["results"]:
+            result["judgment"]["metadata"].pop("elapsed_ms", None)
+    return rows
+
+
+async def test_a_2000_case_suite_with_instant_llm_and_command_judges_matches_in_process(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """2,000 cases, an instant, an LLM (fake server) and a command judge: same rows on Ray."""
+
+    async def answer(body: Any) -> FakeResponse:  # the verdict depends on the case
+        verdict = "NO" if "Q12" in json.dumps(body) else "YES"
+        return FakeResponse(
+            text=f"Answer: {verdict}", usage={"prompt_tokens": 9, "completion_tokens": 2}
+        )
+
+    async with FakeModelServer(answer) as server:
+        judges = f"URL = {server.base_url!r}\n" + textwrap.dedent(MIXED_JUDGES)
+        (tmp_path / "mixed.py").write_text(judges, encoding="utf-8")
+        (tmp_path / "code").write_text("0")
+        suite = make_suite(tmp_path, rows(2000, {7: "boom"}))
+        suite = suite.with_overrides(judges="mixed.py:judges", concurrency=16)
+        one = await run_suite(suite, out=tmp_path / "one")
+        calls = len(server.requests)
+        ray_suite = suite.with_overrides(workers=2, backend="ray")
+        two = await run_suite(ray_suite, out=tmp_path / "two")
+        assert calls >= 500 and len(server.requests) == 2 * calls
+    assert _without_elapsed(by_id(tmp_path / "one")) == _without_elapsed(by_id(tmp_path / "two"))
+    assert two.cases == one.cases and two.cases.total == 2000 and two.cases.errors == 1
+    assert two.judges == one.judges and two.verdict == one.verdict and two.cost == one.cost
+    assert one.judges["command"].count == 1999 and two.status == "completed"
+
+
 def test_a_killed_actor_loses_no_case_and_reruns_none_it_finished(
     tmp_path: Path, ray_address: str
 ) -> None:
@@ -161,7 +267,6 @@ def answer(case):
 """
 
 
-@_FLAKY_ON_A_FRESH_CLONE
 def test_a_killed_driver_leaves_a_run_that_resume_completes(
     tmp_path: Path, ray_address: str
 ) -> None:
@@ -176,10 +281,10 @@ def test_a_killed_driver_leaves_a_run_that_resume_completes(
     command = [sys.executable, "-m", "agentjudge", "run", *args]
     proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL)
     results = tmp_path / "o" / "results.jsonl"
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while not (results.exists() and len(results.read_bytes().splitlines()) >= 20):
         assert proc.poll() is None, "the driver ended before it was killed"
-        assert time.monotonic() < deadline, "no rows within 60 s"
+        assert time.monotonic() < deadline, "no rows within 180 s"
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -213,7 +318,6 @@ def _llm_suite(tmp_path: Path, url: str, n: int, pad: int = 0, **settings: Any) 
     return suite.with_overrides(judges="llm.py:build", **settings)
 
 
-@_FLAKY_ON_A_FRESH_CLONE
 async def test_a_limit_holds_across_the_actors(tmp_path: Path, ray_address: str) -> None:
     """limits on two actors: never more calls at the server at once than the limit."""
     in_flight = peak = 0
@@ -239,19 +343,60 @@ async def test_a_limit_holds_across_the_actors(tmp_path: Path, ray_address: str)
         assert len(server.requests) == 64
 
 
-async def test_max_cost_holds_across_the_actors(tmp_path: Path, ray_address: str) -> None:
-    """--max-cost on Ray: the actors together spend no more; the run ends aborted (exit 3)."""
-    usage = {"prompt_tokens": 1000, "completion_tokens": 100}  # $0.002 a call at these prices
+async def test_max_cost_is_one_budget_for_the_whole_cluster(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """--max-cost on Ray: one budget leased to the actors, not a share each; exit 3 when spent.
+
+    Every paid call is in the first dataset chunk, so one actor makes them all: with the
+    budget split in two shares that actor would stop at half of max_cost. The actors together
+    never pass it (no actor dies here, and every call's reservation covers its cost).
+    """
+    paid = FakeResponse(text="Answer: YES", usage={"prompt_tokens": 1000, "completion_tokens": 100})
+    free = FakeResponse(text="Answer: YES", usage={"prompt_tokens": 1, "completion_tokens": 1})
+    call = 0.002  # a paid call at these prices
     prices = {"openai:judge-model": {"input": 1.0, "output": 10.0}}
-    async with FakeModelServer(default=FakeResponse(text="Answer: YES", usage=usage)) as server:
-        suite = _llm_suite(tmp_path, server.base_url, 40, max_cost=0.05, prices=prices)
+
+    async def answer(body: Any) -> FakeResponse:
+        return paid if "paid" in json.dumps(body) else free
+
+    async with FakeModelServer(answer) as server:
+        suite = _llm_suite(tmp_path, server.base_url, 60, pad=12_000, max_cost=0.02, prices=prices)
+        data = [json.loads(line) for line in (tmp_path / "data.jsonl").read_text().splitlines()[2:]]
+        for row in data[:15]:  # the first chunk holds about 20 of these rows
+            row["input"] = f"paid {row['input']}"
+        (tmp_path / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in data))
         summary = await run_suite(suite, out=tmp_path / "o")
-        billed = len(server.requests) * 0.002
-    assert billed <= 0.05 + 1e-12
+        paid_calls = sum("paid" in json.dumps(body) for body in server.requests)
+    assert summary.cost is not None and summary.cost.usd is not None
+    assert summary.cost.usd <= 0.02 + 1e-12  # the bound: no actor died, reservations cover
+    assert paid_calls >= 8 and summary.cost.usd > 0.02 - 2 * call  # not half of it
     assert summary.status == "aborted" and summary.budget is not None
-    assert summary.budget.exhausted and summary.cost is not None
-    assert summary.cost.usd == pytest.approx(billed)
-    assert len(by_id(tmp_path / "o")) == 40
+    assert summary.budget.exhausted and summary.budget.workers == 1
+    assert len(by_id(tmp_path / "o")) == 60
+
+
+async def test_the_actors_obey_one_rate_controller_at_a_hidden_provider_limit(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """A hidden 20 requests/s limit at the fake server: two actors, one controller, no error.
+
+    Every 429 the server sent is seen by the one controller of the endpoint (in the run's
+    broker), which pauses and paces both actors' calls; every call is answered in the end.
+    """
+    usage = {"prompt_tokens": 1, "completion_tokens": 1}
+    limit = FakeRateLimit(rps=20, burst=5)
+    async with FakeModelServer(
+        FakeResponse(text="Answer: YES", usage=usage), rate_limit=limit
+    ) as server:
+        suite = _llm_suite(tmp_path, server.base_url, 60, pad=12_000)  # 3 chunks: both actors
+        summary = await run_suite(suite, out=tmp_path / "o")
+        received, throttled = len(server.requests), server.throttled
+    found = by_id(tmp_path / "o")
+    statuses = Counter(r["judgment"]["status"] for row in found.values() for r in row["results"])
+    assert statuses == {"pass": 60} and summary.status == "completed"
+    assert received - throttled == 60  # each call answered once
+    assert throttled <= received // 4  # paced as one client: few refusals
 
 
 def test_without_ray_the_run_says_how_to_install_it(
