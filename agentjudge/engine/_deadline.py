@@ -6,11 +6,12 @@
   (unknown names are a ValueError, as for ``limits``); the leaf boundary
   (`agentjudge.engine._leaf`) arms them.
 * **Deadlines** bound a whole evaluation (``evaluate(..., deadline=)``, ``verdict(...,
-  deadline=)``, ``offer(..., deadline=)``): no attempt, retry wait, rate-limit wait or slot
-  wait outlives it. Each judge still running when it passes is ERROR ``TimeoutError`` saying
-  the evaluation's deadline fired (the leaf boundary's deadline scope); `execute_until` bounds
-  what is left (voting, callbacks) ``BACKSTOP_S`` later and, if it had to cut the evaluation
-  itself short, returns an ERROR verdict saying so, with the results recorded by then.
+  deadline=)``, ``submit(..., deadline=)``, ``offer(..., deadline=)``): no attempt, retry
+  wait, rate-limit wait or slot wait outlives it. Each judge still running when it passes is
+  ERROR ``TimeoutError`` saying the evaluation's deadline fired (the leaf boundary's deadline
+  scope); `execute_until` bounds what is left (voting, callbacks) ``BACKSTOP_S`` later and, if
+  it had to cut the evaluation itself short, returns an ERROR verdict saying so, with the
+  results recorded by then.
 
 Both errors name the limit that fired: ``judge 'x' timed out after 2 s (timeouts['x'],
 attempt 1)`` or ``judge 'x' ran out of the evaluation's deadline (5 s) after 2 attempts``.

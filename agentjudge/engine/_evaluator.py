@@ -269,20 +269,39 @@ class Evaluator:
             )
         return RunState(ctx, sampled)
 
-    def submit(self, context: Context | None = None, /, **context_fields: Any) -> EvaluationHandle:
+    def submit(
+        self,
+        context: Context | None = None,
+        /,
+        *,
+        deadline: float | None = None,
+        **context_fields: Any,
+    ) -> EvaluationHandle:
         """Start an evaluation in the evaluator's task group and return its handle at once.
+
+        Args:
+            context: The context (or give its fields as keyword arguments).
+            deadline: Seconds from now the whole evaluation may take (as for `verdict`): no
+                attempt, retry wait, rate-limit or slot wait outlives it, even while nobody
+                awaits the handle; judges cut short are ERROR ``TimeoutError`` naming the
+                deadline (None: no deadline).
+            **context_fields: `Context` fields, merged over ``context``.
 
         Raises:
             RuntimeError: outside ``async with evaluator``.
+            ValueError: a deadline that is not seconds > 0.
         """
         if self._tg is None:
             raise RuntimeError(
                 "submit() needs a running evaluator: use `async with evaluator:` first, "
                 "or `await evaluator.evaluate(...)` which needs no scope"
             )
+        seconds = None if deadline is None else check_seconds("deadline", deadline)
         run = self._new_run(self._context(context, context_fields))
         scope = anyio.CancelScope()
-        self._tg.start_soon(self._drive, run, scope)
+        # the deadline's clock starts now, not when the driver task first runs
+        at = None if seconds is None else anyio.current_time() + seconds
+        self._tg.start_soon(self._drive, run, scope, at, seconds or 0.0)
         return EvaluationHandle(run, scope)
 
     async def evaluate(
@@ -456,17 +475,23 @@ class Evaluator:
         return anyio.run(self.evaluate, ctx)
 
     # ------------------------------------------------------------------ execution
-    async def _drive(self, run: RunState, scope: anyio.CancelScope | None) -> None:
+    async def _drive(
+        self,
+        run: RunState,
+        scope: anyio.CancelScope | None,
+        at: float | None = None,
+        seconds: float = 0.0,
+    ) -> None:
         try:
             if scope is None:
-                run.verdict = await self._execute(run)
+                run.verdict = await self._execute_until(run, at, seconds)
             else:
                 with scope:
                     # handle.cancel() may come before this task starts, and judges that never
                     # suspend reach no checkpoint: check first, and never publish a verdict
                     # once cancel() was called.
                     await checkpoint_if_cancelled()
-                    verdict = await self._execute(run)
+                    verdict = await self._execute_until(run, at, seconds)
                     if not scope.cancel_called:
                         run.verdict = verdict
         finally:

@@ -106,3 +106,58 @@ async def test_offer_deadline_bounds_the_background_evaluation() -> None:
     assert result.verdict is not None
     assert "deadline (0.02 s)" in result.verdict.results[0].judgment.reasoning  # type: ignore[union-attr]
     assert background.statistics()["errored"] == 1
+
+
+async def test_submit_deadline_cuts_a_hanging_judge_short_and_names_the_deadline() -> None:
+    """submit(deadline=) bounds the evaluation even while nobody awaits the handle."""
+    judge = ScriptedJudge(True, hang=True, name="j")
+    async with Evaluator(judge, timeout=None) as evaluator:
+        handle = evaluator.submit(input="q", deadline=0.02)
+        with anyio.fail_after(10):
+            while not handle.done():  # nobody awaits it: the deadline alone ends it
+                await anyio.sleep(0.005)
+        (result,) = await handle
+    assert result.status is Status.ERROR and result.error_type == "TimeoutError"
+    assert "ran out of the evaluation's deadline (0.02 s)" in (result.reasoning or "")
+    assert judge.cancelled == 1
+
+
+async def test_submit_deadline_bounds_retry_waits() -> None:
+    """A retry wait of an hour is cut short by submit's deadline, which names itself."""
+    judge = ScriptedJudge(True, fail_times=5, error=RetryableError("busy", retry_after=3600))
+    async with Evaluator(judge, retry=RetryPolicy(attempts=5)) as evaluator:
+        with anyio.fail_after(10):
+            verdict = await evaluator.submit(input="q", deadline=0.05).verdict()
+    (result,) = verdict.results
+    assert result.error_type == "TimeoutError" and result.attempts == 1
+    assert "deadline (0.05 s) after 1 attempt" in (result.reasoning or "")
+
+
+async def test_submit_deadline_bounds_rate_limit_waits() -> None:
+    """A call waiting for the model client's rate limit gives up at submit's deadline."""
+    from agentjudge import CorrectnessJudge
+    from agentjudge.models import OpenAIChat, RateLimit
+    from agentjudge.testing import FakeModelServer, FakeResponse
+
+    async with (
+        FakeModelServer(FakeResponse(text="Answer: YES\nReasoning: ok")) as server,
+        OpenAIChat(
+            "m", base_url=server.base_url, api_key="k", rate_limit=RateLimit(rpm=1, period=3600)
+        ) as model,
+        Evaluator(CorrectnessJudge(model, name="llm"), timeout=None) as evaluator,
+    ):
+        first = await evaluator.submit(input="q", output="a").verdict()  # spends the budget
+        with anyio.fail_after(10):  # without the deadline: an hour
+            second = await evaluator.submit(input="q", output="a", deadline=0.1).verdict()
+    assert first.judgment.status is Status.PASS
+    (result,) = second.results
+    assert result.error_type == "TimeoutError"
+    assert "judge 'llm' ran out of the evaluation's deadline (0.1 s)" in (result.reasoning or "")
+    assert len(server.requests) == 1
+
+
+async def test_submit_deadline_is_validated() -> None:
+    """A submit deadline must be seconds > 0 (checked before anything starts)."""
+    async with Evaluator(ScriptedJudge(True)) as evaluator:
+        with pytest.raises(ValueError, match="deadline"):
+            evaluator.submit(input="q", deadline=-1)
