@@ -41,6 +41,7 @@ from agentjudge.models import OpenAIChat
 from agentjudge.testing import FakeModelServer, FakeResponse, ScriptedJudge
 
 Handler = Callable[[int], Awaitable[None]]
+TERMINAL = ("sampled_out", "shed", "completed", "errored", "cancelled")
 
 
 def percentiles(samples_ns: list[int]) -> dict[str, float]:
@@ -143,8 +144,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             "cancelled": stats["cancelled"],
             "backlog_high_water": stats["backlog_high_water"],
             "peak_rss_mib": peak_rss_mib(),
-            "accounted": stats["offered"]
-            == sum(stats[k] for k in ("sampled_out", "shed", "completed", "errored", "cancelled")),
+            "accounted": stats["offered"] == sum(stats[k] for k in TERMINAL),
         }
     )
     return rows
@@ -155,7 +155,12 @@ def _added(row: dict[str, float], noop: dict[str, float]) -> float:
 
 
 def make_service(args: argparse.Namespace) -> Any:
-    """The FastAPI app of ``--http`` (served in the child process)."""
+    """The FastAPI app of ``--http`` (served in the service's child process).
+
+    Its judge is an LLM judge over the model server at ``--model-url`` (another process: the
+    model is not the service). Leaving the lifespan (SIGTERM) drains the background evaluator
+    and prints its final counters and the peak RSS as one JSON line on stdout.
+    """
     from contextlib import AsyncExitStack, asynccontextmanager
 
     from fastapi import FastAPI
@@ -165,11 +170,10 @@ def make_service(args: argparse.Namespace) -> Any:
 
     @asynccontextmanager
     async def lifespan(app: Any) -> Any:
-        answer = FakeResponse(text="Answer: YES\nReasoning: fine", latency=args.latency)
         async with AsyncExitStack() as stack:
-            server = await stack.enter_async_context(FakeModelServer(default=answer))
+            # entered first, closed last: its connections are built before the first request
             model = await stack.enter_async_context(
-                OpenAIChat("judge", base_url=server.base_url, api_key="bench")
+                OpenAIChat("judge", base_url=args.model_url, api_key="bench")
             )
             evaluator = Evaluator(CorrectnessJudge(model), max_concurrency=workers, timeout=30)
             background = evaluator.background(
@@ -179,8 +183,11 @@ def make_service(args: argparse.Namespace) -> Any:
                 sample_rate=args.sample_rate,
             )
             state["background"] = background
-            await stack.enter_async_context(background)
-            yield
+            state["rss_before"] = peak_rss_mib()
+            async with background:
+                yield
+        final = {**background.statistics(), "rss_before_mib": state["rss_before"]}
+        print(json.dumps({**final, "peak_rss_mib": peak_rss_mib()}), flush=True)
 
     app = FastAPI(lifespan=lifespan)
 
@@ -202,78 +209,145 @@ def make_service(args: argparse.Namespace) -> Any:
 
 
 def serve(args: argparse.Namespace) -> None:
-    """Child process of ``--http``: serve the app on ``--port``."""
+    """The service's child process of ``--http``: serve the app on ``--port``."""
     import uvicorn
 
-    uvicorn.run(make_service(args), host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(
+        make_service(args), host="127.0.0.1", port=args.port, log_level="warning", access_log=False
+    )
 
 
-async def http_load(args: argparse.Namespace) -> dict[str, Any]:
-    """Parent process of ``--http``: start the service, load it, poll /health."""
+def _free_port() -> int:
     import socket
-    import subprocess
-    import sys
-
-    import aiohttp
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    knobs = ("capacity", "latency", "backlog", "drain", "sample_rate")
-    forwarded = [f"--{k.replace('_', '-')}={getattr(args, k)}" for k in knobs]
-    child = subprocess.Popen([sys.executable, __file__, "--serve", f"--port={port}", *forwarded])
-    base = f"http://127.0.0.1:{port}"
-    health_ms: list[float] = []
+        return int(sock.getsockname()[1])
+
+
+def _start(argv: list[str]) -> Any:
+    """A child process of this interpreter with its stdout piped (text)."""
+    import subprocess
+    import sys
+
+    return subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, text=True)
+
+
+def start_model_server(latency: float) -> tuple[Any, str]:
+    """``python -m agentjudge.testing serve`` in a child process; (process, base URL)."""
+    child = _start(
+        [
+            "-m",
+            "agentjudge.testing",
+            "serve",
+            "--port=0",
+            f"--latency={latency}",
+            "--answer=Answer: YES\nReasoning: fine",
+        ]
+    )
+    assert child.stdout is not None
+    first = child.stdout.readline()  # "agentjudge fake model server: base URL http://..."
+    if "base URL " not in first:
+        child.kill()
+        raise RuntimeError(f"the fake model server did not start: {first!r}")
+    return child, first.split("base URL ", 1)[1].strip()
+
+
+async def paced_posts(client: Any, rate: float, seconds: float) -> int:
+    """POST ``/chat`` ``rate`` times per second for ``seconds`` (open loop); how many."""
     sent = 0
+
+    async def post(i: int) -> None:
+        async with client.post("/chat", json={"q": f"q{i}"}) as r:
+            await r.read()
+
+    async with anyio.create_task_group() as tg:
+        start = perf_counter()
+        while (elapsed := perf_counter() - start) < seconds:
+            while sent < int(elapsed * rate):
+                tg.start_soon(post, sent)
+                sent += 1
+            await anyio.sleep(0.005)
+    return sent
+
+
+async def probe_health(base: str, seconds: float, every: float = 0.01) -> list[float]:
+    """GET ``/health`` on a connection of its own every ``every`` s; latencies in ms."""
+    import aiohttp
+
+    samples: list[float] = []
+    async with aiohttp.ClientSession(base) as own:
+        stop = perf_counter() + seconds
+        while perf_counter() < stop:
+            began = perf_counter()
+            async with own.get("/health") as r:
+                await r.read()
+            samples.append((perf_counter() - began) * 1000)
+            await anyio.sleep(every)
+    return samples
+
+
+async def http_load(args: argparse.Namespace) -> dict[str, Any]:
+    """Parent process of ``--http``: start the model and the service, load it, poll /health."""
+    import signal
+
+    import aiohttp
+
+    model, model_url = start_model_server(args.latency)
+    port = _free_port()
+    knobs = ("latency", "backlog", "drain", "sample_rate")
+    forwarded = [f"--{k.replace('_', '-')}={getattr(args, k)}" for k in knobs]
+    forwarded.append(f"--capacity={args.http_capacity}")
+    service = _start(
+        [__file__, "--serve", f"--port={port}", f"--model-url={model_url}", *forwarded]
+    )
+    base = f"http://127.0.0.1:{port}"
     try:
-        connector = aiohttp.TCPConnector(limit=args.connections + 1)
-        async with aiohttp.ClientSession(base, connector=connector) as client:
-            with anyio.fail_after(30):
+        async with aiohttp.ClientSession(base) as client:
+            with anyio.fail_after(60):
                 while True:
                     try:
                         async with client.get("/health") as r:
                             await r.read()
                         break
                     except aiohttp.ClientError:
-                        await anyio.sleep(0.1)
-            stop = perf_counter() + args.seconds
-
-            async def poster() -> None:
-                nonlocal sent
-                while perf_counter() < stop:
-                    async with client.post("/chat", json={"q": f"q{sent}"}) as r:
-                        await r.read()
-                    sent += 1
-
-            async def prober() -> None:
-                async with aiohttp.ClientSession(base) as own:
-                    while perf_counter() < stop:
-                        began = perf_counter()
-                        async with own.get("/health") as r:
-                            await r.read()
-                        health_ms.append((perf_counter() - began) * 1000)
-                        await anyio.sleep(0.01)
-
+                        await anyio.sleep(0.05)
+            await probe_health(base, args.warmup)  # first requests build FastAPI's caches
             async with anyio.create_task_group() as tg:
-                for _ in range(args.connections):
-                    tg.start_soon(poster)
+                health: list[float] = []
+
+                async def prober() -> None:
+                    health.extend(await probe_health(base, args.seconds))
+
                 tg.start_soon(prober)
+                sent = await paced_posts(client, args.http_rate, args.seconds)
             async with client.get("/stats") as r:
-                stats = await r.json()
+                during = await r.json()
+        service.send_signal(signal.SIGTERM)  # uvicorn's graceful shutdown: the lifespan drains
+        out, _ = service.communicate(timeout=args.drain + 60)
+        final = json.loads(out.strip().splitlines()[-1])
     finally:
-        child.terminate()
-        child.wait(timeout=60)
-    ordered = sorted(health_ms)
+        for child in (service, model):
+            if child.poll() is None:
+                child.terminate()
+            child.communicate(timeout=60)
+    ordered = sorted(health)
     return {
         "http": True,
+        "rate": args.http_rate,
+        "seconds": args.seconds,
+        "capacity_per_s": args.http_capacity,
         "sample_rate": args.sample_rate,
-        "requests_per_s": round(sent / args.seconds, 1),
+        "sent": sent,
         "health_n": len(ordered),
-        "health_p50_ms": round(statistics.median(ordered), 2) if ordered else None,
-        "health_p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2)
-        if ordered
-        else None,
-        **{k: stats[k] for k in ("offered", "accepted", "shed", "completed", "backlog_high_water")},
+        "health_p50_ms": round(statistics.median(ordered), 2),
+        "health_p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2),
+        "health_max_ms": round(ordered[-1], 2),
+        "during": {k: during[k] for k in ("offered", "accepted", "shed", "completed", "backlog")},
+        **{k: final[k] for k in (*TERMINAL, "offered", "accepted", "backlog_high_water")},
+        "rss_before_mib": final["rss_before_mib"],
+        "peak_rss_mib": final["peak_rss_mib"],
+        "accounted": final["offered"] == sum(final[k] for k in TERMINAL),
     }
 
 
@@ -288,9 +362,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--drain", type=float, default=5.0, help="drain_timeout, seconds")
     parser.add_argument("--sample-rate", type=float, default=1.0, help="--http: sample_rate")
     parser.add_argument("--http", action="store_true", help="measure /health of a real service")
-    parser.add_argument("--connections", type=int, default=32, help="--http: concurrent posters")
+    parser.add_argument("--http-rate", type=float, default=200.0, help="--http: requests/s")
+    parser.add_argument(
+        "--http-capacity", type=float, default=20.0, help="--http: evaluations per second"
+    )
+    parser.add_argument("--warmup", type=float, default=1.0, help="--http: seconds of probes first")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--model-url", default="", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_online.py"
 
 
@@ -28,3 +30,42 @@ def test_bench_online_smoke() -> None:
     assert handlers == ["noop", "offer", "awaited_jury_3"]
     background = rows[3]
     assert background["offered"] > 0 and background["accounted"] is True
+
+
+@pytest.mark.timing
+@pytest.mark.timeout(180)
+def test_health_stays_fast_while_judges_ten_times_slower_than_traffic_shed_load() -> None:
+    """Overload of the judges never reaches the request path: /health p99 < 10 ms (timing).
+
+    A real service: FastAPI on uvicorn in a child process, offering every ``POST /chat`` to a
+    background evaluator (``max_backlog=100``) whose LLM judge calls a `FakeModelServer` in a
+    second child process (the model is not the service: it gets its own process and core).
+    This process sends 200 requests/s for 4 s (open loop: the load the service can serve),
+    while the judges can do 20 evaluations/s (2 workers x 100 ms), ten times fewer; another
+    connection probes ``GET /health`` every 10 ms. SIGTERM then stops the service, whose
+    lifespan drains for at most 2 s and reports the final counters.
+
+    Asserted on every run: each request was offered once, the backlog never grew past its
+    bound (high-water mark = 100, RSS grows by less than 32 MiB), most offers were shed, and
+    every offer ended in exactly one counter. The one wall-clock assertion (why the test is
+    marked ``timing`` and runs alone after the parallel part of ``make test``): the ``/health``
+    p99 is below 10 ms in at least one of three runs. Other processes on a shared machine can
+    only add latency, never remove what the service itself costs, so the best of three is an
+    honest measure of the service; every run's numbers are in the failure message.
+    """
+    bench = _load()
+    runs = []
+    for _ in range(3):
+        row = bench.main(
+            ["--http", "--seconds", "4", "--warmup", "1", "--backlog", "100", "--drain", "2"]
+        )[0]
+        assert row["offered"] == row["sent"] >= 700  # 200/s for 4 s, minus a slow start
+        assert row["backlog_high_water"] == 100
+        assert row["shed"] > row["offered"] // 2  # the judges take about a tenth
+        assert row["accounted"] is True  # offered == sampled_out+shed+completed+errored+cancelled
+        assert row["peak_rss_mib"] - row["rss_before_mib"] < 32
+        runs.append(row)
+        if row["health_p99_ms"] < 10:
+            break
+    p99s = [row["health_p99_ms"] for row in runs]
+    assert min(p99s) < 10, f"/health p99 {p99s} ms in {len(runs)} runs: {runs}"

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentjudge.core import JudgeResult, Judgment, Status
-from agentjudge.engine._sinks import OnlineResult
+from agentjudge.engine._sinks import OnlineResult, in_slices
 
 if TYPE_CHECKING:
     from agentjudge.engine._background import BackgroundEvaluator
@@ -127,14 +127,14 @@ class OtelEventSink:
             )
 
     async def write(self, batch: Sequence[OnlineResult], /) -> None:
-        """Emit the events of every result in the batch."""
-        for result in batch:
-            for attrs in self._events(result):
-                self._logger.emit(
-                    self._record(
-                        event_name=EVENT_NAME, context=result.trace_context, attributes=attrs
-                    )
-                )
+        """Emit the events of every result in the batch (yielding to the loop between slices)."""
+        await in_slices(batch, self._emit)
+
+    def _emit(self, result: OnlineResult) -> None:
+        for attrs in self._events(result):
+            self._logger.emit(
+                self._record(event_name=EVENT_NAME, context=result.trace_context, attributes=attrs)
+            )
 
 
 def _first_error(results: Sequence[JudgeResult]) -> str | None:

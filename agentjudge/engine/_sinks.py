@@ -8,6 +8,10 @@ blocks the evaluation workers (let alone ``offer()``), and never slows the other
 sink cannot take is counted, never lost silently: a result that finds its sink's buffer full is
 ``sink_dropped``; a batch whose write raised is ``sink_errors`` (one per result, logged).
 
+A big batch must not hold the event loop either (the request handlers share it): the built-in
+sinks do their Python work per result through `in_slices`, which yields to the loop after each
+``SLICE_S`` of work, and leave only the blocking I/O (files, SQLite) to a worker thread.
+
 Built in: `CallbackSink` (a function per result), `JsonlSink` (the harness's ``results.jsonl``
 rows, rotated by size; `agentjudge.engine._jsonl`), `SqliteSink` (stdlib sqlite3, WAL,
 batched inserts; `agentjudge.engine._sqlite`) and `OtelEventSink` (``gen_ai.evaluation.result``
@@ -19,18 +23,42 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from time import perf_counter
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import anyio
+from anyio.lowlevel import checkpoint
 
 from agentjudge.core import Context, Verdict
 
-__all__ = ["CallbackSink", "OnlineResult", "Sink", "SinkPump"]
+__all__ = ["SLICE_S", "CallbackSink", "OnlineResult", "Sink", "SinkPump", "in_slices"]
 
 logger = logging.getLogger("agentjudge")
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+SLICE_S = 0.0005
+"""Seconds of sink work on the event loop between two yields to it (see `in_slices`)."""
+
+
+async def in_slices(items: Iterable[T], fn: Callable[[T], R]) -> list[R]:
+    """``[fn(item) for item in items]`` on the event loop, yielding to it every ``SLICE_S``.
+
+    So a batch of thousands of results never holds the loop for more than about one item's
+    work past ``SLICE_S``: requests keep being served while a sink encodes.
+    """
+    out: list[R] = []
+    began = perf_counter()
+    for item in items:
+        out.append(fn(item))
+        if perf_counter() - began >= SLICE_S:
+            await checkpoint()
+            began = perf_counter()
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +113,17 @@ class CallbackSink:
         self.fn = fn
 
     async def write(self, batch: Sequence[OnlineResult], /) -> None:
-        """Call the callback once per result, in order."""
+        """Call the callback once per result, in order (yielding between slices of work)."""
+        began = perf_counter()
         for result in batch:
             value = self.fn(result)
             if inspect.isawaitable(value):
                 await value
+            elif perf_counter() - began >= SLICE_S:
+                await checkpoint()
+            else:
+                continue
+            began = perf_counter()
 
 
 def as_sink(obj: object) -> Sink:

@@ -7,10 +7,13 @@ and the offer's sequence number, ``"<key>#<n>"``, or ``"online-<n>"`` without a 
 evaluation's), ``error`` (null unless the evaluation itself raised) and ``tiers`` for cascades.
 So ``agentjudge report DIR`` reads a JSONL sink's folder as it reads a run's.
 
-Files are written on a worker thread (``anyio.to_thread``), one batch per call, so the event
-loop never waits for the disk.
+Rows are encoded on the event loop in slices (`agentjudge.engine._sinks.in_slices`: it yields
+to the request handlers every half millisecond) and written on a worker thread
+(``anyio.to_thread``), one batch per call, so the event loop never waits for the disk and the
+thread holds the interpreter lock for little more than the I/O itself.
 
-SQLite schema (``SqliteSink``; WAL journal, one transaction per batch)::
+SQLite schema (``SqliteSink``; WAL journal, one ``BEGIN IMMEDIATE`` transaction and two
+``executemany`` inserts per batch)::
 
     CREATE TABLE evaluations (
         id          INTEGER PRIMARY KEY,  -- insertion order
@@ -55,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentjudge.core._rows import encode_case
-from agentjudge.engine._sinks import OnlineResult
+from agentjudge.engine._sinks import OnlineResult, in_slices
 
 if TYPE_CHECKING:
     import sqlite3
@@ -106,8 +109,8 @@ class JsonlSink:
         return f"JsonlSink({str(self.path)!r})"
 
     async def write(self, batch: Sequence[OnlineResult], /) -> None:
-        """Append the batch's rows (on a worker thread)."""
-        data = "".join([online_row(r) for r in batch]).encode("utf-8", "backslashreplace")
+        """Append the batch's rows (encoded in slices on the loop, written on a worker thread)."""
+        data = "".join(await in_slices(batch, online_row)).encode("utf-8", "backslashreplace")
         await anyio.to_thread.run_sync(self._append, data)
 
     def _append(self, data: bytes) -> None:
@@ -150,10 +153,14 @@ CREATE INDEX IF NOT EXISTS judge_results_by_name ON judge_results(name, status);
 """
 
 
-def _evaluation_values(result: OnlineResult) -> tuple[Any, ...]:
+_Values = tuple[tuple[Any, ...], list[tuple[Any, ...]]]
+
+
+def _values(result: OnlineResult) -> _Values:
+    """One evaluation's ``evaluations`` row (without its id) and ``judge_results`` rows."""
     verdict = result.verdict
     j = None if verdict is None else verdict.judgment
-    return (
+    row = (
         result.id,
         result.key,
         result.route,
@@ -167,6 +174,8 @@ def _evaluation_values(result: OnlineResult) -> tuple[Any, ...]:
         result.error,
         online_row(result).encode("utf-8", "backslashreplace").decode("utf-8"),
     )
+    judges = [] if verdict is None else [_judge_values(r) for r in verdict.results]
+    return row, judges
 
 
 class SqliteSink:
@@ -196,25 +205,25 @@ class SqliteSink:
         return self._db
 
     async def write(self, batch: Sequence[OnlineResult], /) -> None:
-        """Insert the batch in one transaction (on a worker thread)."""
-        await anyio.to_thread.run_sync(self._insert, batch)
+        """Insert the batch in one transaction (rows built on the loop, inserted on a thread)."""
+        values = await in_slices(batch, _values)
+        await anyio.to_thread.run_sync(self._insert, values)
 
-    def _insert(self, batch: Sequence[OnlineResult]) -> None:
+    def _insert(self, values: Sequence[_Values]) -> None:
         db = self._connect()
-        db.execute("BEGIN")
+        db.execute("BEGIN IMMEDIATE")  # the write lock first: the ids below stay ours
         try:
-            for result in batch:
-                cursor = db.execute(
-                    "INSERT INTO evaluations (row_id, key, route, offered_at, queued_s, "
-                    "duration_s, status, score, label, reasoning, error, row) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    _evaluation_values(result),
-                )
-                if result.verdict is not None:
-                    db.executemany(
-                        "INSERT INTO judge_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [_judge_values(cursor.lastrowid, r) for r in result.verdict.results],
-                    )
+            (last,) = db.execute("SELECT coalesce(max(id), 0) FROM evaluations").fetchone()
+            db.executemany(
+                "INSERT INTO evaluations (id, row_id, key, route, offered_at, queued_s, "
+                "duration_s, status, score, label, reasoning, error, row) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(last + n, *row) for n, (row, _) in enumerate(values, 1)],
+            )
+            db.executemany(
+                "INSERT INTO judge_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(last + n, *judge) for n, (_, judges) in enumerate(values, 1) for judge in judges],
+            )
         except BaseException:
             db.execute("ROLLBACK")
             raise
@@ -227,10 +236,9 @@ class SqliteSink:
             await anyio.to_thread.run_sync(db.close)
 
 
-def _judge_values(evaluation_id: int | None, r: Any) -> tuple[Any, ...]:
+def _judge_values(r: Any) -> tuple[Any, ...]:
     j = r.judgment
     return (
-        evaluation_id,
         r.name,
         int(r.sampled),
         None if j is None else j.status.value,

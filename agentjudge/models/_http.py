@@ -237,6 +237,12 @@ class HTTPModelClient(ProviderHooks):
     # -- lifecycle --------------------------------------------------------------------------------
 
     async def __aenter__(self) -> Self:
+        """Build the connection pool for the running loop now, not on the first call.
+
+        Building it imports the HTTP transport (hundreds of milliseconds, once per process):
+        entering the client in a service's lifespan keeps that off the first request.
+        """
+        self._session.get()
         return self
 
     async def __aexit__(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -243,3 +245,72 @@ async def test_agentjudge_report_reads_a_jsonl_sink_folder(
     assert main(["report", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "relevance" in out and "cases: 3" in out
+
+
+async def _results(n: int) -> list[OnlineResult]:
+    got: list[OnlineResult] = []
+    async with Evaluator(judges()).background(sinks=[got.append]) as background:
+        for i in range(n):
+            background.offer(input=f"q{i}", output=f"a{i}", key=f"t{i}")
+    return got
+
+
+class Ticker:
+    """A task that counts its turns on the event loop (what a request handler would get)."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+        self.started = anyio.Event()
+
+    async def run(self) -> None:
+        while True:
+            self.started.set()
+            await anyio.lowlevel.checkpoint()
+            self.ticks += 1
+
+
+@pytest.mark.parametrize("kind", ["callback", "jsonl", "sqlite", "otel"])
+async def test_sinks_yield_to_the_loop_within_a_big_batch(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sink's per-result work is sliced: request handlers run between the slices.
+
+    With the slice set to 0 s the loop gets a turn after every result, so the other task has
+    run between any two results' encodings (the built-in sinks' Python work is on the loop, in
+    slices; only the I/O goes to a thread).
+    """
+    from agentjudge.engine import _sinks, _stores
+
+    batch = await _results(20)
+    monkeypatch.setattr(_sinks, "SLICE_S", 0.0)
+    seen: list[int] = []
+    ticker = Ticker()
+    row = _stores.online_row
+
+    def recording_row(result: OnlineResult) -> str:
+        seen.append(ticker.ticks)
+        return row(result)
+
+    monkeypatch.setattr(_stores, "online_row", recording_row)
+    sink: Any
+    if kind == "callback":
+        sink = _sinks.CallbackSink(lambda result: seen.append(ticker.ticks))
+    elif kind == "jsonl":
+        sink = JsonlSink(tmp_path / "results.jsonl")
+    elif kind == "sqlite":
+        sink = SqliteSink(tmp_path / "online.db")
+    else:
+        from opentelemetry.sdk._logs import LoggerProvider
+
+        sink = OtelEventSink(logger_provider=LoggerProvider())
+        emit = sink._emit
+        monkeypatch.setattr(sink, "_emit", lambda r: (seen.append(ticker.ticks), emit(r)))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker.run)
+        await ticker.started.wait()
+        await sink.write(batch)
+        tg.cancel_scope.cancel()
+    if kind == "sqlite":
+        await sink.aclose()
+    assert len(seen) == 20
+    assert all(a < b for a, b in itertools.pairwise(seen)), seen

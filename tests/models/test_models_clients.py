@@ -505,3 +505,16 @@ async def test_environment_proxy_is_resolved_once_per_host(monkeypatch: pytest.M
         assert poster._proxy("http://api.example/v1/x") is None  # no HTTP_PROXY set
     finally:
         await poster.aclose()
+
+
+async def test_entering_a_client_builds_its_connections_before_the_first_call() -> None:
+    """`async with client` (a service's lifespan) builds the session: no first call pays."""
+    async with FakeModelServer(FakeResponse(text="ok")) as server:
+        client = OpenAIChat("m", base_url=server.base_url, api_key="k")
+        assert client._session.peek() is None  # lazy until used or entered
+        async with client:
+            session = client._session.peek()
+            assert session is not None and client._session.is_current()
+            await client.complete(ModelRequest(messages=[Message(role="user", content="q")]))
+            assert client._session.peek() is session  # the first call used it
+        assert client._session.peek() is None  # closed on exit
