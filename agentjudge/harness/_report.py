@@ -366,7 +366,10 @@ def _scan(
     if not results.is_file():
         return {}, None
     tags = _Tags(list(summary.judges), int(summary.config.get("seed", 0)))
-    found = failing_cases(tags.watch(iter_rows(results)), cases)
+    online = summary.run_id.startswith("online:")
+    found = failing_cases(
+        tags.watch(_online_rows(results) if online else iter_rows(results)), cases
+    )
     return tags.data(), found
 
 
@@ -458,17 +461,29 @@ def render_case(run_dir: str | Path, case_id: str) -> str:
     return case_text(case_row(run_dir, case_id))
 
 
+def _online_rows(results: Path) -> Iterator[dict[str, Any]]:
+    """The rows of an online sink's ``results.jsonl`` and its rotated backups, oldest first.
+
+    `agentjudge.engine.JsonlSink` rotates to ``results.jsonl.1`` (newest) ...
+    ``results.jsonl.<n>`` (oldest); the report reads them all.
+    """
+    backups = [p for p in results.parent.glob(f"{results.name}.*") if p.suffix[1:].isdigit()]
+    backups.sort(key=lambda p: int(p.suffix[1:]), reverse=True)
+    for path in (*backups, results):
+        yield from iter_rows(path)
+
+
 def _summary_of(folder: Path) -> RunSummary:
     """The folder's ``summary.json``; without one, a summary of its ``results.jsonl``.
 
     Folders written by the online JSONL sink (`agentjudge.engine.JsonlSink`) hold rows and no
-    summary: they are summarised on the fly (no gates, no dataset).
+    summary: they are summarised on the fly (no gates, no dataset), rotated files included.
     """
     results = folder / "results.jsonl"
     if not folder.is_dir() or (folder / "summary.json").exists() or not results.is_file():
         return load_summary(folder)
     aggregate = RunAggregate()
-    for row in iter_rows(results):
+    for row in _online_rows(results):
         aggregate.add_row(row)
     now = datetime.now(UTC).isoformat()
     return RunSummary(

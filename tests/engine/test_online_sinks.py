@@ -247,6 +247,25 @@ async def test_agentjudge_report_reads_a_jsonl_sink_folder(
     assert "relevance" in out and "cases: 3" in out
 
 
+async def test_agentjudge_report_reads_the_rotated_files_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A rotated JSONL sink folder is reported whole: results.jsonl.N ... .1, results.jsonl."""
+    from agentjudge.harness._cli import main
+
+    sink = JsonlSink(tmp_path / "results.jsonl", max_bytes=600, backups=20)
+    async with Evaluator(judges()).background(sinks=[sink], workers=1) as background:
+        for i in range(8):
+            background.offer(input=f"q{i}", key=f"k{i}")
+            await wait_until(lambda n=i + 1: background.statistics()["sink_written"] == n)
+    assert (tmp_path / "results.jsonl.3").exists()  # rotated at least three times
+    assert main(["report", str(tmp_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["cases"]["total"] == 8
+    assert main(["report", str(tmp_path)]) == 0
+    assert "cases: 8" in capsys.readouterr().out
+
+
 async def _results(n: int) -> list[OnlineResult]:
     got: list[OnlineResult] = []
     async with Evaluator(judges()).background(sinks=[got.append]) as background:
