@@ -12,7 +12,8 @@ from typing import Any
 import anyio
 import httpx
 import uvicorn
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 
 from agentjudge import BackgroundEvaluator, CorrectnessJudge, ErrorPolicy, Evaluator, Jury, Majority
 from agentjudge.bridges import cancel_on_disconnect
@@ -144,3 +145,41 @@ async def test_an_awaited_handler_answers_within_its_deadline() -> None:
                 response = await client.post("/grade", json={"q": "q"})
     assert response.json()["status"] == "pass"
     assert "deadline (0.2 s)" in response.json()["stuck"]
+
+
+async def test_an_awaited_handler_with_a_deadline_is_cancelled_when_the_client_leaves() -> None:
+    """The how-to's awaited handler: deadline= and cancel_on_disconnect together.
+
+    The jury's slow member would hold the request until its 30 s deadline; the client hangs
+    up first, and the disconnect (not the deadline) cancels the jury at once.
+    """
+    stuck = ScriptedJudge(True, hang=True, name="stuck")
+    jury = Jury([stuck, ScriptedJudge(True, name="quick")])
+    evaluator = Evaluator(jury, timeout=None)
+    outcome: dict[str, Any] = {}
+    app = FastAPI()
+
+    @app.post("/grade")
+    async def grade(body: dict[str, str], request: Request) -> Response:
+        async with cancel_on_disconnect(request.receive) as client:
+            verdict = await evaluator.verdict(input=body["q"], output="a", deadline=30)
+        outcome["disconnected"] = client.disconnected
+        if client.disconnected:
+            return Response(status_code=499)
+        return JSONResponse({"status": verdict.judgment.status.value})
+
+    with anyio.fail_after(20):  # far below the 30 s deadline
+        async with serving(app) as base:
+            host, port = base.removeprefix("http://").split(":")
+            stream = await anyio.connect_tcp(host, int(port))
+            body = b'{"q": "q"}'
+            await stream.send(
+                b"POST /grade HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            await stuck.started.wait()
+            await stream.aclose()  # the client leaves while the jury waits for its slow member
+            while stuck.cancelled == 0:
+                await anyio.sleep(0.01)
+    assert stuck.calls == stuck.cancelled == 1
+    assert outcome == {"disconnected": True}

@@ -323,7 +323,12 @@ async def test_sinks_yield_to_the_loop_within_a_big_batch(
 
         sink = OtelEventSink(logger_provider=LoggerProvider())
         emit = sink._emit
-        monkeypatch.setattr(sink, "_emit", lambda r: (seen.append(ticker.ticks), emit(r)))
+
+        def recording_emit(result: OnlineResult) -> None:
+            seen.append(ticker.ticks)
+            emit(result)
+
+        monkeypatch.setattr(sink, "_emit", recording_emit)
     async with anyio.create_task_group() as tg:
         tg.start_soon(ticker.run)
         await ticker.started.wait()
