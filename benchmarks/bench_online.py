@@ -4,8 +4,9 @@ Run: ``uv run python benchmarks/bench_online.py [--rate 5000] [--seconds 10] [--
 
 A paced load generator calls a request handler ``rate`` times per second for ``seconds``
 seconds, in the same process as a `BackgroundEvaluator` whose judge is an LLM judge over a
-loopback `FakeModelServer`: ``workers`` concurrent evaluations of ``latency`` seconds each,
-i.e. ``capacity`` evaluations per second, ten times fewer than the traffic by default. Three
+loopback `FakeModelServer`: ``workers`` concurrent evaluations of ``latency`` seconds each
+under the server's rate limit of ``capacity`` requests per second, i.e. ``capacity``
+evaluations per second, ten times fewer than the traffic by default. Three
 handlers are timed in the same run (nanosecond clock around the handler body):
 
 * ``noop``: a handler that does nothing (the timer's own cost: the floor);
@@ -38,7 +39,7 @@ import anyio
 
 from agentjudge import BackgroundEvaluator, CorrectnessJudge, Evaluator, Jury
 from agentjudge.models import OpenAIChat
-from agentjudge.testing import FakeModelServer, FakeResponse, ScriptedJudge
+from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse, ScriptedJudge
 
 Handler = Callable[[int], Awaitable[None]]
 TERMINAL = ("sampled_out", "shed", "completed", "errored", "cancelled")
@@ -113,8 +114,9 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     rows.append({"handler": "noop", **noop})
     workers = max(1, round(args.capacity * args.latency))
     answer = FakeResponse(text="Answer: YES\nReasoning: fine", latency=args.latency)
+    limit = FakeRateLimit(rps=args.capacity, burst=workers)  # the provider's limit, hidden
     async with (
-        FakeModelServer(default=answer) as server,
+        FakeModelServer(default=answer, rate_limit=limit) as server,
         OpenAIChat("judge", base_url=server.base_url, api_key="bench") as model,
     ):
         evaluator = Evaluator(CorrectnessJudge(model), max_concurrency=workers, timeout=30)
@@ -135,6 +137,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             "seconds": args.seconds,
             "capacity_per_s": args.capacity,
             "workers": workers,
+            "model_requests": len(server.requests),
+            "model_throttled": server.throttled,
             "offered": stats["offered"],
             "accepted": stats["accepted"],
             "shed": stats["shed"],
