@@ -39,7 +39,9 @@ from agentjudge.testing._fake_batches import FakeBatches
 from agentjudge.testing._fake_gemini import GEMINI_ROUTE, gemini_body, gemini_error
 from agentjudge.testing._fake_wire import (
     anthropic_tool_blocks,
+    error_body,
     openai_tool_calls,
+    refusal,
     responses_body,
 )
 from agentjudge.testing._fake_wire import prompt_chars as _prompt_chars
@@ -383,7 +385,7 @@ class FakeModelServer:
                     method, path, headers = _parse_head(head)
                     body = await _read_body(reader, headers)
                 except _BadRequest as exc:
-                    await stream.send(_http_response(400, _error_body(400, str(exc)), close=True))
+                    await stream.send(_http_response(400, error_body(400, str(exc)), close=True))
                     return
                 keep_alive = headers.get("connection", "").lower() != "close"
                 answer = await self._respond(method, path, headers, body)
@@ -421,13 +423,14 @@ class FakeModelServer:
         def error(status: int, message: str | None, wait: float | None = None) -> bytes:
             if gemini is not None:
                 return gemini_error(status, message, wait)
-            return _error_body(status, message, anthropic=route == "/v1/messages")
+            return error_body(status, message, anthropic=route == "/v1/messages")
 
         known = route in _ROUTES or gemini is not None
         if method != "POST" or not known:
-            return 404, _error_body(404, f"no route for {method} {path}"), {}
-        if invalid_json or not isinstance(data, dict):
-            return 400, error(400, "the request body is not a JSON object"), {}
+            return 404, error_body(404, f"no route for {method} {path}"), {}
+        refused = "the request body is not a JSON object" if invalid_json else refusal(data)
+        if refused is not None:
+            return 400, error(400, refused), {}
         wait, limit_headers = self._limiter.check(_charge(data)) if self._limiter else (0, {})
         if wait > 0:
             self.throttled += 1
@@ -663,23 +666,6 @@ def _http_response(
     if close:
         lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def _error_body(status: int, message: str | None, *, anthropic: bool = False) -> bytes:
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = "error"
-    kind = {
-        400: "invalid_request_error",
-        401: "authentication_error",
-        403: "permission_error",
-        404: "not_found_error",
-        429: "rate_limit_error",
-    }.get(status, "api_error")
-    error = {"type": kind, "message": message or phrase}
-    body: dict[str, Any] = {"type": "error", "error": error} if anthropic else {"error": error}
-    return json.dumps(body).encode()
 
 
 def _forced_tool(request: Mapping[str, Any]) -> str | None:
