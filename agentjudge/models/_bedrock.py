@@ -108,7 +108,7 @@ def bedrock_finish_reason(stop: Any) -> str | None:
 
 
 def _signer() -> tuple[Any, Any, Any]:
-    """The signer of botocore: ``(SigV4Auth, AWSRequest, Credentials)``; ImportError naming the extra."""
+    """The signer parts of botocore; an ImportError naming the extra without botocore."""
     try:
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
