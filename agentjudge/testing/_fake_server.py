@@ -4,7 +4,8 @@ It answers ``POST /v1/chat/completions`` (and Azure OpenAI's
 ``POST /openai/deployments/<name>/chat/completions``) and ``POST /v1/responses`` in the OpenAI
 shapes and ``POST /v1/messages`` in the Anthropic shape, scripted tool calls included (see
 `agentjudge.testing._fake_wire`; Gemini's ``generateContent``: see
-`agentjudge.testing._fake_gemini`), so the real clients (and any other HTTP client)
+`agentjudge.testing._fake_gemini`; AWS Bedrock's ``POST /model/<id>/converse``, SigV4 signature
+checked: see `agentjudge.testing._fake_bedrock`), so the real clients (and any other HTTP client)
 can be tested over loopback without touching the network. Every response is scripted: queue
 `FakeResponse` objects with `FakeModelServer.enqueue` (served first-in first-out), or give a
 ``default`` that is either a `FakeResponse` or a callable that receives the request's JSON
