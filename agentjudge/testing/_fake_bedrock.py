@@ -12,9 +12,8 @@ body) and answers a request whose signature differs, whose key it does not know,
 Answers are ``ConverseResponse`` bodies (``output.message.content``, ``stopReason``, ``usage``,
 ``metrics``); a request forcing a tool (``toolConfig.toolChoice.tool``) is answered with a
 ``toolUse`` block holding the scripted ``json``. Errors are AWS JSON errors: ``{"message"}``
-with the error type in the ``__type`` member (``ThrottlingException`` for 429,
-``ServiceUnavailableException`` for 503...), which botocore reads like the
-``x-amzn-ErrorType`` header the 403s carry.
+with the error type (``ThrottlingException`` for 429, ``ServiceUnavailableException`` for
+503...) in the ``x-amzn-ErrorType`` header and the body's ``__type`` member.
 """
 
 from __future__ import annotations
@@ -41,6 +40,7 @@ __all__ = [
     "bedrock_body",
     "bedrock_error",
     "signature_refusal",
+    "with_error_type",
 ]
 
 BEDROCK_ROUTE = re.compile(r"^/model/(?P<model>[^/]+)/converse$")
@@ -89,6 +89,25 @@ def bedrock_error(status: int, message: str | None, kind: str | None = None) -> 
     fallback = "InternalServerException" if status >= 500 else "ValidationException"
     kind = kind or _TYPES.get(status, fallback)
     return json.dumps({"message": message or phrase, "__type": kind}).encode()
+
+
+def with_error_type(
+    answer: tuple[int, bytes, Mapping[str, str]] | None,
+) -> tuple[int, bytes, Mapping[str, str]] | None:
+    """An error answer with its ``__type`` also in the ``x-amzn-ErrorType`` header, as AWS sends.
+
+    Other answers (and a scripted header) are left as they are.
+    """
+    if answer is None or answer[0] < 400:
+        return answer
+    status, payload, headers = answer
+    try:
+        kind = json.loads(payload).get("__type")
+    except (ValueError, AttributeError):
+        return answer
+    if not isinstance(kind, str) or any(k.lower() == "x-amzn-errortype" for k in headers):
+        return answer
+    return status, payload, {**headers, "x-amzn-ErrorType": kind}
 
 
 def _amz_time(stamp: str) -> float | None:

@@ -44,6 +44,7 @@ from agentjudge.testing._fake_bedrock import (
     bedrock_body,
     bedrock_error,
     signature_refusal,
+    with_error_type,
 )
 from agentjudge.testing._fake_gemini import GEMINI_ROUTE, gemini_body, gemini_error
 from agentjudge.testing._fake_http import (
@@ -435,12 +436,13 @@ class FakeModelServer:
         refused = "the request body is not a JSON object" if invalid_json else refusal(data)
         if refused is not None:
             return 400, error(400, refused, None), {}
-        if BEDROCK_ROUTE.match(route):  # AWS checks the signature first: see _fake_bedrock
-            denied = signature_refusal(method, path, headers, body, self.aws_keys)
-            if denied is not None:
-                kind, message = denied
-                return 403, bedrock_error(403, message, kind), {"x-amzn-ErrorType": kind}
-        return await self._scripted(data, error, partial(answer, data))
+        if not BEDROCK_ROUTE.match(route):
+            return await self._scripted(data, error, partial(answer, data))
+        denied = signature_refusal(method, path, headers, body, self.aws_keys)  # checked first
+        if denied is not None:
+            kind, message = denied
+            return 403, bedrock_error(403, message, kind), {"x-amzn-ErrorType": kind}
+        return with_error_type(await self._scripted(data, error, partial(answer, data)))
 
     def _wire(self, route: str) -> tuple[_Error, Callable[[Any, FakeResponse], bytes]] | None:
         """How ``route`` answers: (its error body, its answer body); None: no such route."""

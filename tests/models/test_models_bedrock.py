@@ -169,7 +169,12 @@ async def test_the_fake_refuses_unsigned_tampered_and_stale_requests() -> None:
                 "authorization": signed["authorization"].replace(f"/{day}/", "/20200101/"),
             }
             expired = await http.post(url, content=content, headers=stale)
+            server.enqueue(FakeResponse(status=429, text="Too many requests"))
+            throttled = await http.post(url, content=content, headers=signed)
     assert good.status_code == 200
+    assert throttled.status_code == 429
+    assert throttled.headers["x-amzn-errortype"] == "ThrottlingException"
+    assert throttled.json() == {"message": "Too many requests", "__type": "ThrottlingException"}
     refused = {
         "unsigned": unsigned,
         "tampered": tampered,
