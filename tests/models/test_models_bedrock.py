@@ -14,12 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import botocore.config
-import botocore.session
 import httpx
 import pytest
-from botocore.exceptions import ClientError
-from botocore.validate import ParamValidator
+from sdk_support import sdk
 
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelError, ModelHTTPError
@@ -27,6 +24,12 @@ from agentjudge.models import BatchCollector, ModelRequest, RetryPolicy, model_f
 from agentjudge.models._bedrock import BedrockConverse, bedrock_finish_reason
 from agentjudge.testing import FakeModelServer, FakeResponse
 from agentjudge.testing._fake_bedrock import FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY
+
+botocore_config = sdk("botocore.config")
+botocore_exceptions = sdk("botocore.exceptions")
+botocore_session = sdk("botocore.session")
+botocore_validate = sdk("botocore.validate")
+pytestmark = pytest.mark.xdist_group("sdk")  # botocore imports in one worker (sdk_support)
 
 MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
 FAST = RetryPolicy(attempts=3, initial_delay=0.01, max_delay=0.02)
@@ -316,13 +319,13 @@ def test_batch_collector_refuses_bedrock() -> None:
 
 
 def _botocore_client(url: str, secret: str = FAKE_AWS_SECRET_ACCESS_KEY) -> Any:
-    return botocore.session.get_session().create_client(
+    return botocore_session.get_session().create_client(
         "bedrock-runtime",
         region_name="us-west-2",
         endpoint_url=url,
         aws_access_key_id=FAKE_AWS_ACCESS_KEY_ID,
         aws_secret_access_key=secret,
-        config=botocore.config.Config(retries={"total_max_attempts": 1}),
+        config=botocore_config.Config(retries={"total_max_attempts": 1}),
     )
 
 
@@ -342,13 +345,13 @@ async def test_botocore_client_reads_the_fake_converse_answers_and_errors() -> N
                 client.converse(
                     modelId=MODEL, messages=[{"role": "user", "content": [{"text": "x"}]}]
                 )
-            except ClientError as exc:
+            except botocore_exceptions.ClientError as exc:
                 codes[status] = (exc.response["Error"]["Code"], exc.response["Error"]["Message"])
         try:
             _botocore_client(url, "wrong/secret+key/for+this+test/000000000").converse(
                 modelId=MODEL, messages=[{"role": "user", "content": [{"text": "x"}]}]
             )
-        except ClientError as exc:
+        except botocore_exceptions.ClientError as exc:
             codes[403] = (
                 exc.response["Error"]["Code"],
                 exc.response["ResponseMetadata"]["HTTPStatusCode"],
@@ -379,8 +382,8 @@ async def test_agentjudge_request_body_follows_botocores_converse_model() -> Non
         model_from_string(f"bedrock:{MODEL}", base_url=server.url) as model,
     ):
         await model.complete(ask(response_schema=SCHEMA, temperature=0.5, max_tokens=64))
-    service = botocore.session.get_session().get_service_model("bedrock-runtime")
+    service = botocore_session.get_session().get_service_model("bedrock-runtime")
     shape = service.operation_model("Converse").input_shape
-    report = ParamValidator().validate(converse_params(server.requests[0]), shape)
+    report = botocore_validate.ParamValidator().validate(converse_params(server.requests[0]), shape)
     assert not report.has_errors(), report.generate_report()
     assert service.operation_model("Converse").http["requestUri"] == "/model/{modelId}/converse"

@@ -17,23 +17,27 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anthropic
-import openai
 import pytest
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types as genai_types
 from pydantic import BaseModel
+from sdk_support import sdk
 
 from agentjudge.core import Message, ToolCall
 from agentjudge.models import ModelRequest, model_from_string
 from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
 
-# google-genai's async path subclasses aiohttp.ClientSession, which aiohttp warns against: the
-# SDK's own warning, not the fake's.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:Inheritance class AiohttpClientSession from ClientSession:DeprecationWarning"
-)
+openai = sdk("openai")
+anthropic = sdk("anthropic")
+genai = sdk("google.genai")
+genai_errors = sdk("google.genai.errors")
+genai_types = sdk("google.genai.types")
+pytestmark = [
+    pytest.mark.xdist_group("sdk"),  # the SDKs import in one worker (sdk_support)
+    # google-genai's async path subclasses aiohttp.ClientSession, which aiohttp warns against:
+    # the SDK's own warning, not the fake's
+    pytest.mark.filterwarnings(
+        "ignore:Inheritance class AiohttpClientSession from ClientSession:DeprecationWarning"
+    ),
+]
 
 SCHEMA: dict[str, Any] = {
     "title": "Verdict",
@@ -59,7 +63,7 @@ def ask(**fields: Any) -> ModelRequest:
 
 
 @asynccontextmanager
-async def sdk(kind: str) -> AsyncIterator[tuple[FakeModelServer, Any]]:
+async def talking(kind: str) -> AsyncIterator[tuple[FakeModelServer, Any]]:
     """A fake server answering "PASS" and the official SDK client of ``kind`` pointed at it."""
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
         if kind == "openai":
@@ -85,7 +89,7 @@ async def sdk(kind: str) -> AsyncIterator[tuple[FakeModelServer, Any]]:
 
 
 async def test_openai_sdk_reads_a_plain_completion() -> None:
-    async with sdk("openai") as (server, oai):
+    async with talking("openai") as (server, oai):
         completion = await oai.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": USER}]
         )
@@ -108,7 +112,7 @@ async def test_openai_sdk_reads_a_plain_completion() -> None:
 
 
 async def test_openai_sdk_parses_json_schema_structured_output() -> None:
-    async with sdk("openai") as (server, oai):
+    async with talking("openai") as (server, oai):
         server.enqueue(FakeResponse(json=ANSWER))
         completion = await oai.chat.completions.parse(
             model="gpt-4o-mini",
@@ -121,7 +125,7 @@ async def test_openai_sdk_parses_json_schema_structured_output() -> None:
 
 
 async def test_openai_sdk_reads_tool_calls_and_logprobs() -> None:
-    async with sdk("openai") as (server, oai):
+    async with talking("openai") as (server, oai):
         server.enqueue(FakeResponse(tool_calls=[ToolCall(name="lookup", arguments={"q": "42"})]))
         called = await oai.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": USER}]
@@ -147,7 +151,7 @@ async def test_openai_sdk_reads_tool_calls_and_logprobs() -> None:
 
 
 async def test_openai_sdk_reads_the_responses_api() -> None:
-    async with sdk("openai") as (server, oai):
+    async with talking("openai") as (server, oai):
         response = await oai.responses.create(model="gpt-4o-mini", input=USER)
         assert (response.status, response.output_text) == ("completed", "PASS")
         assert response.usage is not None and response.usage.input_tokens == len(USER) // 4
@@ -159,18 +163,18 @@ async def test_openai_sdk_reads_the_responses_api() -> None:
 @pytest.mark.parametrize(
     ("status", "error", "kind", "code"),
     [
-        (429, openai.RateLimitError, "requests", "rate_limit_exceeded"),
-        (503, openai.InternalServerError, "server_error", None),
-        (401, openai.AuthenticationError, "invalid_request_error", "invalid_api_key"),
-        (400, openai.BadRequestError, "invalid_request_error", None),
+        (429, "RateLimitError", "requests", "rate_limit_exceeded"),
+        (503, "InternalServerError", "server_error", None),
+        (401, "AuthenticationError", "invalid_request_error", "invalid_api_key"),
+        (400, "BadRequestError", "invalid_request_error", None),
     ],
 )
 async def test_openai_sdk_raises_its_own_error_types(
-    status: int, error: type[openai.APIStatusError], kind: str, code: str | None
+    status: int, error: str, kind: str, code: str | None
 ) -> None:
-    async with sdk("openai") as (server, oai):
+    async with talking("openai") as (server, oai):
         server.enqueue(FakeResponse(status=status, text="nope", headers={"Retry-After": "7"}))
-        with pytest.raises(error) as caught:
+        with pytest.raises(getattr(openai, error)) as caught:
             await oai.chat.completions.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": USER}]
             )
@@ -204,7 +208,7 @@ async def test_openai_sdk_retries_a_429_after_its_retry_after_ms() -> None:
 
 async def test_openai_sdk_stream_request_is_refused_not_answered_empty() -> None:
     """Regression: stream=True used to get a JSON body the SDK read as an empty stream."""
-    async with sdk("openai") as (_server, oai):
+    async with talking("openai") as (_server, oai):
         with pytest.raises(openai.BadRequestError, match="does not stream"):
             await oai.chat.completions.create(
                 model="m", messages=[{"role": "user", "content": USER}], stream=True
@@ -212,7 +216,7 @@ async def test_openai_sdk_stream_request_is_refused_not_answered_empty() -> None
 
 
 async def test_agentjudge_openai_request_equals_the_sdk_request() -> None:
-    async with sdk("openai") as (server, oai):
+    async with talking("openai") as (server, oai):
         server.default = FakeResponse(json=ANSWER)
         await oai.chat.completions.create(
             model="gpt-4o-mini",
@@ -246,7 +250,7 @@ async def test_agentjudge_openai_request_equals_the_sdk_request() -> None:
 
 
 async def test_anthropic_sdk_reads_a_plain_message() -> None:
-    async with sdk("anthropic") as (server, claude):
+    async with talking("anthropic") as (server, claude):
         message = await claude.messages.create(
             model="claude-test",
             max_tokens=64,
@@ -273,7 +277,7 @@ async def test_anthropic_sdk_reads_a_plain_message() -> None:
 
 
 async def test_anthropic_sdk_reads_forced_tool_use() -> None:
-    async with sdk("anthropic") as (server, claude):
+    async with talking("anthropic") as (server, claude):
         server.enqueue(FakeResponse(json=ANSWER))
         message = await claude.messages.create(
             model="claude-test",
@@ -290,20 +294,18 @@ async def test_anthropic_sdk_reads_forced_tool_use() -> None:
 @pytest.mark.parametrize(
     ("status", "error", "kind"),
     [
-        (429, anthropic.RateLimitError, "rate_limit_error"),
-        (503, anthropic.InternalServerError, "api_error"),
-        (529, anthropic.OverloadedError, "overloaded_error"),
-        (401, anthropic.AuthenticationError, "authentication_error"),
-        (413, anthropic.APIStatusError, "request_too_large"),
+        (429, "RateLimitError", "rate_limit_error"),
+        (503, "InternalServerError", "api_error"),
+        (529, "OverloadedError", "overloaded_error"),
+        (401, "AuthenticationError", "authentication_error"),
+        (413, "APIStatusError", "request_too_large"),
     ],
 )
-async def test_anthropic_sdk_raises_its_own_error_types(
-    status: int, error: type[anthropic.APIStatusError], kind: str
-) -> None:
+async def test_anthropic_sdk_raises_its_own_error_types(status: int, error: str, kind: str) -> None:
     """Regression: 529 and 413 were ``api_error``/``invalid_request_error`` bodies."""
-    async with sdk("anthropic") as (server, claude):
+    async with talking("anthropic") as (server, claude):
         server.enqueue(FakeResponse(status=status, text="nope", headers={"retry-after": "3"}))
-        with pytest.raises(error) as caught:
+        with pytest.raises(getattr(anthropic, error)) as caught:
             await claude.messages.create(
                 model="m", max_tokens=8, messages=[{"role": "user", "content": USER}]
             )
@@ -314,7 +316,7 @@ async def test_anthropic_sdk_raises_its_own_error_types(
 
 
 async def test_anthropic_sdk_stream_request_is_refused() -> None:
-    async with sdk("anthropic") as (_server, claude):
+    async with talking("anthropic") as (_server, claude):
         with pytest.raises(anthropic.BadRequestError, match="does not stream"):
             await claude.messages.create(
                 model="m", max_tokens=8, messages=[{"role": "user", "content": USER}], stream=True
@@ -323,7 +325,7 @@ async def test_anthropic_sdk_stream_request_is_refused() -> None:
 
 async def test_agentjudge_anthropic_request_matches_the_sdk_request() -> None:
     """Same path and body; both send anthropic-version and the key (header names differ)."""
-    async with sdk("anthropic") as (server, claude):
+    async with talking("anthropic") as (server, claude):
         server.default = FakeResponse(json=ANSWER)
         await claude.messages.create(
             model="claude-test",
@@ -356,7 +358,7 @@ async def test_agentjudge_anthropic_request_matches_the_sdk_request() -> None:
 
 
 async def test_genai_sdk_reads_a_plain_answer() -> None:
-    async with sdk("gemini") as (server, gemini):
+    async with talking("gemini") as (server, gemini):
         response = await gemini.aio.models.generate_content(
             model="gemini-2.5-flash",
             contents=USER,
@@ -379,7 +381,7 @@ async def test_genai_sdk_reads_a_plain_answer() -> None:
 
 
 async def test_genai_sdk_parses_a_response_schema_answer() -> None:
-    async with sdk("gemini") as (server, gemini):
+    async with talking("gemini") as (server, gemini):
         server.enqueue(FakeResponse(json=ANSWER))
         response = await gemini.aio.models.generate_content(
             model="gemini-2.5-flash",
@@ -397,17 +399,15 @@ async def test_genai_sdk_parses_a_response_schema_answer() -> None:
 @pytest.mark.parametrize(
     ("status", "error", "code"),
     [
-        (429, genai_errors.ClientError, "RESOURCE_EXHAUSTED"),
-        (503, genai_errors.ServerError, "UNAVAILABLE"),
-        (401, genai_errors.ClientError, "UNAUTHENTICATED"),
+        (429, "ClientError", "RESOURCE_EXHAUSTED"),
+        (503, "ServerError", "UNAVAILABLE"),
+        (401, "ClientError", "UNAUTHENTICATED"),
     ],
 )
-async def test_genai_sdk_raises_its_own_error_types(
-    status: int, error: type[genai_errors.APIError], code: str
-) -> None:
-    async with sdk("gemini") as (server, gemini):
+async def test_genai_sdk_raises_its_own_error_types(status: int, error: str, code: str) -> None:
+    async with talking("gemini") as (server, gemini):
         server.enqueue(FakeResponse(status=status, text="nope"))
-        with pytest.raises(error) as caught:
+        with pytest.raises(getattr(genai_errors, error)) as caught:
             await gemini.aio.models.generate_content(model="gemini-2.5-flash", contents=USER)
         assert (caught.value.code, caught.value.status, caught.value.message) == (
             status,
@@ -417,7 +417,7 @@ async def test_genai_sdk_raises_its_own_error_types(
 
 
 async def test_genai_sdk_reads_the_retry_info_of_a_throttled_request() -> None:
-    async with sdk("gemini") as (server, gemini):
+    async with talking("gemini") as (server, gemini):
         server.set_rate_limit(FakeRateLimit(rps=0.01, burst=1))
         await gemini.aio.models.generate_content(model="gemini-2.5-flash", contents=USER)
         with pytest.raises(genai_errors.ClientError) as caught:
@@ -430,7 +430,7 @@ async def test_genai_sdk_reads_the_retry_info_of_a_throttled_request() -> None:
 
 async def test_agentjudge_gemini_request_matches_the_sdk_request() -> None:
     """Same path shape and key header; the same body but for what the SDK adds or spells apart."""
-    async with sdk("gemini") as (server, gemini):
+    async with talking("gemini") as (server, gemini):
         server.default = FakeResponse(json=ANSWER)
         await gemini.aio.models.generate_content(
             model="gemini-2.5-flash",
