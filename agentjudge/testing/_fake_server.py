@@ -254,9 +254,11 @@ class ReceivedRequest:
 
 
 class FakeModelServer:
-    """A scriptable OpenAI / Anthropic compatible HTTP server on a random loopback port.
+    """A scriptable model-API server on a random loopback port (OpenAI, Anthropic, Gemini, Bedrock).
 
-    Use it as an async context manager::
+    Bedrock requests must carry a SigV4 signature by a key in ``aws_keys`` (by default the
+    test credentials `FAKE_AWS_ACCESS_KEY_ID` / `FAKE_AWS_SECRET_ACCESS_KEY`); others get the
+    403 AWS would send. Use it as an async context manager::
 
         async with FakeModelServer(default=FakeResponse(text="PASS")) as server:
             model = OpenAIChat("gpt-4o-mini", base_url=server.base_url, api_key="test")
