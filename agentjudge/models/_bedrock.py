@@ -35,18 +35,16 @@ import anyio
 
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelError, ModelHTTPError
-from agentjudge.models._http import (
-    RETRYABLE_STATUSES,
-    HTTPModelClient,
-    _Reply,
-    check_against_schema,
-)
+from agentjudge.models._failures import is_retryable_status
+from agentjudge.models._headers import CapacitySignals
+from agentjudge.models._http import HTTPModelClient
 from agentjudge.models._options import ClientKeywords
+from agentjudge.models._provider import Reply, check_against_schema, reply_from
 from agentjudge.models._schema import SchemaViolation, tool_name
 from agentjudge.models._secrets import Secrets
 from agentjudge.models._transport import Poster, Response
-from agentjudge.models._types import ModelRequest, Usage
-from agentjudge.models._usage import UsageReader
+from agentjudge.models._types import ModelRequest
+from agentjudge.models._usage import read_usage
 
 __all__ = ["BedrockConverse", "aws_error_type", "bedrock_finish_reason"]
 
@@ -66,6 +64,15 @@ _FINISH = {
     "content_filtered": "content_filter",
 }
 """Converse stop reasons in OpenAI's words; others are passed on as they are."""
+
+USAGE_FIELDS = {
+    "input_tokens": "inputTokens",
+    "output_tokens": "outputTokens",
+    "total_tokens": "totalTokens",
+    "cache_read_tokens": "cacheReadInputTokens",
+    "cache_creation_tokens": "cacheWriteInputTokens",
+}
+"""`Usage` fields and where the Converse ``usage`` object holds them."""
 
 _HINTS = {
     "AccessDeniedException": "access denied: check that the IAM identity may call "
@@ -153,6 +160,8 @@ class BedrockConverse(HTTPModelClient):
     default_base_url: ClassVar[str] = ""
     supports_logprobs: ClassVar[bool] = False
     """The Converse API returns no token log-probabilities."""
+    cache_tokens_apart: ClassVar[bool] = True
+    """``inputTokens`` excludes the prompt-cache reads and writes, counted apart."""
 
     def __init__(
         self,
@@ -212,7 +221,7 @@ class BedrockConverse(HTTPModelClient):
         return f"{given} is set but {lacking} is not"
 
     @property
-    def _secrets(self) -> Secrets:
+    def secrets(self) -> Secrets:
         """The secret key and the session tokens (given or found by the chain), redacted."""
         values = [self.api_key, self._session_token]
         if self._chain is not None:
@@ -227,8 +236,9 @@ class BedrockConverse(HTTPModelClient):
         state["_chain"] = None  # botocore's credentials hold locks; found again where used
         return state
 
-    def _auth_headers(self) -> dict[str, str]:
-        return {}  # each attempt is signed in _post
+    def auth_headers(self) -> dict[str, str]:
+        """None: each attempt is signed when it is sent (`_post`)."""
+        return {}
 
     def _cache_params(self) -> dict[str, Any]:
         return {**super()._cache_params(), "max_tokens": self.max_tokens}
@@ -269,7 +279,7 @@ class BedrockConverse(HTTPModelClient):
 
     # -- wire format ------------------------------------------------------------------------------
 
-    def _body(
+    def request_body(
         self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
     ) -> dict[str, Any]:
         system = [m.content for m in messages if m.role == "system"]
@@ -302,7 +312,8 @@ class BedrockConverse(HTTPModelClient):
         body.update(self.extra_body)
         return body
 
-    def _parse(self, data: dict[str, Any]) -> _Reply:
+    def parse_reply(self, data: dict[str, Any]) -> Reply:
+        """The text blocks joined, or the forced tool's ``toolUse.input`` (structured)."""
         content = data["output"]["message"]["content"]
         if not isinstance(content, list):
             raise TypeError("'output.message.content' is not a list")
@@ -315,47 +326,22 @@ class BedrockConverse(HTTPModelClient):
                 texts.append(block["text"])
             elif isinstance(block.get("toolUse"), dict) and tool_input is None:
                 tool_input = block["toolUse"].get("input")
-        usage, warnings = self._usage(data.get("usage"))
-        billed = usage.total_tokens
-        if billed is None and usage.input_tokens is not None:
-            billed = usage.input_tokens + (usage.output_tokens or 0)
-        return _Reply(
-            text=json.dumps(tool_input) if tool_input is not None else "".join(texts),
-            structured=tool_input,
-            model=None,  # the Converse answer does not name the model
-            finish_reason=bedrock_finish_reason(data.get("stopReason")),
-            usage=usage,
-            raw=data,
-            billed_tokens=billed,
-            warnings=warnings,
-        )
+        text = json.dumps(tool_input) if tool_input is not None else "".join(texts)
+        usage = read_usage(self.name, data.get("usage"), "usage", USAGE_FIELDS)
+        finish = bedrock_finish_reason(data.get("stopReason"))
+        # the Converse answer does not name the model
+        return reply_from(data, text, usage, model=None, finish=finish, structured=tool_input)
 
-    def _usage(self, raw: Any) -> tuple[Usage, tuple[str, ...]]:
-        if not isinstance(raw, dict):
-            return Usage(), ()
-        reader = UsageReader(self.name)
-        usage = Usage(
-            input_tokens=reader.count(raw.get("inputTokens"), "usage.inputTokens"),
-            output_tokens=reader.count(raw.get("outputTokens"), "usage.outputTokens"),
-            total_tokens=reader.count(raw.get("totalTokens"), "usage.totalTokens"),
-            cache_read_tokens=reader.count(
-                raw.get("cacheReadInputTokens"), "usage.cacheReadInputTokens"
-            ),
-            cache_creation_tokens=reader.count(
-                raw.get("cacheWriteInputTokens"), "usage.cacheWriteInputTokens"
-            ),
-        )
-        return usage, tuple(reader.warnings)
-
-    def _structured(self, reply: _Reply, schema: dict[str, Any]) -> dict[str, Any]:
+    def structured_answer(self, reply: Reply, schema: dict[str, Any]) -> dict[str, Any]:
+        """The forced tool call's input, checked against ``schema`` (re-asked when missing)."""
         if reply.structured is None:
             raise SchemaViolation("the answer did not call the tool with the structured result")
         return check_against_schema(reply.structured, schema)
 
-    def _status_error(self, response: Response) -> Exception:
-        error = super()._status_error(response)
+    def _status_error(self, response: Response, signals: CapacitySignals | None) -> Exception:
+        error = super()._status_error(response, signals)
         status = response.status_code
-        if type(error) is not ModelHTTPError or status in RETRYABLE_STATUSES or status >= 500:
+        if type(error) is not ModelHTTPError or is_retryable_status(status):
             return error
         kind = aws_error_type(response)
         hint = _HINTS.get(kind or "", error.hint)
