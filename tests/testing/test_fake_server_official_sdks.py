@@ -463,3 +463,30 @@ async def test_agentjudge_gemini_request_matches_the_sdk_request() -> None:
         schema = sdk_body["generationConfig"]["responseSchema"]
         assert schema.pop("additional_properties") is False
         assert mine.json == sdk_body
+
+
+async def test_genai_sdk_creates_polls_and_reads_an_inline_batch() -> None:
+    """Regression: the fake required metadata.key and gave results only where the SDK never
+    reads them (``response``, not ``metadata.output``)."""
+    async with FakeModelServer(FakeResponse(text="PASS")) as server:
+        options = genai_types.HttpOptions(base_url=server.url, api_version="v1beta")
+        client = genai.Client(api_key="gk-test", http_options=options)
+        try:
+            asks = [
+                {"contents": [{"role": "user", "parts": [{"text": "first"}]}]},
+                {
+                    "contents": [{"role": "user", "parts": [{"text": "second"}]}],
+                    "metadata": {"key": "b"},
+                },
+            ]
+            job = await client.aio.batches.create(model="gemini-2.5-flash", src=asks)
+            assert job.name is not None
+            assert job.state == genai_types.JobState.JOB_STATE_RUNNING
+            done = await client.aio.batches.get(name=job.name)
+        finally:
+            await client.aio.aclose()
+    assert done.state == genai_types.JobState.JOB_STATE_SUCCEEDED
+    assert done.dest is not None and done.dest.inlined_responses is not None
+    answers = done.dest.inlined_responses
+    assert [a.response.text for a in answers if a.response is not None] == ["PASS", "PASS"]
+    assert [a.metadata for a in answers] == [None, {"key": "b"}]
