@@ -77,6 +77,7 @@ PROVIDERS: dict[str, type[HTTPModelClient] | OpenAIPreset | str] = {
     "anthropic": "agentjudge.models._anthropic:AnthropicMessages",
     "azure": "agentjudge.models._azure:AzureOpenAIChat",
     "gemini": "agentjudge.models._gemini:GeminiChat",
+    "bedrock": "agentjudge.models._bedrock:BedrockConverse",  # the bedrock extra (botocore)
     # hosted OpenAI-compatible APIs (base URLs as each provider documents for the OpenAI SDK)
     "deepseek": OpenAIPreset("https://api.deepseek.com", "DEEPSEEK_API_KEY"),
     "fireworks": OpenAIPreset("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),

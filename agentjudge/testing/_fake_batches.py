@@ -14,10 +14,11 @@ Shapes follow the providers' public references (checked with the official ``open
   ``GET /v1/messages/batches/{id}/results`` (JSONL of ``{"custom_id", "result"}``),
   ``POST /v1/messages/batches/{id}/cancel``.
 - Gemini: ``POST /v1beta/models/{model}:batchGenerateContent`` (inline requests, each with
-  ``metadata.key``) answers a long-running operation named ``batches/{id}``; ``GET
+  an optional ``metadata.key``) answers a long-running operation named ``batches/{id}``; ``GET
   /v1beta/batches/{id}`` polls it: ``metadata.state`` ``BATCH_STATE_RUNNING`` until it ends
   ``BATCH_STATE_SUCCEEDED`` (or ``_FAILED`` with the operation's ``error``, ``_CANCELLED``),
-  with ``response.inlinedResponses.inlinedResponses`` in request order (``echo_keys = False``
+  with ``response.inlinedResponses.inlinedResponses`` (also in ``metadata.output``, where the
+  google-genai SDK reads them) in request order (``echo_keys = False``
   leaves out their ``metadata``, as the API may).
 
 Every item of a batch is answered by the server's normal responder (queue, then ``default``),
@@ -333,9 +334,14 @@ class FakeBatches:
 
     def _gemini_create(self, model: str, data: dict[str, Any]) -> _Batch:
         inline = data["batch"]["inputConfig"]["requests"]["requests"]
-        items = [(str(r["metadata"]["key"]), dict(r["request"])) for r in inline]
+        keys = [(r.get("metadata") or {}).get("key") for r in inline]  # metadata is optional
+        items = [
+            (str(key) if key is not None else f"#{i}", dict(r["request"]))
+            for i, (key, r) in enumerate(zip(keys, inline, strict=True))
+        ]
         batch = self._new("gemini", f"/v1beta/models/{model}:generateContent", items)
         batch.info = {"model": model, "displayName": data["batch"].get("displayName")}
+        batch.info["unkeyed"] = {f"#{i}" for i, key in enumerate(keys) if key is None}
         if self.fail_batch is not None:
             batch.failure, self.fail_batch = self.fail_batch, None
         return batch
@@ -365,13 +371,16 @@ class FakeBatches:
         if ended and batch.failure:
             view["error"] = {"code": 3, "message": batch.failure}
         elif ended:
-            responses = batch.results
-            if not self.echo_keys:
-                responses = [{k: v for k, v in r.items() if k != "metadata"} for r in responses]
-            view["response"] = {
-                "@type": kind + "GenerateContentBatchOutput",
-                "inlinedResponses": {"inlinedResponses": responses},
-            }
+            unkeyed = batch.info.get("unkeyed", set())
+            responses = [
+                r
+                if self.echo_keys and r["metadata"]["key"] not in unkeyed
+                else {k: v for k, v in r.items() if k != "metadata"}
+                for r in batch.results
+            ]
+            output = {"inlinedResponses": {"inlinedResponses": responses}}
+            view["metadata"]["output"] = output  # where the google-genai SDK reads it
+            view["response"] = {"@type": kind + "GenerateContentBatchOutput", **output}
         return view
 
     # -- progression ------------------------------------------------------------------------------

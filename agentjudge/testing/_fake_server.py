@@ -4,7 +4,8 @@ It answers ``POST /v1/chat/completions`` (and Azure OpenAI's
 ``POST /openai/deployments/<name>/chat/completions``) and ``POST /v1/responses`` in the OpenAI
 shapes and ``POST /v1/messages`` in the Anthropic shape, scripted tool calls included (see
 `agentjudge.testing._fake_wire`; Gemini's ``generateContent``: see
-`agentjudge.testing._fake_gemini`), so the real clients (and any other HTTP client)
+`agentjudge.testing._fake_gemini`; AWS Bedrock's ``POST /model/<id>/converse``, SigV4 signature
+checked: see `agentjudge.testing._fake_bedrock`), so the real clients (and any other HTTP client)
 can be tested over loopback without touching the network. Every response is scripted: queue
 `FakeResponse` objects with `FakeModelServer.enqueue` (served first-in first-out), or give a
 ``default`` that is either a `FakeResponse` or a callable that receives the request's JSON
@@ -25,7 +26,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http import HTTPStatus
+from functools import partial
 from types import TracebackType
 from typing import Any, Self, TypeAlias
 
@@ -36,20 +37,34 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from agentjudge.core import ToolCall
 from agentjudge.models._types import TokenLogprob
 from agentjudge.testing._fake_batches import FakeBatches
+from agentjudge.testing._fake_bedrock import (
+    BEDROCK_ROUTE,
+    FAKE_AWS_ACCESS_KEY_ID,
+    FAKE_AWS_SECRET_ACCESS_KEY,
+    bedrock_body,
+    bedrock_error,
+    signature_refusal,
+    with_error_type,
+)
 from agentjudge.testing._fake_gemini import GEMINI_ROUTE, gemini_body, gemini_error
+from agentjudge.testing._fake_http import (
+    MAX_HEAD,
+    BadRequest,
+    http_response,
+    parse_head,
+    read_body,
+)
 from agentjudge.testing._fake_wire import (
     anthropic_tool_blocks,
+    error_body,
     openai_tool_calls,
+    refusal,
     responses_body,
 )
 from agentjudge.testing._fake_wire import prompt_chars as _prompt_chars
 from agentjudge.testing._fake_wire import tokens as _tokens
 
 __all__ = ["FakeModelServer", "FakeRateLimit", "FakeResponse", "ReceivedRequest", "Responder"]
-
-_ROUTES = ("/v1/chat/completions", "/v1/messages", "/v1/responses")
-_MAX_HEAD = 64 * 1024
-_MAX_BODY = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -238,14 +253,12 @@ class ReceivedRequest:
     time: float
 
 
-class _BadRequest(Exception):
-    pass
-
-
 class FakeModelServer:
-    """A scriptable OpenAI / Anthropic compatible HTTP server on a random loopback port.
+    """A scriptable model-API server on a random loopback port (OpenAI, Anthropic, Gemini, Bedrock).
 
-    Use it as an async context manager::
+    Bedrock requests must carry a SigV4 signature by a key in ``aws_keys`` (by default the
+    test credentials `FAKE_AWS_ACCESS_KEY_ID` / `FAKE_AWS_SECRET_ACCESS_KEY`); others get the
+    403 AWS would send. Use it as an async context manager::
 
         async with FakeModelServer(default=FakeResponse(text="PASS")) as server:
             model = OpenAIChat("gpt-4o-mini", base_url=server.base_url, api_key="test")
@@ -283,6 +296,8 @@ class FakeModelServer:
         self._bound_port: int | None = None
         # batch APIs (OpenAI files/batches, Anthropic message batches): see _fake_batches
         self.batches = FakeBatches(self._respond, lambda: self.url)
+        self.aws_keys: dict[str, str] = {FAKE_AWS_ACCESS_KEY_ID: FAKE_AWS_SECRET_ACCESS_KEY}
+        """AWS access key ids and their secret keys whose SigV4 signatures Bedrock routes take."""
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -369,7 +384,7 @@ class FakeModelServer:
         try:
             while True:
                 try:
-                    head = await reader.receive_until(b"\r\n\r\n", _MAX_HEAD)
+                    head = await reader.receive_until(b"\r\n\r\n", MAX_HEAD)
                 except (
                     anyio.EndOfStream,
                     anyio.IncompleteRead,
@@ -380,10 +395,10 @@ class FakeModelServer:
                 ):
                     return
                 try:
-                    method, path, headers = _parse_head(head)
-                    body = await _read_body(reader, headers)
-                except _BadRequest as exc:
-                    await stream.send(_http_response(400, _error_body(400, str(exc)), close=True))
+                    method, path, headers = parse_head(head)
+                    body = await read_body(reader, headers)
+                except BadRequest as exc:
+                    await stream.send(http_response(400, error_body(400, str(exc)), close=True))
                     return
                 keep_alive = headers.get("connection", "").lower() != "close"
                 answer = await self._respond(method, path, headers, body)
@@ -392,7 +407,7 @@ class FakeModelServer:
                     return  # pragma: no cover
                 status, payload, extra_headers = answer
                 await stream.send(
-                    _http_response(status, payload, extra_headers, close=not keep_alive)
+                    http_response(status, payload, extra_headers, close=not keep_alive)
                 )
                 if not keep_alive:
                     return
@@ -416,18 +431,39 @@ class FakeModelServer:
         route = _AZURE_ROUTE.sub("/v1/chat/completions", target.rstrip("/"))
         if FakeBatches.handles(route):  # batch APIs: see _fake_batches
             return await self.batches.respond(method, route, headers, body, query)
-        gemini = GEMINI_ROUTE.match(route)  # Gemini's wire format: see _fake_gemini
+        wire = self._wire(route)
+        if method != "POST" or wire is None:
+            return 404, error_body(404, f"no route for {method} {path}"), {}
+        error, answer = wire
+        refused = "the request body is not a JSON object" if invalid_json else refusal(data)
+        if refused is not None:
+            return 400, error(400, refused, None), {}
+        if not BEDROCK_ROUTE.match(route):
+            return await self._scripted(data, error, partial(answer, data))
+        denied = signature_refusal(method, path, headers, body, self.aws_keys)  # checked first
+        if denied is not None:
+            kind, message = denied
+            return 403, bedrock_error(403, message, kind), {"x-amzn-ErrorType": kind}
+        return with_error_type(await self._scripted(data, error, partial(answer, data)))
 
-        def error(status: int, message: str | None, wait: float | None = None) -> bytes:
-            if gemini is not None:
-                return gemini_error(status, message, wait)
-            return _error_body(status, message, anthropic=route == "/v1/messages")
+    def _wire(self, route: str) -> tuple[_Error, Callable[[Any, FakeResponse], bytes]] | None:
+        """How ``route`` answers: (its error body, its answer body); None: no such route."""
+        if (gemini := GEMINI_ROUTE.match(route)) is not None:  # see _fake_gemini
+            return gemini_error, partial(gemini_body, gemini["model"])
+        if BEDROCK_ROUTE.match(route):  # see _fake_bedrock
+            return _aws_error, lambda request, response: bedrock_body(request, response, self._ids)
+        if route == "/v1/messages":
+            return partial(_error, anthropic=True), self._anthropic_body
+        if route == "/v1/responses":
+            return _error, self._responses_body
+        if route == "/v1/chat/completions":
+            return _error, self._openai_body
+        return None
 
-        known = route in _ROUTES or gemini is not None
-        if method != "POST" or not known:
-            return 404, _error_body(404, f"no route for {method} {path}"), {}
-        if invalid_json or not isinstance(data, dict):
-            return 400, error(400, "the request body is not a JSON object"), {}
+    async def _scripted(
+        self, data: dict[str, Any], error: _Error, answer: Callable[[FakeResponse], bytes]
+    ) -> tuple[int, bytes, Mapping[str, str]] | None:
+        """The hidden rate limit, then the next scripted answer (None: hang)."""
         wait, limit_headers = self._limiter.check(_charge(data)) if self._limiter else (0, {})
         if wait > 0:
             self.throttled += 1
@@ -449,33 +485,21 @@ class FakeModelServer:
             raw = response.raw_body
             out = raw.encode() if isinstance(raw, str) else raw
         elif response.status >= 400:
-            out = error(response.status, response.text)
+            out = error(response.status, response.text, None)
         else:
-            out = self._answer(route, gemini, data, response)
+            out = answer(response)
         return response.status, out, {**limit_headers, **response.headers}
 
-    def _answer(
-        self,
-        route: str,
-        gemini: re.Match[str] | None,
-        request: dict[str, Any],
-        response: FakeResponse,
-    ) -> bytes:
-        if gemini is not None:
-            return gemini_body(gemini["model"], request, response)
-        if route == "/v1/messages":
-            return self._anthropic_body(request, response)
-        if route == "/v1/responses":
-            text = json.dumps(response.json) if response.json is not None else response.text
-            return responses_body(
-                request,
-                text=text,
-                calls=response.tool_calls,
-                usage=response.usage,
-                finish_reason=response.finish_reason,
-                ids=self._ids,
-            )
-        return self._openai_body(request, response)
+    def _responses_body(self, request: dict[str, Any], response: FakeResponse) -> bytes:
+        text = json.dumps(response.json) if response.json is not None else response.text
+        return responses_body(
+            request,
+            text=text,
+            calls=response.tool_calls,
+            usage=response.usage,
+            finish_reason=response.finish_reason,
+            ids=self._ids,
+        )
 
     def _openai_body(self, request: dict[str, Any], response: FakeResponse) -> bytes:
         text = json.dumps(response.json) if response.json is not None else response.text or ""
@@ -567,6 +591,20 @@ class FakeModelServer:
         return json.dumps(body).encode()
 
 
+_Error: TypeAlias = Callable[[int, "str | None", "float | None"], bytes]
+"""A route's error body: ``(status, message, wait before retrying or None)``."""
+
+
+def _error(
+    status: int, message: str | None, wait: float | None, *, anthropic: bool = False
+) -> bytes:
+    return error_body(status, message, anthropic=anthropic)
+
+
+def _aws_error(status: int, message: str | None, wait: float | None) -> bytes:
+    return bedrock_error(status, message)
+
+
 _TOKEN = re.compile(r"\s*(?:\w+|[^\w\s]+)|\s+")
 _CHOSEN = math.log(0.9)
 
@@ -597,89 +635,6 @@ def _openai_token(token: TokenLogprob, top: int) -> dict[str, Any]:
 
 _AZURE_ROUTE = re.compile(r"^/openai/deployments/[^/]+/chat/completions$")
 """Azure OpenAI's chat path (``{endpoint}/openai/deployments/<name>/...``): OpenAI's format."""
-
-
-def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
-    try:
-        text = head.decode("latin-1")
-    except UnicodeDecodeError as exc:  # pragma: no cover - latin-1 decodes everything
-        raise _BadRequest("undecodable request head") from exc
-    lines = text.split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise _BadRequest(f"malformed request line {lines[0]!r}")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(":")
-        if not sep:
-            raise _BadRequest(f"malformed header line {line!r}")
-        headers[name.strip().lower()] = value.strip()
-    return parts[0], parts[1], headers
-
-
-async def _read_body(reader: BufferedByteReceiveStream, headers: Mapping[str, str]) -> bytes:
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks: list[bytes] = []
-        total = 0
-        while True:
-            size_line = await reader.receive_until(b"\r\n", 1024)
-            try:
-                size = int(size_line.split(b";", 1)[0].strip(), 16)
-            except ValueError as exc:
-                raise _BadRequest("malformed chunk size") from exc
-            if size == 0:
-                while await reader.receive_until(b"\r\n", _MAX_HEAD):  # trailers
-                    pass
-                return b"".join(chunks)
-            total += size
-            if total > _MAX_BODY:
-                raise _BadRequest("request body too large")
-            chunks.append(await reader.receive_exactly(size))
-            await reader.receive_exactly(2)
-    length_text = headers.get("content-length", "0")
-    try:
-        length = int(length_text)
-    except ValueError as exc:
-        raise _BadRequest(f"malformed Content-Length {length_text!r}") from exc
-    if not 0 <= length <= _MAX_BODY:
-        raise _BadRequest(f"unsupported Content-Length {length}")
-    return await reader.receive_exactly(length) if length else b""
-
-
-def _http_response(
-    status: int, body: bytes, headers: Mapping[str, str] | None = None, *, close: bool = False
-) -> bytes:
-    try:
-        reason = HTTPStatus(status).phrase
-    except ValueError:
-        reason = "Unknown"
-    lines = [
-        f"HTTP/1.1 {status} {reason}",
-        "Server: agentjudge-fake",
-        "Content-Type: application/json",
-        f"Content-Length: {len(body)}",
-    ]
-    lines.extend(f"{name}: {value}" for name, value in (headers or {}).items())
-    if close:
-        lines.append("Connection: close")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def _error_body(status: int, message: str | None, *, anthropic: bool = False) -> bytes:
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = "error"
-    kind = {
-        400: "invalid_request_error",
-        401: "authentication_error",
-        403: "permission_error",
-        404: "not_found_error",
-        429: "rate_limit_error",
-    }.get(status, "api_error")
-    error = {"type": kind, "message": message or phrase}
-    body: dict[str, Any] = {"type": "error", "error": error} if anthropic else {"error": error}
-    return json.dumps(body).encode()
 
 
 def _forced_tool(request: Mapping[str, Any]) -> str | None:

@@ -2,7 +2,10 @@
 
 Scripted `ToolCall` objects become OpenAI chat ``tool_calls``, Anthropic ``tool_use`` blocks or
 Responses API ``function_call`` output items; ``POST /v1/responses`` answers a Responses API
-``response`` object (non-streaming).
+``response`` object. Error bodies take each provider's documented shape and error types, so the
+official SDKs raise their own error classes for them (tests/testing). Nothing is streamed: a
+request with ``"stream": true`` is refused with a 400 saying so (an SDK would otherwise read a
+JSON body as an empty event stream).
 """
 
 from __future__ import annotations
@@ -10,18 +13,74 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from http import HTTPStatus
 from typing import Any
 
 from agentjudge.core import ToolCall
 from agentjudge.core._portable import thaw
 
 __all__ = [
+    "STREAM_REFUSED",
     "anthropic_tool_blocks",
+    "error_body",
     "openai_tool_calls",
     "prompt_chars",
+    "refusal",
     "responses_body",
     "tokens",
 ]
+
+
+STREAM_REFUSED = (
+    'FakeModelServer does not stream: send the request without "stream": true '
+    "(the answer comes back whole)"
+)
+"""The message of the 400 answering a request that asks for a streamed answer."""
+
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+"""Anthropic's documented error types by status (others: ``api_error``)."""
+
+_OPENAI_TYPES = {
+    429: ("requests", "rate_limit_exceeded"),
+    401: ("invalid_request_error", "invalid_api_key"),
+}
+"""OpenAI's error ``(type, code)`` where it is not ``invalid_request_error`` / ``server_error``."""
+
+
+def error_body(status: int, message: str | None, *, anthropic: bool = False) -> bytes:
+    """An error body in Anthropic's or OpenAI's shape (the status phrase when no message).
+
+    Anthropic: ``{"type": "error", "error": {"type", "message"}}``; OpenAI:
+    ``{"error": {"message", "type", "param", "code"}}``.
+    """
+    try:
+        text = message or HTTPStatus(status).phrase
+    except ValueError:
+        text = "error"
+    if anthropic:
+        kind = _ANTHROPIC_TYPES.get(status, "api_error")
+        return json.dumps({"type": "error", "error": {"type": kind, "message": text}}).encode()
+    default = ("server_error" if status >= 500 else "invalid_request_error", None)
+    kind, code = _OPENAI_TYPES.get(status, default)
+    error = {"message": text, "type": kind, "param": None, "code": code}
+    return json.dumps({"error": error}).encode()
+
+
+def refusal(data: Any) -> str | None:
+    """Why a decoded request body is answered 400 before any script runs, or None."""
+    if not isinstance(data, dict):
+        return "the request body is not a JSON object"
+    return STREAM_REFUSED if data.get("stream") is True else None
 
 
 def tokens(chars: int) -> int:

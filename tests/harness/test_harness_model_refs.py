@@ -76,4 +76,4 @@ def test_a_missing_task_module_mentions_the_model_providers(tmp_path: Path) -> N
         resolve_task(Suite(task="no_such_module_m14:answer", base_dir=tmp_path))
     message = str(caught.value)
     assert "cannot import module 'no_such_module_m14'" in message
-    assert "provider must be one of anthropic, azure, deepseek" in message
+    assert "provider must be one of anthropic, azure, bedrock, deepseek" in message

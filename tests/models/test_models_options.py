@@ -99,5 +99,5 @@ def test_the_registry_lists_the_providers() -> None:
     """known_providers() is the registry's sorted keys, the names errors show."""
     assert known_providers() == tuple(sorted(PROVIDERS))
     assert {"anthropic", "azure", "groq", "ollama", "openai"} <= set(known_providers())
-    with pytest.raises(ValueError, match="known providers: anthropic, azure, deepseek"):
+    with pytest.raises(ValueError, match="known providers: anthropic, azure, bedrock, deepseek"):
         model_from_string("nosuchprovider:pro")
