@@ -55,12 +55,12 @@ def _log_tails(temp: str, lines: int = 12) -> str:
 
 
 @pytest.fixture(scope="session")
-def ray_address(request: pytest.FixtureRequest) -> Iterator[str]:
+def ray_address() -> Iterator[str]:
     """A local Ray instance for the whole session (small object store, no dashboard).
 
     It listens on 127.0.0.1 (as a run's own local instance does, see ``_ray._init_ray``)
     and keeps its files in a folder of its own, not in the /tmp/ray that other Ray instances
-    on the machine share. When a test failed, the tails of its logs are reported at the end.
+    on the machine share. A test of this module that failed shows the tails of its logs.
     """
     ray = pytest.importorskip(
         "ray", reason="the Ray backend's tests need the ray extra: pip install 'agentjudge[ray]'"
@@ -78,13 +78,25 @@ def ray_address(request: pytest.FixtureRequest) -> Iterator[str]:
             _node_ip_address="127.0.0.1",
             _temp_dir=temp,
         )
+        _RAY_TEMP.append(temp)
         try:
             yield str(ray.get_runtime_context().gcs_address)
         finally:
+            _RAY_TEMP.remove(temp)
             ray.shutdown()
-            if request.session.testsfailed:
-                tails = _log_tails(temp)
-                pytest.fail(f"tests failed; the Ray instance's logs end with:\n{tails}")
+
+
+_RAY_TEMP: list[str] = []
+"""The session instance's folder while it runs (for `_ray_logs_when_a_test_fails`)."""
+
+
+@pytest.fixture(autouse=True)
+def _ray_logs_when_a_test_fails(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A Ray test that failed shows the tails of the instance's logs (in its teardown output)."""
+    failed = request.session.testsfailed
+    yield
+    if request.session.testsfailed > failed and _RAY_TEMP:
+        print(f"the Ray instance's logs end with:\n{_log_tails(_RAY_TEMP[-1])}")
 
 
 LOGGED_TASK = """
