@@ -141,8 +141,9 @@ async def test_a_judge_that_always_prefers_the_first_slot_judges_nothing(tmp_pat
     assert pref.counts["pass"] == 0 and pref.counts["abstain"] == 5
     assert pref.pass_rate is None  # was 1.000: every inconsistent pair read as a PASS tie
     assert pref.pairwise is not None
-    assert (pref.pairwise["n"], pref.pairwise["inconsistent"]) == (5, 5)  # ties in the rates
-    assert pref.pairwise["position_consistency"]["rate"] == 0.0
+    assert (pref.pairwise.n, pref.pairwise.inconsistent) == (5, 5)  # ties in the rates
+    assert pref.pairwise.position_consistency is not None
+    assert pref.pairwise.position_consistency.rate == 0.0
     checks = {c.name: c for c in summary.checks}
     judged = checks["judged_cases"]
     assert (judged.passed, judged.enforced, judged.value) == (False, True, 0)
