@@ -9,6 +9,9 @@ check failed (no case judged PASS/FAIL, or a judge that errored on every case);
 ``agentjudge report``, ``compare``, ``schema`` and ``calibrate`` exit 0 (2 when their input is
 unusable).
 
+The ``run`` subcommand is `agentjudge.harness._cli_run`; the exit codes, the argument types
+and the usage-error line shared by every subcommand are `agentjudge.harness._cli_args`.
+
 As a program (`cli`, ``python -m agentjudge``) the process exits as soon as its output is
 flushed: threads a timed-out sync task or judge left running do not keep it alive (`exit_now`).
 """
@@ -23,32 +26,29 @@ import logging
 import os
 import platform
 import re
-import signal
 import sys
-import traceback
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NoReturn
 
 from agentjudge.harness._cli_args import (
+    EXIT_ABORTED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
     add_cases_flag,
     fraction,
     int_at_least,
     non_negative_int,
     positive_int,
     seconds,
+    usage_error,
 )
+from agentjudge.harness._cli_run import SUITE_FILE, run_command
 from agentjudge.harness._formats import DATASET_FORMATS
 from agentjudge.harness._text import did_you_mean
 
 __all__ = ["EXIT_ABORTED", "EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "cli", "exit_now", "main"]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_ABORTED = 3
-
-_SUITE_FILE = "agentjudge.toml"
 THREAD_GRACE = 1.0
 """Seconds `exit_now` lets other threads finish before it ends the process without them."""
 
@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "suite",
         nargs="?",
-        help=f"suite file (default: ./{_SUITE_FILE} when present); flags override its settings",
+        help=f"suite file (default: ./{SUITE_FILE} when present); flags override its settings",
     )
     run.add_argument("--dataset", metavar="FILE", help="dataset file (JSONL, CSV, JSON, YAML)")
     run.add_argument(
@@ -322,242 +322,13 @@ def _add_cost_flags(run: argparse.ArgumentParser) -> None:
     )
 
 
-def _error(message: str) -> int:
-    for line in message.splitlines() or [""]:
-        print(f"agentjudge: error: {line}", file=sys.stderr)
-    return EXIT_USAGE
-
-
-def _cwd_path(value: str | None) -> Path | None:
-    return None if value is None else Path(value).resolve()
-
-
-def _suite_from_args(args: argparse.Namespace) -> Any:
-    from agentjudge.harness._suite import Suite, load_suite
-
-    if args.suite is not None:
-        suite = load_suite(args.suite)
-    elif Path(_SUITE_FILE).is_file():
-        suite = load_suite(_SUITE_FILE)
-    else:
-        suite = None
-    if suite is not None and args.calibration:  # a calibration run ignores its thresholds
-        suite = suite.model_copy(update={"thresholds": None})
-    merged = (suite or Suite()).with_overrides(
-        calibration=args.calibration or None,
-        thresholds=_cwd_path(args.thresholds),
-        dataset=_cwd_path(args.dataset),
-        dataset_format=args.format,
-        task=args.task,
-        task_url=args.task_url,
-        judges=args.judges,
-        concurrency=args.concurrency,
-        workers=args.workers,
-        backend=args.backend,
-        ray_address=args.ray_address,
-        task_timeout=args.task_timeout,
-        judge_timeout=args.judge_timeout,
-        gates=[*(suite.gates if suite else ()), *args.gate] if args.gate else None,
-        baseline=_cwd_path(args.baseline),
-        max_regression=args.max_regression,
-        max_flips=args.max_flips,
-        allow_errors=args.allow_errors,
-        limit=args.limit,
-        seed=args.seed,
-        max_cost=args.max_cost,
-        prices=_cwd_path(args.prices),
-        batch=True if args.batch or args.batch_retry_online else None,
-        batch_retry_online=args.batch_retry_online,
-    )
-    if suite is None:
-        _require_without_suite(merged)
-    return merged
-
-
-def _require_without_suite(suite: Any) -> None:
-    """Without a suite file, the flags must name the dataset, the task and the judges.
-
-    Raises:
-        ValueError: saying that no ``./agentjudge.toml`` was found and which flags are missing.
-    """
-    wanted = {
-        "--dataset FILE": suite.dataset,
-        "--task M:F": suite.task,
-        "--judges M:A": suite.judges,
-    }
-    missing = [flag for flag, value in wanted.items() if value is None]
-    if missing:
-        raise ValueError(
-            f"no suite: ./{_SUITE_FILE} was not found in {Path.cwd()} and none was named; "
-            f"pass one (agentjudge run path/to/{_SUITE_FILE}) or {', '.join(missing)}"
-        )
-
-
-def _gates_to_skip(args: argparse.Namespace, suite: Any) -> tuple[str, ...]:
-    """With ``--judges``, the suite file's own gates may name judges that are gone."""
-    if args.judges is None:
-        return ()
-    flagged = set(args.gate)
-    return tuple(gate for gate in suite.gates if gate not in flagged)
-
-
-def _check_prices_flag(value: str | None) -> None:
-    """Read a ``--prices`` file now, so that its error names the flag (not the suite).
-
-    Raises:
-        ValueError: the file cannot be read or holds an invalid price.
-    """
-    if value is None:
-        return
-    from agentjudge.models import PriceTable
-
-    try:
-        PriceTable.load(Path(value).resolve())
-    except ValueError as exc:
-        raise ValueError(f"--prices {value}: {exc}") from None
-
-
-def _run(args: argparse.Namespace) -> int:
-    import anyio
-    from pydantic import ValidationError
-
-    from agentjudge.harness._report import cases_text, format_summary
-    from agentjudge.harness._run import RunAborted, default_out
-    from agentjudge.harness._suite import describe_validation_error
-
-    try:
-        _check_prices_flag(args.prices)
-        suite = _suite_from_args(args)
-    except ValidationError as exc:
-        return _error(describe_validation_error(exc, "command line"))
-    except ValueError as exc:
-        return _error(str(exc))
-    if args.dry_run:
-        return _dry_run(suite, args.json)
-    out = Path(args.out) if args.out is not None else default_out(suite)
-    run = _Invocation(suite, out, args)
-    try:
-        summary = anyio.run(run.go)
-    except (KeyboardInterrupt, SystemExit) as exc:
-        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "SystemExit raised"
-        return _aborted(f"run aborted ({why})", out)
-    except RunAborted as exc:
-        if run.terminated:
-            return _aborted("run aborted (terminated by SIGTERM)", out)
-        return _crash(exc, out)
-    except ValueError as exc:  # RunConfigError, DatasetError: raised before any case ran
-        return _error(str(exc))
-    if summary is None:  # SIGTERM cancelled the run
-        return _aborted("run aborted (terminated by SIGTERM)", out)
-    for warning in summary.warnings:
-        print(f"agentjudge: warning: {warning}", file=sys.stderr)
-    if args.json:
-        print(summary.model_dump_json(indent=2))
-    else:
-        if not args.quiet:
-            print(format_summary(summary, args.cases) + "\n")
-            if args.cases != 0 and (listed := cases_text(out, summary, args.cases)):
-                print(listed + "\n")
-        print(f"results: {out / 'results.jsonl'}\nsummary: {out / 'summary.json'}")
-    if summary.budget is not None and summary.budget.exhausted:
-        return _aborted(f"run aborted ({summary.budget.message})", out)
-    return EXIT_OK if summary.passed else EXIT_FAILED
-
-
-def _dry_run(suite: Any, as_json: bool) -> int:
-    """``run --dry-run``: print the estimate; exit 0 (2 on a configuration error)."""
-    import anyio
-
-    from agentjudge.harness._dryrun import dry_run_suite, format_dry_run
-
-    try:
-        estimate = anyio.run(dry_run_suite, suite)
-    except ValueError as exc:  # RunConfigError, DatasetError
-        return _error(str(exc))
-    print(estimate.model_dump_json(indent=2) if as_json else format_dry_run(estimate))
-    return EXIT_OK
-
-
-class _Invocation:
-    """One ``agentjudge run``: `run_suite`, stopped like Ctrl-C when SIGTERM arrives."""
-
-    def __init__(self, suite: Any, out: Path, args: argparse.Namespace) -> None:
-        self.suite = suite
-        self.out = out
-        self.args = args
-        self.terminated = False
-
-    async def go(self) -> Any:
-        """The run's summary, or None when SIGTERM cancelled it (rows and summary written)."""
-        import anyio
-
-        from agentjudge.harness._run import run_suite
-
-        args = self.args
-        summary = None
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watch_sigterm, tg.cancel_scope)
-                summary = await run_suite(
-                    self.suite,
-                    out=self.out,
-                    resume=args.resume,
-                    overwrite=args.overwrite,
-                    progress=args.progress,
-                    progress_interval=args.progress_interval,
-                    optional_gates=_gates_to_skip(args, self.suite),
-                )
-                tg.cancel_scope.cancel()  # the run is over: stop watching
-        except BaseExceptionGroup as group:
-            if len(group.exceptions) != 1:
-                raise
-            raise group.exceptions[0]  # as run_suite raised it (its cause chained)  # noqa: B904
-        return summary
-
-    async def _watch_sigterm(self, scope: Any) -> None:
-        import anyio
-
-        try:
-            receiver = anyio.open_signal_receiver(signal.SIGTERM)
-        except (NotImplementedError, ValueError):  # no signal support here (Windows, a thread)
-            return
-        with receiver as signals:
-            async for _ in signals:
-                self.terminated = True
-                scope.cancel()
-                return
-
-
-def _aborted(headline: str, out: Path) -> int:
-    print(
-        f"agentjudge: {headline}; finished cases are kept in {out / 'results.jsonl'}; "
-        "continue with --resume",
-        file=sys.stderr,
-    )
-    return EXIT_ABORTED
-
-
-def _crash(exc: BaseException, out: Path) -> int:
-    """Report an aborted run: one line for our own errors, a traceback for anything else."""
-    from agentjudge.exceptions import AgentJudgeError
-
-    cause = exc.__cause__
-    if cause is not None and not isinstance(cause, AgentJudgeError):
-        traceback.print_exception(cause, file=sys.stderr)
-    print(
-        f"agentjudge: {exc}\n"
-        f"agentjudge: finished cases are kept in {out / 'results.jsonl'}; "
-        "continue with --resume",
-        file=sys.stderr,
-    )
-    return EXIT_ABORTED
-
-
 def _report(args: argparse.Namespace) -> int:
     from agentjudge.harness import _report as report
 
     if args.baseline is not None and args.html is None:
-        return _error("--baseline needs --html (for the text comparison use `agentjudge compare`)")
+        return usage_error(
+            "--baseline needs --html (for the text comparison use `agentjudge compare`)"
+        )
     try:
         if args.html is not None:
             from agentjudge.harness._html import write_html
@@ -574,7 +345,7 @@ def _report(args: argparse.Namespace) -> int:
             text = report.render_report(args.run_dir, args.cases)
         print(text)
     except ValueError as exc:
-        return _error(str(exc))
+        return usage_error(str(exc))
     return EXIT_OK
 
 
@@ -584,7 +355,7 @@ def _view(args: argparse.Namespace) -> int:
     try:
         serve_report(args.run_dir, args.baseline, args.port)
     except ValueError as exc:
-        return _error(str(exc))
+        return usage_error(str(exc))
     return EXIT_OK
 
 
@@ -594,7 +365,7 @@ def _compare(args: argparse.Namespace) -> int:
     try:
         print(render_compare(args.a, args.b, args.cases))
     except ValueError as exc:
-        return _error(str(exc))
+        return usage_error(str(exc))
     return EXIT_OK
 
 
@@ -613,7 +384,7 @@ def _calibrate(args: argparse.Namespace) -> int:
             out=args.out,
         )
     except ValueError as exc:
-        return _error(str(exc))
+        return usage_error(str(exc))
     print(format_calibration(written))
     return EXIT_OK
 
@@ -639,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = _subparsers(parser).get(args.command, parser)
         command.error(f"unrecognized arguments: {' '.join(unknown)}")
     handlers = {
-        "run": _run,
+        "run": run_command,
         "report": _report,
         "view": _view,
         "compare": _compare,

@@ -1,12 +1,20 @@
-"""Argument types of the command line: whole numbers, seconds, fractions, case counts."""
+"""What every module of the command line shares: argument types, exit codes, usage errors.
+
+Argument types: whole numbers, seconds, fractions, case counts.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 
 __all__ = [
     "DEFAULT_CASES",
+    "EXIT_ABORTED",
+    "EXIT_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
     "add_cases_flag",
     "case_count",
     "fraction",
@@ -14,7 +22,17 @@ __all__ = [
     "non_negative_int",
     "positive_int",
     "seconds",
+    "usage_error",
 ]
+
+EXIT_OK = 0
+"""Every gate passed (or none was set); a read-only command did its job."""
+EXIT_FAILED = 1
+"""A gate, the baseline check or an enforced trust check failed."""
+EXIT_USAGE = 2
+"""A usage, configuration or dataset error."""
+EXIT_ABORTED = 3
+"""The run was aborted (the results file stays valid; ``--resume`` goes on)."""
 
 DEFAULT_CASES = 10
 """Cases a report lists unless told otherwise (``--cases N``); defined here, with the flag, so
@@ -80,3 +98,10 @@ def add_cases_flag(parser: argparse.ArgumentParser, what: str) -> None:
         metavar="N",
         help=f"{what} (default {DEFAULT_CASES}; 0: none, 'all': every one)",
     )
+
+
+def usage_error(message: str) -> int:
+    """Print ``message`` as ``agentjudge: error:`` lines on stderr; returns `EXIT_USAGE`."""
+    for line in message.splitlines() or [""]:
+        print(f"agentjudge: error: {line}", file=sys.stderr)
+    return EXIT_USAGE

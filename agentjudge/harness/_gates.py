@@ -47,13 +47,18 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from agentjudge.harness._agreement import AgreementSummary, InterJudgeSummary, JurySummary
 from agentjudge.harness._cost import COST_STATS, CostSummary
-from agentjudge.harness._pairwise_summary import POSITION_CONSISTENCY_WARNING, position_warning
+from agentjudge.harness._pairwise_summary import (
+    POSITION_CONSISTENCY_WARNING,
+    PairwiseRate,
+    PairwiseSummary,
+    position_warning,
+)
 from agentjudge.harness._summary import (
     BaselineOutcome,
     CasesSummary,
@@ -108,13 +113,13 @@ INTER_JUDGE_STATS: dict[str, Callable[[InterJudgeSummary], float | None]] = {
     "pairwise_min": lambda i: i.pairwise_min,
 }
 """Jury stats of ``<jury>.inter_judge.<stat>`` gates."""
-PAIRWISE_STATS: dict[str, Callable[[Mapping[str, Any]], float | None]] = {
-    "position_consistency": lambda b: _consistency(b, "rate"),
-    "position_consistency_ci95_low": lambda b: _consistency(b, "ci95"),
-    "position_consistency_n": lambda b: _consistency(b, "n"),
-    "n": lambda b: b.get("n"),
-    "inconsistent": lambda b: b.get("inconsistent"),
-    "undecided": lambda b: b.get("undecided"),
+PAIRWISE_STATS: dict[str, Callable[[PairwiseSummary], float | None]] = {
+    "position_consistency": lambda b: _consistency(b, lambda r: r.rate),
+    "position_consistency_ci95_low": lambda b: _consistency(b, lambda r: r.ci95[0]),
+    "position_consistency_n": lambda b: _consistency(b, lambda r: r.n),
+    "n": lambda b: b.n,
+    "inconsistent": lambda b: b.inconsistent,
+    "undecided": lambda b: b.undecided,
 }
 """Pairwise judge stats of ``<judge>.pairwise.<stat>`` gates (read from the summary's block)."""
 _GROUPED: dict[str, tuple[str, ...]] = {
@@ -329,12 +334,9 @@ def _grouped_gate(expr: str, subject: str, stat: str, op: str, threshold: float)
     )
 
 
-def _consistency(block: Mapping[str, Any], key: str) -> float | None:
-    rate = block.get("position_consistency")
-    if not isinstance(rate, Mapping):
-        return None
-    value = rate[key]
-    return float(value[0] if key == "ci95" else value)
+def _consistency(block: PairwiseSummary, stat: Callable[[PairwiseRate], float]) -> float | None:
+    rate = block.position_consistency
+    return None if rate is None else float(stat(rate))
 
 
 def _pairwise_value(
@@ -493,7 +495,7 @@ def _position_check(judges: Mapping[str, JudgeSummary]) -> CheckOutcome | None:
     measured = {
         name: s.pairwise
         for name, s in judges.items()
-        if s.pairwise is not None and s.pairwise.get("position_consistency") is not None
+        if s.pairwise is not None and s.pairwise.position_consistency is not None
     }
     if not measured:
         return None
@@ -554,9 +556,7 @@ def trust_checks(
         allow_errors: Report failed checks without enforcing them (``enforced`` False).
     """
     enforced = not allow_errors
-    inconsistent = sum(
-        int(s.pairwise.get("inconsistent", 0)) for s in judges.values() if s.pairwise
-    )
+    inconsistent = sum(s.pairwise.inconsistent for s in judges.values() if s.pairwise is not None)
     checks = [
         _judged_check(judged, cases, enforced, inconsistent),
         _judge_errors_check(judges, enforced),

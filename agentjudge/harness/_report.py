@@ -209,7 +209,7 @@ def format_summary(summary: RunSummary, cases: int | None = DEFAULT_CASES) -> st
     if summary.verdict is not None:
         rows.append(_judge_row("(verdict)", summary.verdict))
     lines.append(table(_JUDGE_HEADERS, rows))
-    lines += pairwise_lines(summary.judges)
+    lines += pairwise_lines({name: s.pairwise for name, s in summary.judges.items()})
     lines += agreement_lines(summary, table)
     lines += cost_lines(summary.cost)
     if summary.budget is not None:

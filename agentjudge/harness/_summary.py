@@ -44,7 +44,7 @@ from agentjudge.harness._agreement import AgreementSummary, AgreementTally, Jury
 from agentjudge.harness._cascade_summary import CascadeSummary, CascadeTally
 from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
 from agentjudge.harness._fold import FoldCase, Judged, case_from_row, case_from_verdict
-from agentjudge.harness._pairwise_summary import PairwiseTally
+from agentjudge.harness._pairwise_summary import PairwiseSummary, PairwiseTally
 
 __all__ = [
     "BaselineJudge",
@@ -161,7 +161,7 @@ class JudgeSummary(BaseModel):
     """PASS + FAIL: the number ``pass_rate`` is over."""
     agreement: AgreementSummary | None = None
     """Agreement with the dataset's human labels; None when no case carries one."""
-    pairwise: dict[str, Any] | None = None
+    pairwise: PairwiseSummary | None = None
     """A pairwise judge's win rates, position consistency and ranking (`_pairwise_summary`)."""
 
     @property

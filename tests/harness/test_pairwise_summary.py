@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,14 +11,19 @@ import pytest
 
 from agentjudge.agreement import wilson_interval
 from agentjudge.harness import Case, Suite, iter_rows, run_suite
+from agentjudge.harness._baseline import load_summary
 from agentjudge.harness._gates import parse_gate
 from agentjudge.harness._report import render_report
-from agentjudge.harness._summary import RunAggregate
+from agentjudge.harness._summary import JudgeSummary, RunAggregate
 from agentjudge.judges import PairwiseJudge
 from agentjudge.models import OpenAIChat
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 QUALITY = {"excellent": 3, "decent": 2, "poor": 1}
+GOLDEN = Path(__file__).parent / "golden" / "pairwise_summary.json"
+"""``summary.json`` of `test_a_pairwise_run_writes_the_golden_summary`'s run as written when
+``JudgeSummary.pairwise`` was an untyped ``dict[str, Any]`` (commit d4cd082), with the run id,
+timestamps, task name and temporary folder normalised (`_normalised`)."""
 
 
 def _slot(prompt: str, name: str) -> str:
@@ -53,6 +59,11 @@ def _project(folder: Path) -> Path:
 
 def _candidates(case: Case) -> Any:
     return case.metadata["candidates"]
+
+
+def plain(ctx: Any) -> bool:
+    """A judge that is not pairwise (its block is null)."""
+    return True
 
 
 async def test_suite_with_a_pairwise_judge_reports_win_rates_consistency_and_ranking(
@@ -103,9 +114,6 @@ async def test_two_systems_have_no_ranking_and_other_judges_no_block(tmp_path: P
     (project / "data.jsonl").write_text(json.dumps(row) + "\n")
     suite = Suite(dataset=Path("data.jsonl"), task="unused:unused", base_dir=project)
 
-    def plain(ctx: Any) -> bool:
-        return True
-
     async with FakeModelServer(default=grader) as server:
         model = OpenAIChat("grader", base_url=server.base_url, api_key="k", retry=None)
         async with model:
@@ -141,8 +149,9 @@ async def test_a_judge_that_always_prefers_the_first_slot_judges_nothing(tmp_pat
     assert pref.counts["pass"] == 0 and pref.counts["abstain"] == 5
     assert pref.pass_rate is None  # was 1.000: every inconsistent pair read as a PASS tie
     assert pref.pairwise is not None
-    assert (pref.pairwise["n"], pref.pairwise["inconsistent"]) == (5, 5)  # ties in the rates
-    assert pref.pairwise["position_consistency"]["rate"] == 0.0
+    assert (pref.pairwise.n, pref.pairwise.inconsistent) == (5, 5)  # ties in the rates
+    assert pref.pairwise.position_consistency is not None
+    assert pref.pairwise.position_consistency.rate == 0.0
     checks = {c.name: c for c in summary.checks}
     judged = checks["judged_cases"]
     assert (judged.passed, judged.enforced, judged.value) == (False, True, 0)
@@ -171,9 +180,6 @@ async def test_position_consistency_gates_and_a_quiet_check_on_a_fair_judge(
     ]
     suite = Suite(dataset=Path("data.jsonl"), task="unused:unused", base_dir=project, gates=gates)
 
-    def plain(ctx: Any) -> bool:
-        return True
-
     async with FakeModelServer(default=grader) as server:
         model = OpenAIChat("grader", base_url=server.base_url, api_key="k", retry=None)
         async with model:
@@ -196,3 +202,57 @@ def test_unknown_pairwise_gate_stats_are_refused() -> None:
     assert (gate.subject, gate.stat) == ("pref", "pairwise.position_consistency")
     with pytest.raises(ValueError, match="valid: position_consistency"):
         parse_gate("pref.pairwise.consistency>=0.8")
+
+
+def _normalised(text: str, folder: Path) -> str:
+    """``text`` with the run id, timestamps, task module and ``folder`` made constant."""
+    text = text.replace(json.dumps(str(folder))[1:-1], "<tmp>")
+    text = re.sub(r'"run_id": "[^"]*"', '"run_id": "<run_id>"', text)
+    text = re.sub(r'"(started_at|completed_at)": "[^"]*"', r'"\1": "<time>"', text)
+    return re.sub(r'"task_name": "[^"]*"', '"task_name": "<task>"', text)
+
+
+async def _golden_run(folder: Path) -> str:
+    project = _project(folder)
+    gates = ["pref.pairwise.position_consistency>=0.5", "pref.pairwise.inconsistent<=1"]
+    # one case at a time: the block follows the order cases finish in (systems, fit digits)
+    suite = Suite(
+        dataset=Path("data.jsonl"),
+        task="unused:unused",
+        base_dir=project,
+        gates=gates,
+        concurrency=1,
+    )
+    async with FakeModelServer(default=grader) as server:
+        model = OpenAIChat("grader", base_url=server.base_url, api_key="k", retry=None)
+        async with model:
+            judges = [PairwiseJudge("pref", model), plain]
+            await run_suite(suite, out=project / "out", task=_candidates, judges=judges)
+    return _normalised((project / "out" / "summary.json").read_text(), folder)
+
+
+async def test_a_pairwise_run_writes_the_golden_summary(tmp_path: Path) -> None:
+    """summary.json of a pairwise run is byte-identical (normalised) to the dict-era golden."""
+    text = await _golden_run(tmp_path)
+    assert text == GOLDEN.read_text()
+
+
+def test_the_golden_summary_reads_back_typed_and_dumps_unchanged(tmp_path: Path) -> None:
+    """An old summary.json loads (as report/compare do) into typed blocks and dumps the same."""
+    summary = load_summary(GOLDEN)
+    assert summary.model_dump_json(indent=2) + "\n" == GOLDEN.read_text()
+    block = summary.judges["pref"].pairwise
+    assert block is not None and summary.judges["plain"].pairwise is None
+    assert (block.n, block.inconsistent, block.systems["y"].win_rate_all.rate) == (5, 1, 0.25)
+    assert block.bradley_terry is not None and list(block.bradley_terry.strengths) == list("xyz")
+    (tmp_path / "summary.json").write_text(GOLDEN.read_text())
+    assert "Bradley-Terry strengths" in render_report(tmp_path)
+
+
+def test_a_block_written_before_inconsistent_was_counted_still_reads() -> None:
+    """Summaries of the first pairwise version had no ``inconsistent`` count: read as 0."""
+    block = json.loads(GOLDEN.read_text())["judges"]["pref"]
+    del block["pairwise"]["inconsistent"]
+    judge = JudgeSummary.model_validate(block)
+    assert judge.pairwise is not None
+    assert (judge.pairwise.n, judge.pairwise.inconsistent) == (5, 0)
