@@ -510,11 +510,26 @@ class _Run:
             write_json_atomic(self.summary_path, text)
 
 
-def _single_leaf(exc: BaseException) -> BaseException:
-    """The one exception inside (nested) single-member exception groups, else ``exc``."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside ``exc`` (nested exception groups flattened), or ``[exc]``."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return [exc]
+    return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+
+
+def _leading_error(exc: BaseException) -> tuple[BaseException, int]:
+    """What to report for ``exc``, and how many more errors it held.
+
+    A (nested) group of one exception is that exception; a group of several ordinary errors
+    (e.g. two workers that failed at once) is its first, with the count of the others; a group
+    holding KeyboardInterrupt, SystemExit or a cancellation among several stays as it is.
+    """
+    leaves = _leaves(exc)
+    if len(leaves) == 1:
+        return leaves[0], 0
+    if all(isinstance(leaf, Exception) for leaf in leaves):
+        return leaves[0], len(leaves) - 1
+    return exc, 0
 
 
 def default_out(suite: Suite) -> Path:
@@ -647,7 +662,9 @@ async def _run_prepared(
         await run.write_summary(summary)
     except BaseException as exc:
         note = await _record_abort(run, telemetry)
-        leaf = _single_leaf(exc)
+        leaf, more = _leading_error(exc)
+        if more:
+            note = f" (and {more} more error{'s' if more > 1 else ''} at the same time){note}"
         if isinstance(leaf, WriteFailed):
             raise RunAborted(f"run aborted: {leaf}{note}") from leaf
         if isinstance(leaf, Exception):
