@@ -224,10 +224,14 @@ async def test_abandoned_sync_threads_are_bounded() -> None:
     evaluator = Evaluator(stuck, timeout=0.02, retry=None, max_concurrency=64)
     try:
         seen: list[str | None] = []
-        for _ in range(MAX_ABANDONED_THREADS + 3):
+        # A call whose thread had not started when it timed out leaves no thread behind and
+        # is not counted (a loaded machine makes some), so the bound is met within a few more.
+        for _ in range(4 * MAX_ABANDONED_THREADS):
             [result] = await evaluator.evaluate(output="x")
             assert result.status is Status.ERROR
             seen.append(result.error_type)
+            if result.error_type == "ThreadsExhausted":
+                break
         assert abandoned_threads() - base <= MAX_ABANDONED_THREADS
         assert seen[-1] == "ThreadsExhausted"
         assert seen[0] == "TimeoutError"
