@@ -202,6 +202,17 @@ def new_controller(key: str, ceiling: int) -> Controller:
     return _source(key, ceiling)
 
 
+class _Waiter:
+    """One request queued for a controller's capacity."""
+
+    __slots__ = ("event", "start")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.start: float | None = None
+        """The start time once capacity was taken for it (by `AdaptiveController._dispatch`)."""
+
+
 class AdaptiveController:
     """AIMD control of one client's concurrency and request rate (see the module docstring).
 
@@ -243,9 +254,8 @@ class AdaptiveController:
         self._token_last: tuple[float, float] | None = None
         self._latency = 0.0
         self._min_latency = math.inf
-        self._lock = anyio.Lock()
-        self._changed = anyio.Event()
-        self._waiting = False
+        self._queue: deque[_Waiter] = deque()
+        """Requests waiting for capacity, in arrival order (see `admit`)."""
 
     def __repr__(self) -> str:
         rate = "unpaced" if self.rate is None else f"{self.rate:.1f}/s"
@@ -256,32 +266,92 @@ class AdaptiveController:
     async def admit(self, deadline: float = math.inf) -> float:
         """Wait for capacity (pause, window, pacing) and take it; returns the start time.
 
-        A pause already known to last beyond ``deadline`` fails at once, without queueing
-        behind requests that wait for it.
+        Requests are admitted first come, first served. One with capacity free and nobody
+        queued ahead is admitted at once, without a trip through the event loop (`_admit_now`,
+        the fast path); the others queue (`_queued`), and whenever capacity comes back
+        (`_dispatch`) it is taken for as many of them as it allows, all in the same pass
+        through the loop. A pause already known to last beyond ``deadline`` fails at once,
+        without queueing behind requests that wait for it.
 
         Raises:
             CapacityDeadline: The shared pause lasts beyond ``deadline``.
         """
         if self.paused_until >= deadline:
             self._check_pause(loop_time(), deadline)
-        if not self._lock.locked():  # nobody queued ahead: free capacity costs no loop trip
-            now = loop_time()
-            if self._wait_needed(now) <= 0:
-                return self._take(now)
-        async with self._lock:
-            while True:
-                now = loop_time()
-                wait = self._wait_needed(now)
-                if wait <= 0:
-                    return self._take(now)
-                self._check_pause(now, deadline)
-                changed = self._changed
-                self._waiting = True
-                try:
-                    with anyio.move_on_after(wait):
-                        await changed.wait()
-                finally:
-                    self._waiting = False
+        start = self._admit_now()
+        if start is not None:
+            return start
+        return await self._queued(deadline)
+
+    def _admit_now(self) -> float | None:
+        """The fast path: take capacity when it is free and nobody is queued (None: queue).
+
+        The queued way admits such a request without suspending too, at the same time and
+        with the same effect (pinned by a property test); this only skips its bookkeeping.
+        """
+        if self._queue:
+            return None
+        now = loop_time()
+        return self._take(now) if self._wait_needed(now) <= 0 else None
+
+    async def _queued(self, deadline: float) -> float:
+        """Queue for capacity; returns the start time when it was taken for this request.
+
+        The first request in the queue waits out a pause or the pacing itself (a timed wait),
+        and checks the pause against its ``deadline``; the others wait until `_dispatch`
+        takes capacity for them. A request cancelled after capacity was taken for it gives
+        the capacity back (release in ``finally``: nothing leaks).
+        """
+        waiter = _Waiter()
+        queue = self._queue
+        queue.append(waiter)
+        try:
+            while waiter.start is None:
+                if queue[0] is waiter:
+                    now = loop_time()
+                    wait = self._wait_needed(now)
+                    if wait <= 0:
+                        queue.popleft()
+                        start = self._take(now)
+                        self._dispatch(now)  # the next in line: admitted too, or it times
+                        return start
+                    self._check_pause(now, deadline)
+                    if wait < math.inf:
+                        with anyio.move_on_after(wait):
+                            await waiter.event.wait()
+                    else:
+                        await waiter.event.wait()
+                else:
+                    await waiter.event.wait()
+                if waiter.start is None:
+                    waiter.event = anyio.Event()
+            return waiter.start
+        except BaseException:
+            if waiter.start is not None:  # capacity was taken for it, but it will not send
+                self._release()
+            else:
+                queue.remove(waiter)
+                if queue:
+                    self._dispatch(loop_time())  # it may have been first: the next takes over
+            raise
+
+    def _dispatch(self, now: float) -> None:
+        """Take capacity for queued requests in arrival order, as much as there is now.
+
+        All of them resume in the next pass through the event loop (one admission per pass
+        serialised a burst of releases). The first that must still wait is woken when its
+        wait is timed (a pause or pacing, which it waits out itself); never raises.
+        """
+        queue = self._queue
+        while queue:
+            wait = self._wait_needed(now)
+            if wait > 0:
+                if wait < math.inf:
+                    queue[0].event.set()
+                return
+            waiter = queue.popleft()
+            waiter.start = self._take(now)
+            waiter.event.set()
 
     def _check_pause(self, now: float, deadline: float) -> None:
         if self.paused_until > now and self.paused_until >= deadline:
@@ -308,9 +378,8 @@ class AdaptiveController:
     def _release(self) -> None:
         self.in_flight -= 1
         self._record()
-        if self._waiting:  # only the lock holder waits for a release: wake it
-            event, self._changed = self._changed, anyio.Event()
-            event.set()
+        if self._queue:
+            self._dispatch(loop_time())
 
     def _record(self) -> None:
         self.trace.append(

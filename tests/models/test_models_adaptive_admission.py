@@ -1,0 +1,188 @@
+"""The adaptive controller's admission: batched, first come first served, nothing leaked.
+
+Capacity that comes back is taken for every queued request it allows in one pass through the
+event loop (issue 19.11: one admission per pass slowed W4 whenever the window was below the
+concurrency), the fast path for free capacity admits exactly as the queued way would, and a
+request cancelled at any moment of its wait never keeps capacity.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from virtual_clock import run_virtual
+
+from agentjudge.models._adaptive import AdaptiveController, feedback
+
+MAX_WAIT = 2.0
+HEADERS = [
+    {},
+    {"retry-after-ms": "30"},
+    {"Retry-After": "1"},
+    {
+        "x-ratelimit-limit-requests": "100",
+        "x-ratelimit-remaining-requests": "20",
+        "x-ratelimit-reset-requests": "1s",
+    },
+    {
+        "x-ratelimit-limit-requests": "100",
+        "x-ratelimit-remaining-requests": "0",
+        "x-ratelimit-reset-requests": "300ms",
+    },
+]
+
+
+@dataclass(frozen=True)
+class Call:
+    """One scripted request: when it arrives, how long the provider takes, what it answers."""
+
+    arrival: float
+    latency: float
+    status: int
+    headers: int
+    patience: float | None = None
+    """Seconds it waits for capacity before its caller gives up (cancellation)."""
+
+
+CALLS = st.lists(
+    st.builds(
+        Call,
+        arrival=st.sampled_from([0.0, 0.0, 0.001, 0.01, 0.05, 0.3]),
+        latency=st.sampled_from([0.0, 0.005, 0.02, 0.1]),
+        status=st.sampled_from([200, 200, 200, 429, 503, 500]),
+        headers=st.integers(0, len(HEADERS) - 1),
+        patience=st.one_of(st.none(), st.sampled_from([0.0, 0.001, 0.02, 0.2])),
+    ),
+    min_size=1,
+    max_size=30,
+)
+
+
+class GeneralOnly(AdaptiveController):
+    """The controller with its fast path switched off: every request takes the queued way."""
+
+    def _admit_now(self) -> float | None:
+        return None
+
+
+class Checked(AdaptiveController):
+    """The controller, checking at every admission that the capacity was really free."""
+
+    def _take(self, now: float) -> float:
+        assert self.in_flight < max(1, int(self.window)), (self.in_flight, self.window)
+        assert self.paused_until <= now
+        assert self.rate is None or self._next_start <= now
+        return super()._take(now)
+
+
+def drive(
+    control: AdaptiveController, calls: list[Call]
+) -> tuple[list[tuple[int, float]], list[object]]:
+    """Run ``calls`` against ``control`` on a virtual clock (each arrival after the previous).
+
+    Returns (index, start time) per admitted request in admission order, and the controller's
+    trace.
+    """
+    admitted: list[tuple[int, float]] = []
+
+    async def request(i: int, call: Call) -> None:
+        begun: float | None = None
+        if call.patience is None:
+            begun = await control.admit()
+        else:
+            with anyio.move_on_after(call.patience):
+                begun = await control.admit()
+        if begun is None:
+            return
+        admitted.append((i, begun))
+        await anyio.sleep(call.latency)
+        feedback(control, begun, call.status, HEADERS[call.headers], MAX_WAIT)
+
+    async def main() -> None:
+        random.seed(1)  # the pause's jitter: the same in every run compared
+        async with anyio.create_task_group() as tg:
+            for i, call in enumerate(calls):
+                if call.arrival:
+                    await anyio.sleep(call.arrival)
+                tg.start_soon(request, i, call)
+
+    run_virtual(main)
+    return admitted, list(control.trace)
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=CALLS, ceiling=st.integers(1, 8), initial=st.integers(1, 8))
+def test_the_fast_path_admits_exactly_as_the_queued_way(
+    calls: list[Call], ceiling: int, initial: int
+) -> None:
+    """Same requests admitted, in the same order, at the same times; same controller state."""
+    fast = AdaptiveController(ceiling, initial=initial)
+    general = GeneralOnly(ceiling, initial=initial)
+    assert drive(fast, calls) == drive(general, calls)
+    assert (fast.window, fast.rate, fast.in_flight) == (general.window, general.rate, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=CALLS, ceiling=st.integers(1, 8), initial=st.integers(1, 8))
+def test_admission_is_first_come_first_served_and_never_leaks(
+    calls: list[Call], ceiling: int, initial: int
+) -> None:
+    """Admitted in arrival order, only into free capacity, and in-flight returns to 0, even
+    when callers give up while waiting (at any moment, capacity already taken for them too)."""
+    control = Checked(ceiling, initial=initial)
+    admitted, _ = drive(control, calls)
+    order = [i for i, _ in admitted]
+    assert order == sorted(order)
+    assert {i for i, c in enumerate(calls) if c.patience is None} <= set(order)
+    assert control.in_flight == 0
+    assert not control._queue
+
+
+async def test_capacity_freed_at_once_admits_every_waiter_in_one_pass() -> None:
+    """50 releases in a row admit the 50 queued requests in the next pass through the loop.
+
+    The controller admitted one queued request per pass (its lock handed over once per
+    pass), so a window below the concurrency serialised admissions (issue 19.11).
+    """
+    control = AdaptiveController(100, initial=100)
+    for _ in range(100):
+        await control.admit()
+    passes: list[int] = []
+    admitted_at: list[int] = []
+
+    async def request() -> None:
+        await control.admit()
+        admitted_at.append(len(passes))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(50):
+            tg.start_soon(request)
+        await anyio.wait_all_tasks_blocked()
+        for _ in range(50):
+            control.finished()
+        asyncio.get_running_loop().call_soon(passes.append, 1)
+    assert admitted_at == [0] * 50
+    assert control.in_flight == 100
+
+
+async def test_a_request_cancelled_after_its_capacity_was_taken_gives_it_back() -> None:
+    """Capacity taken for a queued request that is cancelled before it resumes comes back."""
+    control = AdaptiveController(1, initial=1)
+    await control.admit()
+    waiting = asyncio.ensure_future(control.admit())
+    await anyio.wait_all_tasks_blocked()
+    control.finished()  # takes the slot for the queued request...
+    assert control.in_flight == 1
+    waiting.cancel()  # ...which is cancelled before it runs again
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert control.in_flight == 0
+    assert not control._queue
+    await control.admit()  # the slot is free for the next
+    assert control.in_flight == 1
