@@ -9,6 +9,11 @@ W4: 1,000 chat calls at concurrency 100 to a fake provider answering after 20 ms
     same run; rounds alternate which tree goes first, and medians are reported (the machine is
     shared). Targets: `OpenAIChat` <= 1.15x raw aiohttp, both judges <= 1.35x.
 
+Harness (``--harness``): ``agentjudge run`` of an LLM suite (``--requests`` cases, one
+    `LLMJudge` on `OpenAIChat(max_concurrency=100)`, concurrency 100) against the W4 provider,
+    this tree and ``--baseline-ref``'s interleaved: wall time and the run's CPU per case (process
+    start and imports included).
+
 Imports: ``import agentjudge`` and ``python -m agentjudge --help`` wall time, this tree and the
     baseline, interleaved, medians of 10 (``--imports`` runs only this).
 
@@ -271,6 +276,88 @@ def import_times(rounds: int, baseline_ref: str | None) -> None:
     for (name, label), spent in times.items():
         median = round(statistics.median(spent), 3)
         emit(bench="imports", tree=name, command=label, median_wall_s=median, rounds=rounds)
+
+
+# -- the harness: `agentjudge run` on an LLM suite, this tree and the baseline, interleaved -------
+
+_HARNESS_JUDGES = """\
+from agentjudge import LLMJudge
+from agentjudge.models import OpenAIChat
+
+
+def build():
+    model = OpenAIChat("judge", max_concurrency=100)  # OPENAI_BASE_URL: the W4 provider
+    return LLMJudge("correct", model, "Question: {{input}}\\nAnswer: {{output}}\\nCorrect?")
+"""
+_HARNESS_SUITE = """\
+name = "w4-llm"
+dataset = "data.jsonl"
+task = "task:answer"
+judges = "judges:build"
+concurrency = 100
+gates = ["errors.rate<=0"]
+"""
+
+
+def _harness_suite(folder: Path, rows: int) -> None:
+    """An LLM suite of ``rows`` cases (a lookup task, one `LLMJudge`) in ``folder``."""
+    with (folder / "data.jsonl").open("w", encoding="utf-8") as data:
+        for i in range(rows):
+            data.write(json.dumps({"id": f"q{i}", "input": f"what is {i}+{i}?"}) + "\n")
+    (folder / "task.py").write_text(
+        "def answer(case):\n    return str(2 * int(case.input.split()[2].split('+')[0]))\n"
+    )
+    (folder / "judges.py").write_text(_HARNESS_JUDGES)
+    (folder / "agentjudge.toml").write_text(_HARNESS_SUITE)
+
+
+def harness_llm(rows: int, rounds: int, baseline_ref: str | None) -> None:
+    """``agentjudge run`` of an LLM suite against the W4 provider: wall and CPU per tree."""
+    with contextlib.ExitStack() as stack:
+        trees = {"current": ROOT}
+        if baseline_ref:
+            sha, path = stack.enter_context(baseline_tree(baseline_ref))
+            trees[f"baseline {sha}"] = path
+        base_url = stack.enter_context(provider_process())
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="w4-harness-")))
+        _harness_suite(folder, rows)
+        walls: Samples = {}
+        cpus: Samples = {}
+        for r in range(rounds):
+            for name, tree in trees.items() if r % 2 == 0 else reversed(trees.items()):
+                env = _on_path(tree) | {"OPENAI_BASE_URL": base_url, "PYTHONPATH": str(tree)}
+                env.pop("OPENAI_API_KEY", None)
+                before = os.times()
+                start = time.perf_counter()
+                out = f"runs/{r}-{name.split()[0]}"
+                command = [sys.executable, "-m", "agentjudge", "run", "--out", out]
+                done = subprocess.run(
+                    [*command, "--progress", "off", "--overwrite"],
+                    cwd=folder,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                wall = time.perf_counter() - start
+                after = os.times()
+                if done.returncode != 0:
+                    raise RuntimeError(f"agentjudge run on {tree} failed:\n{done.stdout[-3000:]}")
+                cpu = (after.children_user - before.children_user) + (
+                    after.children_system - before.children_system
+                )
+                walls.setdefault((name, "run"), []).append(wall)
+                cpus.setdefault((name, "run"), []).append(cpu)
+                emit(bench="harness-llm", round=r + 1, tree=name, wall_s=round(wall, 3))
+    for (name, _), spent in walls.items():
+        emit(
+            bench="harness-llm",
+            tree=name,
+            cases=rows,
+            median_wall_s=round(statistics.median(spent), 3),
+            median_cpu_ms_per_case=round(statistics.median(cpus[(name, "run")]) / rows * 1000, 3),
+            rounds=rounds,
+        )
 
 
 # -- transports: raw aiohttp vs raw httpx vs OpenAIChat on each transport, one process ---------
@@ -652,6 +739,10 @@ async def main(args: argparse.Namespace) -> None:
         await transports(total, 100, rounds=rounds, slow=slow, everything=args.all)
         return
     baseline = args.baseline_ref or None
+    if args.harness:
+        rounds = args.rounds or (1 if args.quick else 5)
+        await anyio.to_thread.run_sync(harness_llm, total, rounds, baseline)
+        return
     if args.imports:
         await anyio.to_thread.run_sync(import_times, 3 if args.quick else 10, baseline)
         return
@@ -675,6 +766,9 @@ def _arguments() -> argparse.Namespace:
         help="git ref whose package W4 and the import times also measure ('' for none)",
     )
     parser.add_argument("--w4", action="store_true", help="only W4")
+    parser.add_argument(
+        "--harness", action="store_true", help="only `agentjudge run` on an LLM suite (W4 server)"
+    )
     parser.add_argument("--imports", action="store_true", help="only the import / --help times")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)  # W4's provider
     parser.add_argument(

@@ -50,8 +50,7 @@ import math
 import random
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import anyio
 
@@ -118,9 +117,8 @@ _TRACE_POINTS = 4096
 # -- the controller -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TracePoint:
-    """The controller's state after one event.
+class TracePoint(NamedTuple):
+    """The controller's state after one event (a named tuple: one is recorded per request).
 
     Attributes:
         time: `anyio.current_time` of the event.

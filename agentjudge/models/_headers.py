@@ -198,39 +198,53 @@ _PREFIXES = (
     ("ratelimit-{}", None),
 )
 
+_Names = tuple[str, str, str] | None
+"""A budget's (limit, remaining, reset) header names; None: the family has no such budget."""
+
+
+def _names(pattern: str | None) -> _Names:
+    if pattern is None:
+        return None
+    return pattern.format("limit"), pattern.format("remaining"), pattern.format("reset")
+
+
+_FAMILIES: tuple[tuple[_Names, _Names], ...] = tuple(
+    (_names(requests), _names(tokens)) for requests, tokens in _PREFIXES
+)
+"""Per header family (OpenAI, Anthropic, generic): its request and token header names."""
+
 
 def parse_rate_hints(headers: Mapping[str, str]) -> RateHints | None:
     """The rate-limit headers of a response (the first family present), or None."""
     lowered = {k.lower(): v for k, v in headers.items()}
-    for requests, tokens in _PREFIXES:
-        limit = _integer(lowered, requests, "limit")
-        token_limit = _integer(lowered, tokens, "limit")
+    for requests, tokens in _FAMILIES:
+        limit = _integer(lowered, requests, 0)
+        token_limit = _integer(lowered, tokens, 0)
         if limit is None and token_limit is None:
             continue
         return RateHints(
             limit=limit,
-            remaining=_integer(lowered, requests, "remaining"),
+            remaining=_integer(lowered, requests, 1),
             reset=_reset(lowered, requests),
             token_limit=token_limit,
-            token_remaining=_integer(lowered, tokens, "remaining"),
+            token_remaining=_integer(lowered, tokens, 1),
             token_reset=_reset(lowered, tokens),
         )
     return None
 
 
-def _integer(lowered: Mapping[str, str], pattern: str | None, field: str) -> float | None:
-    if pattern is None:
+def _integer(lowered: Mapping[str, str], names: _Names, field: int) -> float | None:
+    if names is None:
         return None
-    name = pattern.format(field)
-    return _number(name, lowered.get(name), _INTEGER)
+    text = lowered.get(names[field])
+    return None if text is None else _number(names[field], text, _INTEGER)
 
 
-def _reset(lowered: Mapping[str, str], pattern: str | None) -> float | None:
-    if pattern is None:
+def _reset(lowered: Mapping[str, str], names: _Names) -> float | None:
+    if names is None:
         return None
-    name = pattern.format("reset")
-    text = lowered.get(name)
-    return parse_reset(text, name=name) if text is not None else None
+    text = lowered.get(names[2])
+    return parse_reset(text, name=names[2]) if text is not None else None
 
 
 def _refill_rate(limit: float | None, remaining: float | None, reset: float | None) -> float | None:

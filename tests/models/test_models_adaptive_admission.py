@@ -9,6 +9,7 @@ request cancelled at any moment of its wait never keeps capacity.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from dataclasses import dataclass
 
@@ -18,7 +19,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from virtual_clock import run_virtual
 
-from agentjudge.models._adaptive import AdaptiveController, feedback
+from agentjudge.models._adaptive import AdaptiveController, CapacityDeadline, feedback
+from agentjudge.models._headers import (
+    _INTEGER,
+    RateHints,
+    _number,
+    header_signals,
+    parse_rate_hints,
+    parse_reset,
+)
 
 MAX_WAIT = 2.0
 HEADERS = [
@@ -95,14 +104,14 @@ def drive(
         begun: float | None = None
         if call.patience is None:
             begun = await control.admit()
-        else:
-            with anyio.move_on_after(call.patience):
+        else:  # a caller that gives up: cancelled, or refused at once by a longer pause
+            with anyio.move_on_after(call.patience), contextlib.suppress(CapacityDeadline):
                 begun = await control.admit()
         if begun is None:
             return
         admitted.append((i, begun))
         await anyio.sleep(call.latency)
-        feedback(control, begun, call.status, HEADERS[call.headers], MAX_WAIT)
+        feedback(control, begun, call.status, header_signals(HEADERS[call.headers]), MAX_WAIT)
 
     async def main() -> None:
         random.seed(1)  # the pause's jitter: the same in every run compared
@@ -186,3 +195,66 @@ async def test_a_request_cancelled_after_its_capacity_was_taken_gives_it_back() 
     assert not control._queue
     await control.admit()  # the slot is free for the next
     assert control.in_flight == 1
+
+
+# -- the per-answer bookkeeping: cheaper, the same results -----------------------------------------
+
+_FAMILY_PATTERNS = (
+    ("x-ratelimit-{}-requests", "x-ratelimit-{}-tokens"),
+    ("anthropic-ratelimit-requests-{}", "anthropic-ratelimit-tokens-{}"),
+    ("ratelimit-{}", None),
+)
+
+
+def reference_rate_hints(headers: dict[str, str]) -> RateHints | None:
+    """The straightforward reading (names formatted per answer), as the parser read before."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+
+    def integer(pattern: str | None, field: str) -> float | None:
+        if pattern is None:
+            return None
+        text = lowered.get(pattern.format(field))
+        if text is None:
+            return None
+        return _number(pattern.format(field), text, _INTEGER)
+
+    def reset(pattern: str | None) -> float | None:
+        if pattern is None:
+            return None
+        text = lowered.get(pattern.format("reset"))
+        return None if text is None else parse_reset(text, name=pattern.format("reset"))
+
+    for requests, tokens in _FAMILY_PATTERNS:
+        limit, token_limit = integer(requests, "limit"), integer(tokens, "limit")
+        if limit is None and token_limit is None:
+            continue
+        return RateHints(
+            limit=limit,
+            remaining=integer(requests, "remaining"),
+            reset=reset(requests),
+            token_limit=token_limit,
+            token_remaining=integer(tokens, "remaining"),
+            token_reset=reset(tokens),
+        )
+    return None
+
+
+HEADER_NAMES = st.sampled_from(
+    [
+        f"{case(prefix.format(field))}"
+        for requests, tokens in _FAMILY_PATTERNS
+        for prefix in (requests, tokens)
+        if prefix is not None
+        for field in ("limit", "remaining", "reset")
+        for case in (str.lower, str.title)
+    ]
+    + ["content-type", "retry-after", "Server"]
+)
+HEADER_VALUES = st.sampled_from(["0", "5", "100", "1_0", "1e3", "6ms", "1m30s", "-1", "", "x"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(headers=st.dictionaries(HEADER_NAMES, HEADER_VALUES, max_size=8))
+def test_rate_hints_read_as_the_straightforward_reading(headers: dict[str, str]) -> None:
+    """The parser with its header names computed once reads every answer as before."""
+    assert parse_rate_hints(headers) == reference_rate_hints(headers)
