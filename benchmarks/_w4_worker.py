@@ -7,8 +7,11 @@ only the public API that every measured commit has, and prints one JSON line per
 
     {"variant": ..., "wall_s": ..., "cpu_s": ..., "package": <agentjudge path>}
 
-``cpu_s`` is this process's CPU time over the measured calls: on a shared machine it is
-steadier than the wall time, which also counts time the process waited for a core.
+``loop_passes`` and ``loop_callbacks`` count the passes through the asyncio event loop and the
+callbacks (task steps, I/O events) it ran during the measured calls: unlike time, they do not
+depend on the machine's load. ``cpu_s`` is this process's CPU time over the measured calls: on
+a shared machine it is steadier than the wall time, which also counts time the process waited
+for a core.
 
 Variants (each warmed up on 100 calls first, then ``--requests`` calls at ``--concurrency``):
 ``raw_aiohttp`` (the reference: one aiohttp session, POST + JSON decode), ``chat``
@@ -21,6 +24,7 @@ the concurrency: a client's default (16) would otherwise cap every variant.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -55,15 +59,34 @@ Timing = tuple[float, float]
 """(wall seconds, CPU seconds) of one measured stretch."""
 
 
+LOOP = {"passes": 0, "handles": 0}
+"""Passes through the asyncio loop and callbacks (task steps, I/O) it ran: load-independent."""
+_run_once = asyncio.base_events.BaseEventLoop._run_once  # type: ignore[attr-defined]
+
+
+def _counted_run_once(loop: Any) -> None:
+    LOOP["passes"] += 1
+    LOOP["handles"] += len(loop._ready)
+    _run_once(loop)
+
+
+asyncio.base_events.BaseEventLoop._run_once = _counted_run_once  # type: ignore[attr-defined]
+
+
 class Clock:
-    """Wall and CPU time of what runs inside ``with Clock() as clock:``."""
+    """Wall and CPU time, loop passes and callbacks of what runs inside ``with Clock():``."""
 
     def __enter__(self) -> Clock:
         self.wall, self.cpu = time.perf_counter(), time.process_time()
+        self.loop = dict(LOOP)
         return self
 
     def __exit__(self, *_: object) -> None:
         self.timing: Timing = (time.perf_counter() - self.wall, time.process_time() - self.cpu)
+        Clock.last = {k: LOOP[k] - self.loop[k] for k in LOOP}
+
+    last: dict[str, int] = {}
+    """The loop counts of the last measured stretch."""
 
 
 async def pool(total: int, concurrency: int, call: Callable[[int], Awaitable[None]]) -> Timing:
@@ -148,6 +171,8 @@ async def main(args: argparse.Namespace) -> None:
             "variant": variant,
             "wall_s": round(wall, 4),
             "cpu_s": round(cpu, 4),
+            "loop_passes": Clock.last.get("passes", 0),
+            "loop_callbacks": Clock.last.get("handles", 0),
             "package": agentjudge.__file__,
         }
         print(json.dumps(line), flush=True)

@@ -180,8 +180,8 @@ def _worker(tree: Path, base_url: str, total: int, variants: list[str]) -> dict[
     # the reference runs first and last in each process: its mean is this process's unit
     return {
         variant: {
-            "wall_s": statistics.mean(r["wall_s"] for r in rows),
-            "cpu_s": statistics.mean(r["cpu_s"] for r in rows),
+            key: statistics.mean(r.get(key, 0) for r in rows)
+            for key in ("wall_s", "cpu_s", "loop_passes", "loop_callbacks")
         }
         for variant, rows in got.items()
     }
@@ -198,7 +198,7 @@ def w4(total: int, rounds: int, baseline_ref: str | None) -> None:
             sha, path = stack.enter_context(baseline_tree(baseline_ref))
             trees[f"baseline {sha}"] = path
         base_url = stack.enter_context(provider_process())
-        samples: dict[str, Samples] = {"wall": {}, "ratio": {}, "cpu": {}}
+        samples: dict[str, Samples] = {"wall": {}, "ratio": {}, "cpu": {}, "passes": {}, "cb": {}}
         for r in range(rounds):
             order = list(trees.items()) if r % 2 == 0 else list(reversed(trees.items()))
             variants = list(W4_VARIANTS[1:])
@@ -210,6 +210,8 @@ def w4(total: int, rounds: int, baseline_ref: str | None) -> None:
                     samples["wall"].setdefault((name, variant), []).append(timing["wall_s"])
                     samples["ratio"].setdefault((name, variant), []).append(timing["wall_s"] / raw)
                     samples["cpu"].setdefault((name, variant), []).append(timing["cpu_s"])
+                    samples["passes"].setdefault((name, variant), []).append(timing["loop_passes"])
+                    samples["cb"].setdefault((name, variant), []).append(timing["loop_callbacks"])
                 walls = {k: round(v["wall_s"], 3) for k, v in got.items()}
                 emit(bench="W4", round=r + 1, tree=name, wall_s=walls)
     _w4_report(list(trees), samples, total, rounds)
@@ -218,7 +220,10 @@ def w4(total: int, rounds: int, baseline_ref: str | None) -> None:
 def _w4_report(trees: list[str], samples: dict[str, Samples], total: int, rounds: int) -> None:
     median = statistics.median
     print(f"# W4: {total} calls at concurrency 100, 20 ms provider, medians of {rounds} rounds")
-    print("# | variant | " + " | ".join(f"{t}: wall, vs raw aiohttp, CPU/call" for t in trees))
+    print(
+        "# | variant | "
+        + " | ".join(f"{t}: wall, vs raw aiohttp, CPU/call, loop passes/call" for t in trees)
+    )
     for variant in W4_VARIANTS:
         cells = []
         for tree in trees:
@@ -226,7 +231,9 @@ def _w4_report(trees: list[str], samples: dict[str, Samples], total: int, rounds
             wall = median(samples["wall"][(tree, variant)])
             ratio = median(samples["ratio"][(tree, variant)])
             cpu_ms = median(samples["cpu"][(tree, variant)]) / calls * 1000
-            cells.append(f"{wall:.3f} s | {ratio:.2f} | {cpu_ms:.2f} ms")
+            passes = median(samples["passes"][(tree, variant)]) / calls
+            callbacks = median(samples["cb"][(tree, variant)]) / calls
+            cells.append(f"{wall:.3f} s | {ratio:.2f} | {cpu_ms:.2f} ms | {passes:.2f}")
             emit(
                 bench="W4",
                 tree=tree,
@@ -235,6 +242,8 @@ def _w4_report(trees: list[str], samples: dict[str, Samples], total: int, rounds
                 median_wall_s=round(wall, 3),
                 median_ratio_vs_raw_aiohttp=round(ratio, 2),
                 median_cpu_ms_per_call=round(cpu_ms, 3),
+                loop_passes_per_call=round(passes, 3),
+                loop_callbacks_per_call=round(callbacks, 2),
                 rounds=rounds,
             )
         print(f"# | {W4_LABELS[variant]} | " + " | ".join(cells) + " |")
