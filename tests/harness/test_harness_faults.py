@@ -324,3 +324,17 @@ def test_nesting_limit_is_exact_and_the_deepest_allowed_row_runs(tmp_path: Path)
     (tmp_path / "data.jsonl").write_text(deeper + "\n", encoding="utf-8")
     with pytest.raises(DatasetError, match=f"more than {MAX_NESTING} levels"):
         Dataset.open(tmp_path / "data.jsonl")
+
+
+def test_an_abort_with_several_errors_names_the_first_and_counts_the_others() -> None:
+    """Two workers failing together: the first error and "1 more", never "ExceptionGroup"."""
+    from agentjudge.harness._processes import WorkerFailed
+    from agentjudge.harness._run import _leading_error
+
+    first, second = WorkerFailed("slot 1 died"), WorkerFailed("slot 2 died")
+    nested = ExceptionGroup("outer", [ExceptionGroup("inner", [first]), second])
+    assert _leading_error(nested) == (first, 1)
+    assert _leading_error(ExceptionGroup("one", [ExceptionGroup("inner", [first])])) == (first, 0)
+    assert _leading_error(first) == (first, 0)
+    interrupted = BaseExceptionGroup("mixed", [first, KeyboardInterrupt()])
+    assert _leading_error(interrupted) == (interrupted, 0)  # re-raised as it is

@@ -426,8 +426,8 @@ def test_without_ray_the_run_says_how_to_install_it(
 def test_an_actor_the_cluster_cannot_place_is_an_error_not_a_hang(
     tmp_path: Path, ray_address: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Actors asking for a GPU the local instance lacks: the run fails, naming why (both slots
-    fail at once: the message is the first one's, not "ExceptionGroup: unhandled errors")."""
+    """Actors asking for a GPU the local instance lacks: the run fails, naming why (when both
+    slots fail at once, the message is the first one's, not "ExceptionGroup: unhandled ...")."""
     from agentjudge.harness import _ray
 
     monkeypatch.setattr(_ray, "START_SECONDS", 1.0)
@@ -435,7 +435,6 @@ def test_an_actor_the_cluster_cannot_place_is_an_error_not_a_hang(
     with pytest.raises(RunAborted, match=r"did not start within 1 s: .*num_gpus=1") as info:
         anyio.run(lambda: run_suite(suite, out=tmp_path / "o"))
     assert str(info.value).startswith("run aborted: WorkerFailed: the Ray actor of worker slot")
-    assert "(and 1 more error at the same time)" in str(info.value)
 
 
 def test_a_task_from_main_is_refused_before_the_run_on_ray(
