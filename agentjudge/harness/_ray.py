@@ -390,7 +390,8 @@ def _init_ray(ray: Any, suite: Suite) -> None:
         num_cpus=cpus,
         include_dashboard=False,
         object_store_memory=LOCAL_OBJECT_STORE,
-        # This machine alone: loopback, whatever address its network interface has
+        # Asked for loopback; Ray 2.60 still registers the interface address and listens on
+        # every interface (docs/how-to/scale-out.md says so)
         _node_ip_address="127.0.0.1",
         **quiet,
     )

@@ -58,7 +58,7 @@ def _log_tails(temp: str, lines: int = 12) -> str:
 def ray_address() -> Iterator[str]:
     """A local Ray instance for the whole session (small object store, no dashboard).
 
-    It listens on 127.0.0.1 (as a run's own local instance does, see ``_ray._init_ray``)
+    It is asked for 127.0.0.1 (as a run's own local instance is, see ``_ray._init_ray``)
     and keeps its files in a folder of its own, not in the /tmp/ray that other Ray instances
     on the machine share. A test of this module that failed shows the tails of its logs.
     """
@@ -66,6 +66,12 @@ def ray_address() -> Iterator[str]:
         "ray", reason="the Ray backend's tests need the ray extra: pip install 'agentjudge[ray]'"
     )
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # `make test` runs pytest under `uv run`: Ray would then start every worker of a job with
+    # `uv run` in the job's working directory, and the CLI drivers these tests start run in
+    # a temporary folder, outside the project: their workers died importing ray and their
+    # actors never started (docs/how-to/scale-out.md says so for users). The drivers inherit
+    # this environment.
+    os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
     with tempfile.TemporaryDirectory(prefix="agentjudge-ray-") as temp:
         ray.init(
             # Logical CPUs, not cores: room for the actors of a test while those of an earlier
