@@ -13,6 +13,13 @@ import pytest
 from hypothesis import settings
 from serial_files import SERIAL_MARKERS, holds_serial_tests
 
+# The pytest runs that tests start (the plugin's and xdist's tests) skip langsmith's unused
+# plugin as this one does (pyproject.toml's addopts say why).
+if "no:langsmith_plugin" not in os.environ.get("PYTEST_ADDOPTS", ""):
+    os.environ["PYTEST_ADDOPTS"] = (
+        os.environ.get("PYTEST_ADDOPTS", "") + " -p no:langsmith_plugin"
+    ).strip()
+
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", max_examples=500)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
