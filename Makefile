@@ -26,26 +26,25 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 	$(RUN) python -m agentjudge report .agentjudge/rag_qa
 
 # The suite runs on every core (pytest-xdist); then the few wall-clock tests (marker `timing`)
-# run on their own, so a busy neighbour test cannot make them miss their bounds. The Ray tests
-# (marker `ray`) are one `xdist_group`: one worker runs them with one local Ray instance while
-# the others go on (they have their own generous timeout); xdist hands out the largest groups
-# first. `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the
-# tests of one `xdist_group` on one worker. Two workers per core: many tests wait (on subprocesses, servers,
+# and the Ray tests (marker `ray`: one local Ray instance, itself several processes) run on
+# their own, so a busy neighbour test cannot make them miss their bounds or time out.
+# `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
+# `xdist_group` on one worker. Two workers per core: many tests wait (on subprocesses, servers,
 # timeouts), and on this 2-core machine 4 workers took the parallel part from 196 s to 151 s.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 * (os.cpu_count() or 1))")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
-# The second part collects only the files that can hold timing tests (tests/serial_files.py;
+# The second part collects only the files that can hold such tests (tests/serial_files.py;
 # tests/conftest.py checks the list whenever the whole suite is collected).
 # Before them, two processes collect the suite once to write pytest's rewritten test modules
 # to __pycache__ (PYTHONDONTWRITEBYTECODE, set on some machines, would stop that): each xdist
 # worker then loads them instead of rewriting every module's asserts (12 s -> 4.5 s of CPU
 # per worker here).
 WARM := PYTHONDONTWRITEBYTECODE= $(RUN) pytest -q --collect-only -p no:cacheprovider
-test: install ## Run the whole test suite (all cores, then the few wall-clock tests alone)
+test: install ## Run the whole test suite (all cores, then the timing and Ray tests alone)
 	@$(WARM) tests/harness tests/judges >/dev/null 2>&1 & $(WARM) tests --ignore=tests/harness --ignore=tests/judges >/dev/null 2>&1; wait; true
-	$(RUN) $(PYTEST_PARALLEL) -m "not timing"
-	$(RUN) pytest -q --durations=5 -m timing $$($(PYTHON) tests/serial_files.py)
+	$(RUN) $(PYTEST_PARALLEL) -m "not timing and not ray"
+	$(RUN) pytest -q --durations=5 -m "timing or ray" $$($(PYTHON) tests/serial_files.py)
 
 quick: install ## Inner loop: the suite without the slow tests (subprocesses, docs build), stop at the first failure
 	$(RUN) $(PYTEST_PARALLEL) -x -m "not timing and not slow"

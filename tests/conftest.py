@@ -48,7 +48,7 @@ def _starts_interpreters(path: Path) -> bool:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests of modules that start interpreters as ``slow``; check that every
-    ``timing`` test is in a file `make test`'s second part collects."""
+    ``timing`` / ``ray`` test is in a file `make test`'s second part collects."""
     unlisted = set()
     for item in items:
         if _starts_interpreters(item.path):
@@ -58,6 +58,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             unlisted.add(str(item.path))
     if unlisted:
         raise pytest.UsageError(
-            "these files mark tests timing in a way tests/serial_files.py does not see, so "
+            "these files mark tests timing/ray in a way tests/serial_files.py does not see, so "
             f"`make test` would run them in neither part: {sorted(unlisted)}"
         )
