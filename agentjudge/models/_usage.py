@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentjudge._compat import build_model, check_buildable
 from agentjudge.models._types import MAX_TOKEN_COUNT, Usage
 
 __all__ = ["UsageReader", "add_usage", "read_usage"]
+
+_USAGE_FIELDS = tuple(Usage.model_fields)
+"""`Usage`'s fields in declaration order (what `build_model` takes)."""
+check_buildable(Usage)
 
 
 class UsageReader:
@@ -41,6 +46,10 @@ def read_usage(
 ) -> tuple[Usage, tuple[str, ...]]:
     """A provider's usage object ``raw`` as a `Usage`, and the warnings of reading it.
 
+    Every count is checked here (`UsageReader.count`), so the `Usage` is built without
+    validating it again (one is read per answer; equal to ``Usage(**counts)``, pinned by a
+    property test).
+
     Args:
         client: The client's name (in warnings).
         raw: The usage object of the answer (anything but a dict: an empty `Usage`).
@@ -51,13 +60,17 @@ def read_usage(
     if not isinstance(raw, dict):
         return Usage(), ()
     reader = UsageReader(client)
-    counts: dict[str, int | None] = {}
+    counts: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
     for field, path in fields.items():
         value: Any = raw
         for key in path.split("."):
             value = value.get(key) if isinstance(value, dict) else None
-        counts[field] = reader.count(value, f"{where}.{path}")
-    return Usage(**counts), tuple(reader.warnings)
+        if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
+            value = reader.count(value, f"{where}.{path}")  # refused: None and a warning
+        counts[field] = value
+    if len(counts) != len(_USAGE_FIELDS):  # a field Usage does not have: validation says so
+        return Usage(**{f: counts[f] for f in fields}), tuple(reader.warnings)
+    return build_model(Usage, counts, set(fields)), tuple(reader.warnings)
 
 
 def add_usage(a: Usage | None, b: Usage, warnings: list[str]) -> Usage:
