@@ -39,8 +39,24 @@ _LEAVES = (str, int, float, type(None))
 
 
 def plain_json(value: Any) -> Any:
-    """Mappings and sequences as plain dicts and lists (for json.dumps)."""
-    if isinstance(value, _LEAVES):  # most of a schema; far cheaper than the Mapping ABC check
+    """Mappings and sequences as plain dicts and lists (for json.dumps).
+
+    Exact dicts, lists and JSON scalars (most of a schema, walked for every structured
+    request) are dispatched on their type; anything else takes `_plain_other`.
+    """
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {k if type(k) is str else str(k): plain_json(v) for k, v in value.items()}
+    if kind is list:
+        return [plain_json(v) for v in value]
+    return _plain_other(value)
+
+
+def _plain_other(value: Any) -> Any:
+    """`plain_json` of subclasses, other mappings and tuples."""
+    if isinstance(value, _LEAVES):
         return value
     if isinstance(value, dict | Mapping):
         return {str(k): plain_json(v) for k, v in value.items()}
