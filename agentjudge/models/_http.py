@@ -78,7 +78,7 @@ from agentjudge.models._transport import (
     make_http_client,
     make_poster,
 )
-from agentjudge.models._types import ModelRequest, ModelResponse, Usage
+from agentjudge.models._types import ModelRequest, ModelResponse, Usage, answer_response
 from agentjudge.models._usage import add_usage
 
 __all__ = [
@@ -342,7 +342,7 @@ class HTTPModelClient(ProviderHooks):
             problem = None
             break
         assert reply is not None
-        response = ModelResponse(
+        response = answer_response(
             text=reply.text,
             parsed=parsed,
             model=reply.model,

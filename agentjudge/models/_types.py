@@ -7,6 +7,7 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from agentjudge._compat import build_model, check_buildable
 from agentjudge.core import Message
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "ModelResponse",
     "TokenLogprob",
     "Usage",
+    "answer_response",
 ]
 
 MAX_LOGPROBS = 20
@@ -144,3 +146,85 @@ class ModelClient(Protocol):
     async def complete(self, request: ModelRequest) -> ModelResponse:
         """Send one request and return the response (retries included)."""
         ...
+
+
+check_buildable(ModelResponse)
+_ANSWER_FIELDS = frozenset(
+    {"text", "parsed", "model", "finish_reason", "usage", "raw", "queued_s", "attempts"}
+    | {"schema_error", "warnings"}
+)
+
+
+_STR = frozenset((str,))
+
+
+def _plain_object(value: object) -> bool:
+    return value is None or (type(value) is dict and {*map(type, value)} <= _STR)
+
+
+def _opt_str(value: object) -> bool:
+    return value is None or type(value) is str
+
+
+def answer_response(
+    *,
+    text: str,
+    parsed: dict[str, Any] | None,
+    model: str | None,
+    finish_reason: str | None,
+    usage: Usage,
+    raw: dict[str, Any] | None,
+    queued_s: float,
+    attempts: int,
+    schema_error: str | None,
+    warnings: tuple[str, ...],
+) -> ModelResponse:
+    """The `ModelResponse` of one online call: ``ModelResponse(...)`` of these values.
+
+    Built once per model call, so values of exactly the types validation keeps (str, dicts with
+    str keys, a `Usage`, a float >= 0, an int >= 1, a tuple of str) skip validation (equal to
+    it, pinned by a property test); anything else is validated as always.
+    """
+    if (
+        type(text) is str
+        and _plain_object(parsed)
+        and _opt_str(model)
+        and _opt_str(finish_reason)
+        and type(usage) is Usage
+        and _plain_object(raw)
+        and type(queued_s) is float
+        and queued_s >= 0.0
+        and type(attempts) is int
+        and attempts >= 1
+        and _opt_str(schema_error)
+        and type(warnings) is tuple
+        and {*map(type, warnings)} <= _STR
+    ):
+        values = {
+            "text": text,
+            "parsed": None if parsed is None else dict(parsed),
+            "model": model,
+            "finish_reason": finish_reason,
+            "usage": usage,
+            "raw": None if raw is None else dict(raw),
+            "cached": False,
+            "queued_s": queued_s,
+            "attempts": attempts,
+            "schema_error": schema_error,
+            "warnings": warnings,
+            "batch": False,
+            "logprobs": None,
+        }
+        return build_model(ModelResponse, values, set(_ANSWER_FIELDS))
+    return ModelResponse(
+        text=text,
+        parsed=parsed,
+        model=model,
+        finish_reason=finish_reason,
+        usage=usage,
+        raw=raw,
+        queued_s=queued_s,
+        attempts=attempts,
+        schema_error=schema_error,
+        warnings=warnings,
+    )

@@ -31,9 +31,10 @@ COUNT = st.one_of(
 )
 KEYS = ["prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens"]
 NESTED = ["completion_tokens_details", "prompt_tokens_details"]
+DETAIL = st.sampled_from(["reasoning_tokens", "cached_tokens"])
 RAW = st.dictionaries(
     st.sampled_from(KEYS + NESTED),
-    st.one_of(COUNT, st.dictionaries(st.sampled_from(["reasoning_tokens", "cached_tokens"]), COUNT)),
+    st.one_of(COUNT, st.dictionaries(DETAIL, COUNT)),
 )
 FIELDS = st.sampled_from([OPENAI_FIELDS, ANTHROPIC_FIELDS, {}, {"input_tokens": "prompt_tokens"}])
 
