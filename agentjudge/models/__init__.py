@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         PollResult,
         Results,
     )
+    from agentjudge.models._bedrock import BedrockConverse
     from agentjudge.models._compatible import OpenAICompatible
     from agentjudge.models._gemini import GeminiChat
     from agentjudge.models._http import HTTPModelClient, ResponseTooLarge, default_transport
@@ -70,6 +71,7 @@ _LAZY: dict[str, str] = {
     "ClientOptions": "agentjudge.models._options",
     "DEFAULT_MAX_RESPONSE_BYTES": "agentjudge.models._options",
     "GeminiChat": "agentjudge.models._gemini",
+    "BedrockConverse": "agentjudge.models._bedrock",
     "ResponseTooLarge": "agentjudge.models._http",
     "default_transport": "agentjudge.models._http",
     "OpenAIChat": "agentjudge.models._openai",
@@ -95,6 +97,7 @@ __all__ = [
     "AzureOpenAIChat",
     "BatchAPI",
     "BatchCollector",
+    "BedrockConverse",
     "CapacitySignals",
     "ClientOptions",
     "GeminiChat",
