@@ -20,10 +20,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from output_files import OutputFiles
 
 __all__ = ["Zygote", "python_c"]
 
@@ -109,16 +110,13 @@ class Zygote:
         self, code: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: int = 120
     ) -> subprocess.CompletedProcess[str]:
         """Run ``code`` as ``python -c code`` in ``cwd`` (killed by SIGALRM past ``timeout``)."""
-        folder = tempfile.mkdtemp(prefix="zygote-")
-        out, err = os.path.join(folder, "out"), os.path.join(folder, "err")
-        for path in (out, err):
-            Path(path).touch()
+        files = OutputFiles(prefix="zygote-")
         request = {
             "code": code,
             "cwd": str(Path(cwd).resolve()),
             "env": dict(os.environ if env is None else env),
-            "out": out,
-            "err": err,
+            "out": files.out,
+            "err": files.err,
             "timeout": timeout,
         }
         with self._lock:
@@ -130,11 +128,8 @@ class Zygote:
         if not reply:
             raise RuntimeError("the zygote interpreter died")
         status = json.loads(reply)["status"]
-        texts = [Path(p).read_text(encoding="utf-8", errors="replace") for p in (out, err)]
-        for path in (out, err):
-            os.unlink(path)
-        os.rmdir(folder)
-        return subprocess.CompletedProcess(["python", "-c", code], status, *texts)
+        out, err = files.read_and_remove()
+        return subprocess.CompletedProcess(["python", "-c", code], status, out, err)
 
     def close(self) -> None:
         """Stop the interpreter."""

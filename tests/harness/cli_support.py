@@ -16,12 +16,12 @@ import multiprocessing
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
+from output_files import OutputFiles
 
 __all__ = ["cli", "cli_async", "start_cli"]
 
@@ -67,14 +67,17 @@ class CliRun:
 
     def __init__(self, cwd: Path, args: tuple[str, ...], env: Mapping[str, str] | None) -> None:
         self.args = ["agentjudge", *args]
-        folder = tempfile.mkdtemp(prefix="cli-")
-        self._out, self._err = os.path.join(folder, "out"), os.path.join(folder, "err")
-        for path in (self._out, self._err):
-            Path(path).touch()
+        self._files = OutputFiles(prefix="cli-")
         environment = dict(os.environ if env is None else env)
         self.process = _forkserver().Process(
             target=_main,
-            args=(str(Path(cwd).resolve()), list(args), environment, self._out, self._err),
+            args=(
+                str(Path(cwd).resolve()),
+                list(args),
+                environment,
+                self._files.out,
+                self._files.err,
+            ),
         )
         self.process.start()
 
@@ -85,11 +88,7 @@ class CliRun:
             self.process.kill()
             self.process.join()
             raise subprocess.TimeoutExpired(self.args, timeout)
-        out = Path(self._out).read_text(encoding="utf-8", errors="replace")
-        err = Path(self._err).read_text(encoding="utf-8", errors="replace")
-        for path in (self._out, self._err):
-            os.unlink(path)
-        os.rmdir(os.path.dirname(self._out))
+        out, err = self._files.read_and_remove()
         return subprocess.CompletedProcess(self.args, self.process.exitcode, out, err)
 
 
