@@ -226,11 +226,11 @@ def test_the_shipped_table_dates_each_providers_prices() -> None:
 
 
 def test_unconfirmed_prices_are_unknown_not_guessed() -> None:
-    """Gemini 2.5 Pro (tiered by prompt length) and the presets have no shipped price."""
+    """Gemini 2.5 Pro (tiered by prompt length) and unconfirmed presets have no shipped price."""
     table = PriceTable.default()
     usage = Usage(input_tokens=1000, output_tokens=100)
     assert table.cost("gemini:gemini-2.5-pro", usage) is None
-    for name in ("deepseek:deepseek-chat", "groq:llama-3.1-8b-instant", "mistral:mistral-small"):
+    for name in ("deepseek:deepseek-chat", "together:m", "mistral:mistral-small"):
         assert table.cost(name, usage) is None
 
 
