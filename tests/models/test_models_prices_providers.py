@@ -35,6 +35,10 @@ PRESET_COSTS = {
     "groq:llama-3.1-8b-instant": 0.05 + 0.08 / 2,
     "groq:llama-3.3-70b-versatile": 0.59 + 0.79 / 2,
     "groq:openai/gpt-oss-120b": 0.15 + 0.60 / 2,
+    # DeepSeek: the peak rates (off-peak is half), an upper bound
+    "deepseek:deepseek-flash": 0.30 + 1.20 / 2,
+    "deepseek:deepseek-v4-flash": 0.30 + 1.20 / 2,  # the legacy name, billed as Flash
+    "deepseek:deepseek-v4-pro": 1.32 + 3.96 / 2,
 }
 GEMINI_COSTS = {
     "gemini:gemini-2.5-flash": 0.30 + 2.50 / 2,
@@ -56,7 +60,7 @@ def ask() -> ModelRequest:
 
 @pytest.mark.parametrize("name", sorted(PRESET_COSTS))
 async def test_a_preset_model_costs_what_the_table_says(name: str) -> None:
-    """xAI, Fireworks and Groq answers are priced from the shipped table by their client name."""
+    """xAI, Fireworks, Groq and DeepSeek answers are priced from the shipped table by their client name."""
     async with (
         FakeModelServer(FakeResponse(text="PASS", usage=OPENAI_USAGE)) as server,
         model_from_string(name, base_url=server.base_url, api_key="key-123456789") as model,
@@ -118,5 +122,5 @@ def test_every_priced_provider_has_a_read_date_and_a_source() -> None:
     assert providers == set(shipped["read"])
     for provider in providers:
         assert any(f"({provider}, read " in source for source in shipped["sources"]), provider
-    for provider in ("xai", "fireworks", "groq", "gemini"):
+    for provider in ("xai", "fireworks", "groq", "gemini", "deepseek"):
         assert table.read_on(f"{provider}:m") == READ
