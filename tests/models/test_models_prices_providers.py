@@ -60,7 +60,7 @@ def ask() -> ModelRequest:
 
 @pytest.mark.parametrize("name", sorted(PRESET_COSTS))
 async def test_a_preset_model_costs_what_the_table_says(name: str) -> None:
-    """xAI, Fireworks, Groq and DeepSeek answers are priced from the shipped table by their client name."""
+    """xAI, Fireworks, Groq and DeepSeek answers are priced from the table by client name."""
     async with (
         FakeModelServer(FakeResponse(text="PASS", usage=OPENAI_USAGE)) as server,
         model_from_string(name, base_url=server.base_url, api_key="key-123456789") as model,
