@@ -192,9 +192,11 @@ class BatchMode:
         for client in clients:
             if not _has_batch_api(client):
                 name = getattr(client, "name", type(client).__name__)
+                why = getattr(client, "no_batch_reason", None)
+                reason = why() if callable(why) else "it has no batch API"
                 self.warnings.append(
-                    f"batch mode: model client {name!r} ({type(client).__name__}) has no "
-                    "batch API; its calls were sent online"
+                    f"batch mode: model client {name!r} ({type(client).__name__}): {reason}; "
+                    "its calls were sent online"
                 )
                 continue
             collector = BatchCollector(

@@ -9,7 +9,10 @@ does not call the model: it adds the request to the next batch and waits for the
 - **Flushing**: the collected requests are submitted as one provider batch (OpenAI and Azure
   ``/files`` + ``/batches``; Anthropic Message Batches; Gemini ``batchGenerateContent``)
   when ``max_batch_size`` are waiting, when no new request arrived for ``linger`` seconds, or
-  when `BatchCollector.flush` is called.
+  when `BatchCollector.flush` is called. A provider with a minimum of requests per batch
+  (Bedrock batch inference: 100 records per job) gets no batch smaller than that: when fewer
+  calls are waiting at a flush, they are sent online through the wrapped client (a warning
+  says so) and priced as online calls.
 - **One item per call**: every `complete` call is its own batch item, as it is its own HTTP
   request online. The ``custom_id`` hashes the request body, its ``sample_index`` and how many
   identical calls came before it in this collector, so the samples of `SelfConsistency` (and a
@@ -87,6 +90,10 @@ class _State(BaseModel):
     version: Literal[1] = 1
     client: str
     batches: list[_SavedBatch] = Field(default_factory=list)
+
+
+class _Online(ModelError):
+    """The outcome of a call sent online: fewer were waiting than the provider's minimum."""
 
 
 class _Waiting:
@@ -181,7 +188,7 @@ class BatchCollector:
         api = client.batch_api()
         if api is None:
             raise TypeError(
-                f"{client.name}: this provider has no batch API agentjudge can use "
+                f"{client.name}: {client.no_batch_reason()} "
                 "(see docs/how-to/providers.md); run without --batch"
             )
         _positive("max_batch_size", max_batch_size, integer=True)
@@ -189,6 +196,11 @@ class BatchCollector:
         _positive("poll_interval", poll_interval)
         _positive("max_poll_interval", max_poll_interval)
         _positive("max_poll_errors", max_poll_errors, integer=True)
+        if max_batch_size < api.min_items:
+            raise ValueError(
+                f"max_batch_size is {max_batch_size}, but {client.name} takes at least "
+                f"{api.min_items} requests per batch"
+            )
         self.client = client
         self.name = client.name
         self.state_path = Path(state_path)
@@ -199,6 +211,7 @@ class BatchCollector:
         self.max_poll_errors = max_poll_errors
         self.retry_online = retry_online
         self._api: BatchAPI = api
+        self._send_online = client.complete  # taken now: --batch routes client.complete here
         self._task_group: TaskGroup | None = None
         self._http: httpx.AsyncClient | None = None
         self._state = _State(client=client.name)
@@ -289,6 +302,8 @@ class BatchCollector:
         if response is not None:
             return response
         assert isinstance(outcome, ModelError)
+        if isinstance(outcome, _Online):
+            return await self._send_online(request)
         if self.retry_online:
             logger.warning("%s; retrying it online", outcome)
             return await self.client.complete(request)
@@ -398,6 +413,17 @@ class BatchCollector:
 
     async def _submit_next(self) -> None:
         cids = list(self._pending)[: self.max_batch_size]
+        if len(cids) < self._api.min_items:
+            logger.warning(
+                "%s: %d requests are fewer than the %d the provider takes in one batch; "
+                "sending them online",
+                self.name,
+                len(cids),
+                self._api.min_items,
+            )
+            for cid in cids:
+                self._resolve(cid, _Online(f"{self.name}: sent online"))
+            return
         items = [(cid, self._pending.pop(cid).body) for cid in cids]
         assert self._http is not None and self._task_group is not None
         # Shielded: once the provider may have created the batch, its id must reach the state

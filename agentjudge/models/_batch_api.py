@@ -58,8 +58,11 @@ class Results:
         if not isinstance(self.outcomes.get(cid), dict):
             self.outcomes[cid] = outcome
 
-    def lines(self, text: str) -> list[tuple[str, dict[str, Any]]]:
-        """The ``(custom_id, line)`` pairs of a JSONL text; unusable lines are counted."""
+    def lines(self, text: str, key: str = "custom_id") -> list[tuple[str, dict[str, Any]]]:
+        """The ``(id, line)`` pairs of a JSONL text; unusable lines are counted.
+
+        ``key`` names the member holding each line's id (Bedrock: ``recordId``).
+        """
         found = []
         for line in text.splitlines():
             if not line.strip():
@@ -68,7 +71,7 @@ class Results:
                 value = json.loads(line)
             except ValueError:
                 value = None
-            cid = value.get("custom_id") if isinstance(value, dict) else None
+            cid = value.get(key) if isinstance(value, dict) else None
             if isinstance(cid, str) and cid:
                 found.append((cid, value))
             else:
@@ -98,7 +101,7 @@ class BatchAPI:
 
     A provider's ``batch_api()`` returns one (usually ``SomeBatchAPI.of(self)``); a new
     provider's adapter subclasses it and defines `submit`, `poll` and `results` (and
-    `sample_body` / `missing_reason` where the defaults do not fit).
+    `sample_body` / `missing_reason` / `min_items` where the defaults do not fit).
 
     Args:
         name: The model client name (in error texts).
@@ -106,6 +109,10 @@ class BatchAPI:
         headers: Authentication and version headers of the model client.
         secrets: What to redact from error texts.
     """
+
+    min_items = 1
+    """The fewest requests the provider takes in one batch: `BatchCollector` sends fewer
+    online (Bedrock batch inference has a minimum of records per job)."""
 
     def __init__(
         self, name: str, base_url: str, headers: Mapping[str, str], secrets: Secrets
@@ -153,7 +160,8 @@ class BatchAPI:
     async def _call(
         self, http: httpx.AsyncClient, method: str, url: str, **kwargs: Any
     ) -> httpx.Response:
-        response = await http.request(method, url, headers=self.headers, **kwargs)
+        headers = kwargs.pop("headers", self.headers)
+        response = await http.request(method, url, headers=headers, **kwargs)
         if not 200 <= response.status_code < 300:
             excerpt = self.secrets.redact(response.text[:500])
             hint = f"the batch API refused {method} {url.split('?', 1)[0]}"

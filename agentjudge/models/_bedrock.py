@@ -18,9 +18,11 @@ picks the hint of a refused request. Throttling (``ThrottlingException``, 429) a
 ``ServiceUnavailableException`` (503) drive the adaptive controller like any 429/503. The
 secret key and the session token are never shown: reprs, errors and logs redact them.
 
-Bedrock's batch inference reads its input from and writes its output to S3 buckets (a
-``CreateModelInvocationJob`` with an IAM service role), so it cannot be driven with the
-credentials and endpoint of online calls alone: ``--batch`` sends Bedrock requests online.
+Batch inference (``--batch``, `BatchCollector`) runs model invocation jobs over S3 for
+Anthropic Claude models once an S3 location and an IAM service role are configured
+(``batch_s3_uri=`` / ``AGENTJUDGE_BEDROCK_BATCH_S3_URI``, ``batch_role_arn=`` /
+``AGENTJUDGE_BEDROCK_BATCH_ROLE_ARN``): see `agentjudge.models._bedrock_batch`. Without them,
+or for other model families, `batch_api` is None and `no_batch_reason` says why.
 """
 
 from __future__ import annotations
@@ -35,6 +37,18 @@ import anyio
 
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelError, ModelHTTPError
+from agentjudge.models._batch_api import BatchAPI
+from agentjudge.models._bedrock_batch import (
+    BATCH_ROLE_ENV,
+    BATCH_S3_ENV,
+    CONTROL_ENV,
+    MIN_RECORDS,
+    S3_ENV,
+    BatchConfig,
+    BedrockBatchAPI,
+    batch_family,
+    parse_s3_uri,
+)
 from agentjudge.models._failures import is_retryable_status
 from agentjudge.models._headers import CapacitySignals
 from agentjudge.models._http import HTTPModelClient
@@ -114,15 +128,33 @@ def bedrock_finish_reason(stop: Any) -> str | None:
     return _FINISH.get(stop, stop) if isinstance(stop, str) else None
 
 
-def _signer() -> tuple[Any, Any, Any]:
-    """The signer parts of botocore; an ImportError naming the extra without botocore."""
+def _signer(service: str = SIGNING_NAME) -> tuple[Any, Any, Any]:
+    """The signer parts of botocore (S3's signer for ``s3``); an ImportError naming the extra."""
     try:
-        from botocore.auth import SigV4Auth
+        from botocore.auth import S3SigV4Auth, SigV4Auth
         from botocore.awsrequest import AWSRequest
         from botocore.credentials import Credentials
     except ImportError as exc:
         raise ImportError(INSTALL_HINT) from exc
-    return SigV4Auth, AWSRequest, Credentials
+    return S3SigV4Auth if service == "s3" else SigV4Auth, AWSRequest, Credentials
+
+
+def _batch_config(
+    region: str, s3_uri: str | None, role_arn: str | None, min_records: int
+) -> BatchConfig:
+    """The batch settings of a client: arguments, else the environment; the S3 URI checked."""
+    if isinstance(min_records, bool) or not isinstance(min_records, int) or min_records < 1:
+        raise ValueError(f"batch_min_records must be an integer >= 1, got {min_records!r}")
+    s3_uri = s3_uri or os.environ.get(BATCH_S3_ENV) or None
+    if s3_uri is not None:
+        parse_s3_uri(s3_uri)
+    return BatchConfig(
+        s3_uri=s3_uri,
+        role_arn=role_arn or os.environ.get(BATCH_ROLE_ENV) or None,
+        control_url=os.environ.get(CONTROL_ENV) or f"https://bedrock.{region}.amazonaws.com",
+        s3_url=os.environ.get(S3_ENV) or None,
+        min_records=min_records,
+    )
 
 
 def _chain_credentials() -> Any:
@@ -143,13 +175,19 @@ class BedrockConverse(HTTPModelClient):
         aws_session_token: The session token of temporary credentials (default
             ``AWS_SESSION_TOKEN``); never shown.
         max_tokens: Output allowance when the request sets none.
+        batch_s3_uri: Where batch jobs keep their files, ``s3://bucket/prefix`` (default
+            ``AGENTJUDGE_BEDROCK_BATCH_S3_URI``); batch inference needs it.
+        batch_role_arn: The IAM service role Bedrock assumes to run batch jobs (default
+            ``AGENTJUDGE_BEDROCK_BATCH_ROLE_ARN``); batch inference needs it.
+        batch_min_records: Bedrock's minimum of records per job (its quota, default 100):
+            fewer calls waiting at a flush are sent online.
         **options: The options every client shares (see `ClientOptions`); ``api_key`` is the
             secret access key (default ``AWS_SECRET_ACCESS_KEY``), never shown; ``base_url`` the
             endpoint (default ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, else the region's).
 
     Raises:
         ImportError: botocore is not installed (the message names ``agentjudge[bedrock]``).
-        ValueError: No region.
+        ValueError: No region, or a ``batch_s3_uri`` that is not ``s3://bucket[/prefix]``.
     """
 
     provider: ClassVar[str] = "bedrock"
@@ -171,6 +209,9 @@ class BedrockConverse(HTTPModelClient):
         aws_access_key_id: str | None = None,
         aws_session_token: str | None = None,
         max_tokens: int = 1024,
+        batch_s3_uri: str | None = None,
+        batch_role_arn: str | None = None,
+        batch_min_records: int = MIN_RECORDS,
         **options: Unpack[ClientKeywords],
     ) -> None:
         _signer()
@@ -186,6 +227,7 @@ class BedrockConverse(HTTPModelClient):
         self.access_key_id = aws_access_key_id or os.environ.get("AWS_ACCESS_KEY_ID")
         self._session_token = aws_session_token or os.environ.get("AWS_SESSION_TOKEN")
         self._chain: Any = None  # botocore's credentials, when the chain had to be asked
+        self.batch = _batch_config(found, batch_s3_uri, batch_role_arn, batch_min_records)
         if not (options.get("base_url") or os.environ.get(self.base_url_env)):
             options = {**options, "base_url": f"https://bedrock-runtime.{found}.amazonaws.com"}
         super().__init__(model, **options)
@@ -240,6 +282,22 @@ class BedrockConverse(HTTPModelClient):
         """None: each attempt is signed when it is sent (`_post`)."""
         return {}
 
+    def batch_api(self) -> BatchAPI | None:
+        """Batch inference (`BedrockBatchAPI`) for Claude models once S3 and a role are set."""
+        if self.batch.missing() is not None or batch_family(self.model) is None:
+            return None
+        return BedrockBatchAPI(self, self.batch)
+
+    def no_batch_reason(self) -> str:
+        """What batch inference lacks: the S3 location / role, or a supported model family."""
+        missing = self.batch.missing()
+        if missing is not None:
+            return missing
+        return (
+            "Bedrock batch inference takes each model's native request body, which agentjudge "
+            f"writes for Anthropic Claude models only, not {self.model!r}"
+        )
+
     def _cache_params(self) -> dict[str, Any]:
         return {**super()._cache_params(), "max_tokens": self.max_tokens}
 
@@ -263,19 +321,29 @@ class BedrockConverse(HTTPModelClient):
         frozen = self._chain.get_frozen_credentials()
         return frozen.access_key, frozen.secret_key, frozen.token
 
-    def _sign(
-        self, keys: tuple[str, str, str | None], content: bytes, headers: Mapping[str, str]
+    async def signed_headers(
+        self,
+        method: str,
+        url: str,
+        content: bytes,
+        headers: Mapping[str, str],
+        service: str = SIGNING_NAME,
     ) -> dict[str, str]:
-        """``headers`` plus the SigV4 ones (``Authorization``, ``X-Amz-Date``...)."""
-        sigv4, aws_request, credentials = _signer()
-        request = aws_request(method="POST", url=self.url, data=content, headers=dict(headers))
-        sigv4(credentials(*keys), SIGNING_NAME, self.region).add_auth(request)
+        """``headers`` plus the SigV4 ones (``Authorization``, ``X-Amz-Date``...) for ``url``.
+
+        ``service`` is the signing name: ``bedrock`` (runtime and control plane) or ``s3``
+        (botocore's S3 signer, which adds ``x-amz-content-sha256``).
+        """
+        keys = await self._keys()
+        sigv4, aws_request, credentials = _signer(service)
+        request = aws_request(method=method, url=url, data=content, headers=dict(headers))
+        sigv4(credentials(*keys), service, self.region).add_auth(request)
         return {name.lower(): value for name, value in request.headers.items()}
 
     async def _post(self, poster: Poster, content: bytes, headers: Mapping[str, str]) -> Response:
         """Sign this attempt (a fresh ``X-Amz-Date``), then POST it."""
-        keys = await self._keys()
-        return await super()._post(poster, content, self._sign(keys, content, headers))
+        signed = await self.signed_headers("POST", self.url, content, headers)
+        return await super()._post(poster, content, signed)
 
     # -- wire format ------------------------------------------------------------------------------
 

@@ -29,7 +29,9 @@ default, where there is one, is in brackets):
   ``retry-after-ms`` and the ``x-ratelimit-*``, ``anthropic-ratelimit-*``, ``ratelimit-*``
   headers].
 - ``batch_api()``: the provider's batch adapter (a `agentjudge.models._batch_api.BatchAPI`),
-  which `BatchCollector` and ``--batch`` drive; None when the provider has none [None].
+  which `BatchCollector` and ``--batch`` drive; None when the provider has none [None], and
+  then ``no_batch_reason()`` says why (the refusal of `BatchCollector`, the warning of
+  ``--batch``) [the provider has no batch API].
 - ``cache_tokens_apart``: a price key: True when the provider's ``input_tokens`` exclude prompt
   cache reads and writes (Anthropic), so costs and budgets add them [False: counted inside, as
   OpenAI and Gemini do]. Prices are looked up as ``"<prefix>:<model>"`` in the price table.
@@ -230,6 +232,10 @@ class ProviderHooks:
     def batch_api(self) -> BatchAPI | None:
         """The provider's batch adapter for `BatchCollector` / ``--batch``; None: no batch API."""
         return None
+
+    def no_batch_reason(self) -> str:
+        """Why `batch_api` is None (a provider whose batch API needs configuration says what)."""
+        return "this provider has no batch API agentjudge can use"
 
     @property
     def supports_batch(self) -> bool:
