@@ -63,7 +63,7 @@ _AZURE_BATCH = ("/openai/files", "/openai/batches")
 @dataclass
 class _Batch:
     id: str
-    provider: str  # "openai" | "anthropic" | "gemini"
+    provider: str  # "openai" | "anthropic" | "gemini" | "bedrock"
     endpoint: str
     items: list[tuple[str, dict[str, Any]]]  # (custom_id, request body)
     created_at: int
@@ -390,7 +390,9 @@ class FakeBatches:
         if not items or len(set(ids)) != len(ids):
             raise ValueError("a batch needs at least one request and unique custom_id values")
         prefix = {"openai": "batch_fake", "gemini": "batches/fake"}.get(provider, "msgbatch_fake")
-        batch = _Batch(f"{prefix}{next(self._ids)}", provider, endpoint, items, int(time.time()))
+        number = next(self._ids)
+        name = f"fakejob{number:05d}" if provider == "bedrock" else f"{prefix}{number}"
+        batch = _Batch(name, provider, endpoint, items, int(time.time()))
         self._batches[batch.id] = batch
         self.created.append((batch.id, ids))
         if self._created_event is not None:
@@ -440,6 +442,16 @@ class FakeBatches:
         return ("succeeded" if status == 200 else "errored"), (status, data)
 
     def _record(self, batch: _Batch, custom_id: str, kind: str, answer: Any) -> None:
+        if batch.provider == "bedrock":  # written to S3 by _fake_bedrock_batch
+            record: dict[str, Any] = {"recordId": custom_id, "kind": kind}
+            if kind == "succeeded":
+                record["modelOutput"] = answer[1]
+            elif kind == "errored":
+                error = answer[1].get("error", answer[1])
+                message = error.get("message") if isinstance(error, dict) else error
+                record["error"] = {"errorCode": answer[0], "errorMessage": message}
+            batch.results.append(record)
+            return
         if batch.provider == "gemini":
             entry: dict[str, Any] = {"metadata": {"key": custom_id}}
             if kind == "succeeded":

@@ -19,6 +19,7 @@ with the error type (``ThrottlingException`` for 429, ``ServiceUnavailableExcept
 from __future__ import annotations
 
 import calendar
+import hashlib
 import hmac
 import json
 import re
@@ -72,8 +73,7 @@ _AUTHORIZATION = re.compile(
     r"Signature=(?P<signature>[0-9a-f]{64})$"
 )
 
-_UNKNOWN_KEY = "The security token included in the request is invalid."
-_WRONG_SERVICE = "Credential should be scoped to correct service: 'bedrock'."
+_CONTENT_MISMATCH = "The provided 'x-amz-content-sha256' header does not match what was computed."
 _MISMATCH = (
     "The request signature we calculated does not match the signature you provided. "
     "Check your AWS Secret Access Key and signing method."
@@ -123,11 +123,14 @@ def signature_refusal(
     headers: Mapping[str, str],
     body: bytes,
     keys: Mapping[str, str],
+    service: str = "bedrock",
 ) -> tuple[str, str] | None:
     """Why AWS would refuse the request's SigV4 signature: ``(error type, message)``, or None.
 
     ``target`` is the request target as received (raw path and query); ``headers`` have lower
-    case names; ``keys`` maps access key ids to their secret keys.
+    case names; ``keys`` maps access key ids to their secret keys; ``service`` is the signing
+    name the endpoint expects (``s3``: S3's signer, and ``x-amz-content-sha256`` must be the
+    body's SHA-256 or ``UNSIGNED-PAYLOAD``).
     """
     found = _AUTHORIZATION.match(headers.get("authorization", ""))
     if found is None:
@@ -142,11 +145,16 @@ def signature_refusal(
     sent = _amz_time(stamp)
     if sent is None or abs(time.time() - sent) > MAX_SKEW or not stamp.startswith(found["date"]):
         return "InvalidSignatureException", f"Signature expired or malformed: X-Amz-Date {stamp!r}"
-    if found["service"] != "bedrock":
+    if found["service"] != service:
         return (
             "InvalidSignatureException",
-            "Credential should be scoped to correct service: 'bedrock'.",
+            f"Credential should be scoped to correct service: '{service}'.",
         )
+    if service == "s3" and headers.get("x-amz-content-sha256") not in (
+        hashlib.sha256(body).hexdigest(),
+        "UNSIGNED-PAYLOAD",
+    ):
+        return "XAmzContentSHA256Mismatch", _CONTENT_MISMATCH
     signed = found["signed"].split(";")
     if "host" not in signed or any(name not in headers for name in signed):
         return "InvalidSignatureException", "SignedHeaders must include host and name sent headers"
@@ -166,7 +174,7 @@ def _signature(
     secret: str,
 ) -> str:
     """The signature botocore computes for the request as received."""
-    from botocore.auth import SigV4Auth
+    from botocore.auth import S3SigV4Auth, SigV4Auth
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
@@ -178,7 +186,8 @@ def _signature(
     )
     request.context["timestamp"] = headers["x-amz-date"]
     token = headers.get("x-amz-security-token")
-    signer = SigV4Auth(Credentials(found["key"], secret, token), "bedrock", found["region"])
+    kind = S3SigV4Auth if found["service"] == "s3" else SigV4Auth
+    signer = kind(Credentials(found["key"], secret, token), found["service"], found["region"])
     canonical = signer.canonical_request(request)
     return str(signer.signature(signer.string_to_sign(request, canonical), request))
 

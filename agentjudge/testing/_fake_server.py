@@ -5,7 +5,8 @@ It answers ``POST /v1/chat/completions`` (and Azure OpenAI's
 shapes and ``POST /v1/messages`` in the Anthropic shape, scripted tool calls included (see
 `agentjudge.testing._fake_wire`; Gemini's ``generateContent``: see
 `agentjudge.testing._fake_gemini`; AWS Bedrock's ``POST /model/<id>/converse``, SigV4 signature
-checked: see `agentjudge.testing._fake_bedrock`), so the real clients (and any other HTTP client)
+checked: see `agentjudge.testing._fake_bedrock`; its batch inference jobs and S3 objects: see
+`agentjudge.testing._fake_bedrock_batch`), so the real clients (and any other HTTP client)
 can be tested over loopback without touching the network. Every response is scripted: queue
 `FakeResponse` objects with `FakeModelServer.enqueue` (served first-in first-out), or give a
 ``default`` that is either a `FakeResponse` or a callable that receives the request's JSON
@@ -46,6 +47,7 @@ from agentjudge.testing._fake_bedrock import (
     signature_refusal,
     with_error_type,
 )
+from agentjudge.testing._fake_bedrock_batch import FakeBedrockBatch
 from agentjudge.testing._fake_gemini import GEMINI_ROUTE, gemini_body, gemini_error
 from agentjudge.testing._fake_http import (
     MAX_HEAD,
@@ -298,6 +300,8 @@ class FakeModelServer:
         self.batches = FakeBatches(self._respond, lambda: self.url)
         self.aws_keys: dict[str, str] = {FAKE_AWS_ACCESS_KEY_ID: FAKE_AWS_SECRET_ACCESS_KEY}
         """AWS access key ids and their secret keys whose SigV4 signatures Bedrock routes take."""
+        self.bedrock_batch = FakeBedrockBatch(self.batches, lambda: self.aws_keys)
+        """Bedrock batch inference: S3 objects and model invocation jobs (_fake_bedrock_batch)."""
 
     # -- scripting ----------------------------------------------------------------------------
 
@@ -429,6 +433,8 @@ class FakeModelServer:
         self._received.append(ReceivedRequest(method, path, headers, data, time.monotonic()))
         target, _, query = path.partition("?")
         route = _AZURE_ROUTE.sub("/v1/chat/completions", target.rstrip("/"))
+        if FakeBedrockBatch.handles(method, route, headers):  # S3 and Bedrock jobs
+            return await self.bedrock_batch.respond(method, path, headers, body)
         if FakeBatches.handles(route):  # batch APIs: see _fake_batches
             return await self.batches.respond(method, route, headers, body, query)
         wire = self._wire(route)

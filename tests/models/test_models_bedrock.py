@@ -159,8 +159,10 @@ async def test_the_fake_refuses_unsigned_tampered_and_stale_requests() -> None:
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
         model = BedrockConverse(MODEL, base_url=server.url)
         content = b'{"messages": []}'
-        signed = model._sign(await model._keys(), content, {"content-type": "application/json"})
         url = model.url
+        signed = await model.signed_headers(
+            "POST", url, content, {"content-type": "application/json"}
+        )
         async with httpx.AsyncClient() as http:
             good = await http.post(url, content=content, headers=signed)
             unsigned = await http.post(url, content=content)
@@ -310,9 +312,10 @@ async def test_credentials_from_botocore_chain_and_none_at_all(
     assert len(server.received) == 1
 
 
-def test_batch_collector_refuses_bedrock() -> None:
-    with pytest.raises(TypeError):
-        BatchCollector(model_from_string(f"bedrock:{MODEL}"))
+def test_batch_collector_refuses_bedrock_without_s3_and_role(tmp_path: Path) -> None:
+    """Batch inference needs an S3 location and a service role: the refusal names both."""
+    with pytest.raises(TypeError, match="AGENTJUDGE_BEDROCK_BATCH_S3_URI.*BATCH_ROLE_ARN"):
+        BatchCollector(model_from_string(f"bedrock:{MODEL}"), state_path=tmp_path / "s.json")
 
 
 # -- botocore's own client against the same fake ---------------------------------------------------
