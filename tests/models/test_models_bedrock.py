@@ -314,7 +314,7 @@ async def test_credentials_from_botocore_chain_and_none_at_all(
 
 def test_batch_collector_refuses_bedrock_without_s3_and_role(tmp_path: Path) -> None:
     """Batch inference needs an S3 location and a service role: the refusal names both."""
-    with pytest.raises(TypeError, match="AGENTJUDGE_BEDROCK_BATCH_S3_URI.*BATCH_ROLE_ARN"):
+    with pytest.raises(TypeError, match=r"AGENTJUDGE_BEDROCK_BATCH_S3_URI.*BATCH_ROLE_ARN"):
         BatchCollector(model_from_string(f"bedrock:{MODEL}"), state_path=tmp_path / "s.json")
 
 

@@ -118,7 +118,7 @@ async def test_batch_answers_equal_online_answers(
     assert [_same(r) for r in batched] == [_same(r) for r in online]
     assert all(r.batch for r in batched) and not any(r.batch for r in online)
     assert batched[1].parsed == {"verdict": "PASS", "score": len("case 1")}
-    (job_id, record_ids) = server.batches.created[0]
+    (_, record_ids) = server.batches.created[0]
     assert len(server.batches.created) == 1 and len(record_ids) == 4
     assert all(rid.isalnum() for rid in record_ids)
     create = next(r for r in server.received if r.path == "/model-invocation-job")
@@ -172,14 +172,14 @@ async def test_fewer_calls_than_the_minimum_are_sent_online(
     async with (
         FakeModelServer(answer_by_prompt) as server,
         bedrock(server, monkeypatch, batch_min_records=3) as model,
+        BatchCollector(model, state_path=tmp_path / "s.json", **FAST) as bc,
     ):
-        async with BatchCollector(model, state_path=tmp_path / "s.json", **FAST) as bc:
-            got = await gather(bc, [ask("a"), ask("b")])
+        got = await gather(bc, [ask("a"), ask("b")])
     assert [r.text for r in got] == ["echo a", "echo b"]
     assert not any(r.batch for r in got)
     assert server.batches.created == []
     assert [r.path for r in server.received] == [f"/model/{MODEL}/converse"] * 2
-    with pytest.raises(ValueError, match="max_batch_size is 2.*at least 3"):
+    with pytest.raises(ValueError, match=r"max_batch_size is 2.*at least 3"):
         BatchCollector(model, state_path=tmp_path / "t.json", max_batch_size=2)
 
 
@@ -261,10 +261,12 @@ async def test_an_expired_job_fails_the_records_it_did_not_process(
             except ModelError as exc:
                 results[name] = str(exc)
 
-        async with BatchCollector(model, state_path=tmp_path / "s.json", **FAST) as bc:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(one, "early", ask("early"))
-                tg.start_soon(one, "late", late)
+        async with (
+            BatchCollector(model, state_path=tmp_path / "s.json", **FAST) as bc,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(one, "early", ask("early"))
+            tg.start_soon(one, "late", late)
     assert results["early"] == "echo early"
     assert "the batch inference job ended Expired: The job timed out" in results["late"]
 
@@ -277,13 +279,15 @@ async def test_a_new_collector_resumes_the_saved_job_without_resubmitting(
     async with FakeModelServer(answer_by_prompt) as server:
         model = bedrock(server, monkeypatch)
         server.batches.complete_after = 10**6
-        async with BatchCollector(model, state_path=state, **FAST) as bc:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(bc.complete, ask("resume me"))
-                await server.batches.wait_created()
-                while server.batches.polls < 1:
-                    await anyio.sleep(0)
-                tg.cancel_scope.cancel()
+        async with (
+            BatchCollector(model, state_path=state, **FAST) as bc,
+            anyio.create_task_group() as tg,
+        ):
+            tg.start_soon(bc.complete, ask("resume me"))
+            await server.batches.wait_created()
+            while server.batches.polls < 1:
+                await anyio.sleep(0)
+            tg.cancel_scope.cancel()
         saved = json.loads(state.read_text())
         (job,) = saved["batches"]
         assert job["id"].startswith("arn:aws:bedrock:us-west-2:") and "/fakejob" in job["id"]
@@ -306,9 +310,11 @@ def test_unsupported_models_and_missing_settings_say_why(
     unset = BedrockConverse(MODEL, batch_role_arn="", batch_s3_uri="")
     monkeypatch.delenv("AGENTJUDGE_BEDROCK_BATCH_ROLE_ARN")
     no_role = BedrockConverse(MODEL)
-    with pytest.raises(TypeError, match="for Anthropic Claude models only, not 'meta.llama3"):
+    with pytest.raises(TypeError, match=r"for Anthropic Claude models only, not 'meta\.llama3"):
         BatchCollector(llama, state_path=tmp_path / "s.json")
-    with pytest.raises(TypeError, match="needs an IAM service role .AGENTJUDGE_BEDROCK_BATCH_ROLE"):
+    with pytest.raises(
+        TypeError, match=r"needs an IAM service role \(AGENTJUDGE_BEDROCK_BATCH_ROLE"
+    ):
         BatchCollector(no_role, state_path=tmp_path / "s.json")
     assert claude.batch_api() is not None
     mode = BatchMode([llama, claude, no_role], tmp_path, retry_online=False, poll_interval=1.0)
