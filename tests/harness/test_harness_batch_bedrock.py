@@ -1,0 +1,178 @@
+"""``agentjudge run --batch`` with an AWS Bedrock judge: batch inference over a fake S3.
+
+The judge's client is a `BedrockConverse` whose runtime, control plane and S3 endpoints are all
+FakeModelServer (``AWS_ENDPOINT_URL_BEDROCK_RUNTIME`` via ``base_url``,
+``AWS_ENDPOINT_URL_BEDROCK``, ``AWS_ENDPOINT_URL_S3``), with an S3 location and a service role
+in the environment (issue 23).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from cli_support import cli_async
+
+from agentjudge.harness import iter_rows
+from agentjudge.testing import FakeModelServer, FakeResponse
+from agentjudge.testing._fake_bedrock import FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY
+
+pytestmark = pytest.mark.xdist_group("sdk")  # botocore imports in one worker (sdk_support)
+
+MODEL = "anthropic.claude-3-5-haiku-20241022-v1:0"
+JUDGES = f"""
+import os
+from agentjudge.judges import CorrectnessJudge
+from agentjudge.models import BedrockConverse
+
+
+def single():
+    model = BedrockConverse({MODEL!r}, base_url=os.environ["FAKE_URL"], batch_min_records=2)
+    return CorrectnessJudge(model, name="claude")
+"""
+TASK = """
+def answer(case):
+    return case.input
+"""
+SUITE = """
+dataset = "data.jsonl"
+task = "task:answer"
+judges = "judges:single"
+batch_poll_interval = 0.05
+allow_errors = true
+"""
+
+
+def respond(data: dict[str, Any]) -> FakeResponse:
+    """Cases whose input says "alpha" are correct (on the Converse and the Messages wire)."""
+    if "alpha" in json.dumps(data):
+        return FakeResponse(text="Answer: YES\nReasoning: matches")
+    return FakeResponse(text="Answer: NO\nReasoning: does not match")
+
+
+def make_project(folder: Path, n: int = 6) -> Path:
+    rows = [
+        {"id": f"q{i}", "input": f"{'omega' if i % 3 == 0 else 'alpha'}-{i}", "expected": "x"}
+        for i in range(n)
+    ]
+    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "judges.py").write_text(textwrap.dedent(JUDGES))
+    (folder / "task.py").write_text(textwrap.dedent(TASK))
+    (folder / "agentjudge.toml").write_text(textwrap.dedent(SUITE))
+    return folder
+
+
+def _env(server: FakeModelServer, folder: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AGENTJUDGE_BED"))}
+    return {
+        **env,
+        "FAKE_URL": server.url,
+        "AWS_REGION": "us-west-2",
+        "AWS_ACCESS_KEY_ID": FAKE_AWS_ACCESS_KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": FAKE_AWS_SECRET_ACCESS_KEY,
+        "AWS_SHARED_CREDENTIALS_FILE": str(folder / "none"),
+        "AWS_CONFIG_FILE": str(folder / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_ENDPOINT_URL_BEDROCK": server.url,
+        "AWS_ENDPOINT_URL_S3": server.url,
+        "AGENTJUDGE_BEDROCK_BATCH_S3_URI": "s3://judge-batches/runs",
+        "AGENTJUDGE_BEDROCK_BATCH_ROLE_ARN": "arn:aws:iam::123456789012:role/BedrockBatch",
+    }
+
+
+async def _cli(project: Path, server: FakeModelServer, *args: str) -> tuple[int, str]:
+    env = _env(server, project)
+    proc = await cli_async(project, "run", "--progress", "off", *args, env=env)
+    return proc.returncode, proc.stderr
+
+
+def _comparable(value: Any) -> Any:
+    """A row without its timing and the ``batch`` marker of batch answers."""
+    if isinstance(value, dict):
+        skip = {"duration_s", "queued_s", "batch"}
+        return {k: _comparable(v) for k, v in value.items() if k not in skip}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return value
+
+
+def _rows(folder: Path) -> dict[str, dict[str, Any]]:
+    return {row["id"]: row for row in iter_rows(folder / "results.jsonl")}
+
+
+def _judgments(folder: Path) -> dict[str, dict[str, Any]]:
+    return {k: row["results"][0]["judgment"] for k, row in _rows(folder).items()}
+
+
+async def test_batch_run_with_a_bedrock_judge_writes_the_rows_of_an_online_run(
+    tmp_path: Path,
+) -> None:
+    project = make_project(tmp_path)
+    async with FakeModelServer(default=respond) as server:
+        code, stderr = await _cli(project, server, "--out", "online")
+        assert code == 0, stderr
+        online_calls = len(server.received)
+        code, stderr = await _cli(project, server, "--out", "batched", "--batch")
+        assert code == 0, stderr
+    assert online_calls == 6 and "sent online" not in stderr
+    assert [len(ids) for _, ids in server.batches.created] == [6]
+    online, batched = _rows(project / "online"), _rows(project / "batched")
+    assert {k: _comparable(v) for k, v in batched.items()} == {
+        k: _comparable(v) for k, v in online.items()
+    }
+    assert all(j["metadata"]["batch"] for j in _judgments(project / "batched").values())
+    assert [p.name for p in (project / "batched").glob("batches-*.json")] == [
+        f"batches-bedrock_{MODEL.replace(':', '_')}.json"
+    ]
+
+
+async def test_a_failed_record_is_an_error_judgment_the_others_are_judged(tmp_path: Path) -> None:
+    """A partially completed job: the failed record's case errs with Bedrock's reason."""
+    project = make_project(tmp_path)
+
+    def one_fails(data: dict[str, Any]) -> FakeResponse:
+        if "alpha-4" in json.dumps(data):
+            return FakeResponse(status=400, text="the prompt is malformed")
+        return respond(data)
+
+    async with FakeModelServer(default=one_fails) as server:
+        code, stderr = await _cli(project, server, "--out", "out", "--batch")
+    assert code == 0, stderr
+    judgments = _judgments(project / "out")
+    assert judgments["q4"]["status"] == "error"
+    assert "the record failed: 400: the prompt is malformed" in judgments["q4"]["reasoning"]
+    statuses = {k: j["status"] for k, j in judgments.items() if k != "q4"}
+    assert statuses == {"q0": "fail", "q1": "pass", "q2": "pass", "q3": "fail", "q5": "pass"}
+
+
+async def test_killed_bedrock_batch_run_resumes_the_job_without_resubmitting(
+    tmp_path: Path,
+) -> None:
+    """kill -9 while the job runs; --resume polls the saved job ARN: no second job."""
+    project = make_project(tmp_path)
+    async with FakeModelServer(default=respond) as server:
+        server.batches.complete_after = 10**6
+        command = [sys.executable, "-m", "agentjudge", "run", "--progress", "off"]
+        command += ["--out", "out", "--batch"]
+        env = _env(server, project)
+        async with await anyio.open_process(command, cwd=project, env=env) as proc:
+            with anyio.fail_after(30):  # generous bound for start-up and the first poll
+                await server.batches.wait_created()
+                while server.batches.polls < 1:  # the state file is written before it
+                    await anyio.sleep(0.01)
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        assert not _rows(project / "out")
+        server.batches.complete_after = server.batches.polls + 1
+        code, stderr = await _cli(project, server, "--out", "out", "--batch", "--resume")
+        assert code == 0, stderr
+    assert len(server.batches.created) == 1
+    statuses = {k: j["status"] for k, j in _judgments(project / "out").items()}
+    assert statuses == {f"q{i}": "fail" if i % 3 == 0 else "pass" for i in range(6)}
