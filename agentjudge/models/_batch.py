@@ -166,9 +166,11 @@ class BatchCollector:
 
     Raises:
         TypeError: ``client`` is not an `HTTPModelClient`, or its provider has no batch API
-            (``batch_api()`` is None: Azure, most presets).
-        ValueError: A bad number, or a ``state_path`` that is not a state file of this client
-            (on entering the context; the message names the file and the field).
+            (``batch_api()`` is None: most presets; Bedrock without an S3 location and a role,
+            or for a model other than Claude), the message giving ``no_batch_reason()``.
+        ValueError: A bad number, a ``max_batch_size`` below the provider's minimum per batch,
+            or a ``state_path`` that is not a state file of this client (on entering the
+            context; the message names the file and the field).
     """
 
     def __init__(

@@ -34,7 +34,8 @@ from agentjudge.models import BedrockConverse
 
 
 def single():
-    model = BedrockConverse({MODEL!r}, base_url=os.environ["FAKE_URL"], batch_min_records=2)
+    least = int(os.environ.get("MIN_RECORDS", "2"))
+    model = BedrockConverse({MODEL!r}, base_url=os.environ["FAKE_URL"], batch_min_records=least)
     return CorrectnessJudge(model, name="claude")
 """
 TASK = """
@@ -87,8 +88,8 @@ def _env(server: FakeModelServer, folder: Path) -> dict[str, str]:
     }
 
 
-async def _cli(project: Path, server: FakeModelServer, *args: str) -> tuple[int, str]:
-    env = _env(server, project)
+async def _cli(project: Path, server: FakeModelServer, *args: str, **extra: str) -> tuple[int, str]:
+    env = {**_env(server, project), **extra}
     proc = await cli_async(project, "run", "--progress", "off", *args, env=env)
     return proc.returncode, proc.stderr
 
@@ -131,6 +132,21 @@ async def test_batch_run_with_a_bedrock_judge_writes_the_rows_of_an_online_run(
     assert [p.name for p in (project / "batched").glob("batches-*.json")] == [
         f"batches-bedrock_{MODEL.replace(':', '_')}.json"
     ]
+
+
+async def test_fewer_calls_than_bedrocks_minimum_are_judged_online(tmp_path: Path) -> None:
+    """6 calls under a minimum of 100 records per job: no job, the online rows."""
+    project = make_project(tmp_path)
+    async with FakeModelServer(default=respond) as server:
+        code, stderr = await _cli(project, server, "--out", "out", "--batch", MIN_RECORDS="100")
+        assert code == 0, stderr
+    assert server.batches.created == []
+    assert [r.path for r in server.received] == [f"/model/{MODEL}/converse"] * 6
+    judgments = _judgments(project / "out")
+    assert {k: j["status"] for k, j in judgments.items()} == {
+        f"q{i}": "fail" if i % 3 == 0 else "pass" for i in range(6)
+    }
+    assert not any(j["metadata"].get("batch") for j in judgments.values())
 
 
 async def test_a_failed_record_is_an_error_judgment_the_others_are_judged(tmp_path: Path) -> None:

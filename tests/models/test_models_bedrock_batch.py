@@ -21,7 +21,7 @@ from agentjudge.harness._batch_mode import BatchMode
 from agentjudge.models import BatchCollector, ModelRequest
 from agentjudge.models._batch import custom_id
 from agentjudge.models._bedrock import BedrockConverse
-from agentjudge.models._bedrock_batch import anthropic_body, record_id
+from agentjudge.models._bedrock_batch import BedrockBatchAPI, anthropic_body, record_id
 from agentjudge.testing import FakeModelServer, FakeResponse
 from agentjudge.testing._fake_bedrock import FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY
 
@@ -356,3 +356,21 @@ def test_anthropic_body_converts_every_converse_member_or_refuses() -> None:
     }
     with pytest.raises(ValueError, match="guardrailConfig"):
         anthropic_body({**converse, "guardrailConfig": {}})
+
+
+def test_a_job_writing_to_another_bucket_is_not_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The output is read from the configured bucket only (credentials stay with it)."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+    model = BedrockConverse(MODEL, batch_s3_uri=f"s3://{BUCKET}/p", batch_role_arn=ROLE)
+    api = model.batch_api()
+    assert isinstance(api, BedrockBatchAPI)
+    arn = "arn:aws:bedrock:us-west-2:123456789012:model-invocation-job/abcdefghijkl"
+    info = {
+        "inputDataConfig": {"s3InputDataConfig": {"s3Uri": f"s3://{BUCKET}/p/input/x.jsonl"}},
+        "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/p/output/"}},
+    }
+    url = api._output_url(arn, info)
+    assert url == f"http://127.0.0.1:9/{BUCKET}/p/output/abcdefghijkl/x.jsonl.out"
+    info["outputDataConfig"] = {"s3OutputDataConfig": {"s3Uri": "s3://attacker-bucket/out/"}}
+    with pytest.raises(ValueError, match="not the configured 'judge-batches'"):
+        api._output_url(arn, info)
