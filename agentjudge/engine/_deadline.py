@@ -9,7 +9,8 @@
   deadline=)``, ``submit(..., deadline=)``, ``offer(..., deadline=)``): no attempt, retry
   wait, rate-limit wait or slot wait outlives it. Each judge still running when it passes is
   ERROR ``TimeoutError`` saying the evaluation's deadline fired (the leaf boundary's deadline
-  scope); `execute_until` bounds what is left (voting, callbacks) ``BACKSTOP_S`` later and, if
+  scope); `execute_until` bounds what is left (voting, callbacks) ``BACKSTOP_S`` later (or,
+  for an evaluation that starts after its deadline, ``BACKSTOP_S`` after it starts) and, if
   it had to cut the evaluation itself short, returns an ERROR verdict saying so, with the
   results recorded by then.
 
@@ -97,8 +98,9 @@ async def execute_until(
     run.deadline, run.deadline_s = at, seconds
     # Every judge (and its wait for a slot) runs in a scope with the deadline itself and
     # records its TimeoutError; this scope is a backstop for the rest, a moment later so that
-    # those records are made first.
-    with anyio.CancelScope(deadline=at + BACKSTOP_S):
+    # those records are made first. An evaluation that starts late (a background offer whose
+    # worker was busy past the deadline) still gives its judges that moment to record theirs.
+    with anyio.CancelScope(deadline=max(at, anyio.current_time()) + BACKSTOP_S):
         return await execute(run)
     return Verdict.fast(  # the deadline cut the evaluation itself short
         judgment=Judgment.errored(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import anyio
 import pytest
 
 from agentjudge import Evaluator, OnlineResult, RetryableError, RetryPolicy, Status
+from agentjudge.engine._deadline import BACKSTOP_S
 from agentjudge.testing import ScriptedJudge
 
 NO_RETRY = RetryPolicy(attempts=1)
@@ -106,6 +109,28 @@ async def test_offer_deadline_bounds_the_background_evaluation() -> None:
     assert result.verdict is not None
     assert "deadline (0.02 s)" in result.verdict.results[0].judgment.reasoning  # type: ignore[union-attr]
     assert background.statistics()["errored"] == 1
+
+
+async def test_an_offer_whose_worker_starts_after_its_deadline_still_names_its_judges() -> None:
+    """A worker that starts past the deadline (and its backstop) still records each judge.
+
+    Under load the background worker may reach an offer only after its deadline passed; the
+    evaluation is then still ERROR naming the deadline per judge, not an empty result list
+    (this made `test_offer_deadline_bounds_the_background_evaluation` flaky). The event loop
+    is held busy here, as a loaded machine would, until well past the deadline.
+    """
+    got: list[OnlineResult] = []
+    judge = ScriptedJudge(True, hang=True, name="j")
+    async with Evaluator(judge, timeout=None).background(sinks=[got.append]) as background:
+        background.offer(input="q", deadline=0.02)
+        offered = anyio.current_time()
+        while anyio.current_time() < offered + 0.02 + 2 * BACKSTOP_S:
+            time.sleep(0.01)  # blocks the loop: the worker cannot start before the deadline
+    (result,) = got
+    assert result.verdict is not None
+    (judged,) = result.verdict.results
+    assert judged.status is Status.ERROR and judged.error_type == "TimeoutError"
+    assert "ran out of the evaluation's deadline (0.02 s)" in (judged.judgment.reasoning or "")
 
 
 async def test_submit_deadline_cuts_a_hanging_judge_short_and_names_the_deadline() -> None:
