@@ -1,9 +1,16 @@
 """``agentjudge run``: the suite from the flags, the run, and what an aborted run prints.
 
 The flags override the suite file's settings (``./agentjudge.toml`` unless one is named);
-without a suite file they must name the dataset, the task and the judges. SIGTERM stops a run
-like Ctrl-C: the finished rows and the summary are written and ``--resume`` goes on. Exit
-codes are `agentjudge.harness._cli_args`'s (see `agentjudge.harness._cli`).
+without a suite file they must name the dataset, the task and the judges. Exit codes are
+`agentjudge.harness._cli_args`'s (see `agentjudge.harness._cli`).
+
+Ctrl-C (SIGINT) and SIGTERM stop a run the same way: the signal handler only notes the signal
+and cancels the run's scope from the event loop, so every shielded step (the writer draining
+finished rows, the summary being written) completes, the summary says "aborted" and the exit
+code is 3. A signal noted before the run wrote its final summary aborts it; one that comes
+later changes nothing (the run completed; its summary and exit code stand). A second signal
+gets the handler that was there before (Ctrl-C: stop now). A SIGINT that the process
+inherited as ignored (a background job of a non-interactive shell, ``nohup``) stays ignored.
 """
 
 from __future__ import annotations
@@ -143,13 +150,18 @@ def run_command(args: argparse.Namespace) -> int:
         why = "interrupted" if isinstance(exc, KeyboardInterrupt) else "SystemExit raised"
         return _aborted(f"run aborted ({why})", out)
     except RunAborted as exc:
-        if run.terminated:
-            return _aborted("run aborted (terminated by SIGTERM)", out)
+        if run.stopped_by is not None:
+            return _aborted(f"run aborted ({run.stopped_by})", out)
         return _crash(exc, out)
     except ValueError as exc:  # RunConfigError, DatasetError: raised before any case ran
         return usage_error(str(exc))
-    if summary is None:  # SIGTERM cancelled the run
-        return _aborted("run aborted (terminated by SIGTERM)", out)
+    if summary is None:  # a signal cancelled the run
+        return _aborted(f"run aborted ({run.stopped_by})", out)
+    if run.stopped_by is not None:
+        print(
+            f"agentjudge: the run had completed when it was {run.stopped_by}; its summary stands",
+            file=sys.stderr,
+        )
     for warning in summary.warnings:
         print(f"agentjudge: warning: {warning}", file=sys.stderr)
     if args.json:
@@ -180,53 +192,86 @@ def _dry_run(suite: Any, as_json: bool) -> int:
 
 
 class _Invocation:
-    """One ``agentjudge run``: `run_suite`, stopped like Ctrl-C when SIGTERM arrives."""
+    """One ``agentjudge run``: `run_suite`, stopped by Ctrl-C (SIGINT) or SIGTERM.
+
+    Attributes:
+        stopped_by: Why a signal stopped the run ("interrupted", "terminated by SIGTERM"),
+            None while no signal came.
+    """
 
     def __init__(self, suite: Any, out: Path, args: argparse.Namespace) -> None:
         self.suite = suite
         self.out = out
         self.args = args
-        self.terminated = False
+        self.stopped_by: str | None = None
 
     async def go(self) -> Any:
-        """The run's summary, or None when SIGTERM cancelled it (rows and summary written)."""
+        """The run's summary, or None when a signal cancelled it (rows and summary written)."""
         import anyio
 
         from agentjudge.harness._run import run_suite
 
         args = self.args
         summary = None
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._watch_sigterm, tg.cancel_scope)
-                summary = await run_suite(
-                    self.suite,
-                    out=self.out,
-                    resume=args.resume,
-                    overwrite=args.overwrite,
-                    progress=args.progress,
-                    progress_interval=args.progress_interval,
-                    optional_gates=_gates_to_skip(args, self.suite),
-                )
-                tg.cancel_scope.cancel()  # the run is over: stop watching
-        except BaseExceptionGroup as group:
-            if len(group.exceptions) != 1:
-                raise
-            raise group.exceptions[0]  # as run_suite raised it (its cause chained)  # noqa: B904
+        with anyio.CancelScope() as scope, _StopSignals(self, scope):
+            summary = await run_suite(
+                self.suite,
+                out=self.out,
+                resume=args.resume,
+                overwrite=args.overwrite,
+                progress=args.progress,
+                progress_interval=args.progress_interval,
+                optional_gates=_gates_to_skip(args, self.suite),
+            )
         return summary
 
-    async def _watch_sigterm(self, scope: Any) -> None:
-        import anyio
 
-        try:
-            receiver = anyio.open_signal_receiver(signal.SIGTERM)
-        except (NotImplementedError, ValueError):  # no signal support here (Windows, a thread)
-            return
-        with receiver as signals:
-            async for _ in signals:
-                self.terminated = True
-                scope.cancel()
+class _StopSignals:
+    """While entered: SIGINT and SIGTERM note why the run stops and cancel ``scope``.
+
+    The handler runs in the main thread between two bytecodes, so it does no more than that:
+    the cancellation itself is scheduled on the event loop (`anyio.CancelScope.cancel` there,
+    not ``Task.cancel``, which would cut shielded steps short: the summary being written, the
+    rows being flushed). Asyncio's own Ctrl-C handler is replaced while the run lasts, and put
+    back for a second signal and on exit. An ignored SIGINT is left ignored; where signals
+    cannot be handled (not the main thread), nothing is installed.
+    """
+
+    REASONS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated by SIGTERM"}
+
+    def __init__(self, invocation: _Invocation, scope: Any) -> None:
+        self.invocation = invocation
+        self.scope = scope
+        self.loop: Any = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> None:
+        import asyncio
+
+        self.loop = asyncio.get_running_loop()
+        for signum in self.REASONS:
+            current = signal.getsignal(signum)
+            if current is None or (signum == signal.SIGINT and current == signal.SIG_IGN):
+                continue  # not set from Python (cannot be put back), or an ignored Ctrl-C
+            try:
+                signal.signal(signum, self._on_signal)
+            except ValueError:  # not the main thread: no signal handling here
                 return
+            self.previous[signum] = current
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._restore()
+
+    def _restore(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        self.previous.clear()
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.invocation.stopped_by is None:
+            self.invocation.stopped_by = self.REASONS[signal.Signals(signum)]
+        self._restore()  # a second signal gets the previous handler (Ctrl-C: stop now)
+        self.loop.call_soon_threadsafe(self.scope.cancel)
 
 
 def _aborted(headline: str, out: Path) -> int:

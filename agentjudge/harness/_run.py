@@ -244,6 +244,7 @@ class _Run:
                     "or --overwrite to start over (or choose another --out)"
                 )
         self.out.mkdir(parents=True, exist_ok=True)
+        self.results_path.touch()  # there from the start, even for a run stopped at once
         try:
             if self.batch is not None:
                 self.batch.check_state_files()
@@ -652,6 +653,9 @@ async def _run_prepared(
         await run.write_summary(run.summary("running"))
     except WriteFailed as exc:
         raise RunAborted(f"run aborted: {exc}") from exc
+    except anyio.get_cancelled_exc_class():  # stopped before the first case: say so too
+        await _record_abort(run, None)
+        raise
     if telemetry is not None:
         telemetry.start_run(
             {"agentjudge.run.id": run.run_id, "agentjudge.dataset.rows": run.dataset.rows}

@@ -6,14 +6,19 @@ forkserver that imported the CLI once. Starting ``python -m agentjudge`` costs a
 CPU in imports and the harness tests start hundreds of runs; a fork from the preloaded server
 costs a few milliseconds. What differs from ``python -m agentjudge`` is only how the process
 started: the working directory is put first on ``sys.path`` as ``-m`` does, the environment
-is the given one, stdin is empty. The program as started from a shell is still tested as
-such (README commands, ``test_calibrate_command_as_a_program``, the kill and signal tests).
+is the given one, stdin is empty, and Ctrl-C (SIGINT) raises KeyboardInterrupt as in a program
+started in the foreground (the test session may have inherited SIGINT as ignored, e.g. when a
+non-interactive shell started it in the background, and every child would inherit that too:
+its Ctrl-C tests would then see runs that are never interrupted, exit 0 instead of 3). The
+program as started from a shell is still tested as such (README commands,
+``test_calibrate_command_as_a_program``, the kill and signal tests).
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -48,6 +53,7 @@ def _forkserver() -> Any:
 
 def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str) -> None:
     """The child: become ``python -m agentjudge ARGS`` in ``cwd`` and run the entry point."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)

@@ -1,0 +1,144 @@
+"""Ctrl-C at each point of a CLI run: exit 3 and an "aborted" summary, or a completed run.
+
+The rule (docs/reference/cli.md, exit codes): a run that SIGINT reaches before it starts
+writing its final summary is aborted (exit 3, every finished row kept, summary "aborted",
+``--resume`` goes on); once that write has begun the run has completed, and the signal changes
+nothing but a note on stderr. The task module below sends the signal itself at one chosen
+point of the run (``INTERRUPT_AT``), from the thread or task that is there at that moment, so
+each window is hit every time, whatever the load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from cli_support import cli
+from test_harness_cli import make_project, result_ids, rows, write_rows
+
+HOOKS = """
+import os, signal
+from agentjudge.harness import _run, _writer
+
+AT = os.environ.get("INTERRUPT_AT", "")
+
+def interrupt():
+    os.kill(os.getpid(), signal.SIGINT)
+
+def hook(owner, name, when):
+    original = getattr(owner, name)
+    fired = []
+    def hooked(*args):
+        if not fired and when(*args):
+            fired.append(True)
+            interrupt()
+        return original(*args)
+    setattr(owner, name, hooked)
+
+if AT == "before-first-case":  # the "running" summary is built just before it is written
+    hook(_run._Run, "summary", lambda run, status: status == "running")
+elif AT == "writer-flush":  # on the writer's thread, as it appends the first rows
+    hook(_writer.ResultsWriter, "write", lambda writer, lines: True)
+elif AT == "after-last-case":  # every row written; the final summary is being computed
+    hook(_run._Run, "summary", lambda run, status: status == "completed")
+elif AT == "summary-write":  # on the thread writing the final summary
+    hook(_run._Run, "_write_summary_text", lambda run, text: '"completed"' in text)
+elif AT == "after-summary":  # the summary is written; the run tidies up
+    hook(_writer.SpaceReserve, "release", lambda reserve: True)
+
+def answer(case):
+    if AT == "sync-task" and case.input == "w3":  # on the task's worker thread
+        interrupt()
+    return case.input.upper()
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = make_project(tmp_path)
+    (folder / "task.py").write_text(textwrap.dedent(HOOKS), encoding="utf-8")
+    write_rows(folder / "data.jsonl", rows(6))
+    return folder
+
+
+def run_at(project: Path, window: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "INTERRUPT_AT": window}
+    return cli(project, "run", "--out", "out", "--concurrency", "1", *args, env=env)
+
+
+def summary_of(project: Path) -> dict[str, object]:
+    return json.loads((project / "out" / "summary.json").read_text("utf-8"))  # type: ignore[no-any-return]
+
+
+def assert_resume_finishes(project: Path) -> None:
+    resumed = run_at(project, "", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    ids = result_ids(project / "out" / "results.jsonl")
+    assert sorted(ids) == [f"q{i}" for i in range(6)]
+    assert summary_of(project)["status"] == "completed"
+
+
+ABORTED = ["before-first-case", "sync-task", "writer-flush", "after-last-case"]
+
+
+@pytest.mark.parametrize("window", ABORTED)
+def test_ctrl_c_before_the_final_summary_aborts_the_run(project: Path, window: str) -> None:
+    """Exit 3, "run aborted (interrupted)", summary "aborted" counting every row; resume."""
+    proc = run_at(project, window)
+    assert proc.returncode == 3, proc.stderr
+    assert "agentjudge: run aborted (interrupted); finished cases are kept in" in proc.stderr
+    summary = summary_of(project)
+    assert summary["status"] == "aborted"
+    done = result_ids(project / "out" / "results.jsonl")
+    assert len(done) == summary["cases"]["total"]  # type: ignore[index]
+    expected = {"before-first-case": 0, "after-last-case": 6}
+    if window in expected:
+        assert len(done) == expected[window]
+    else:
+        assert 1 <= len(done) < 6
+    assert not (project / "out" / ".agentjudge-reserve").exists()
+    assert_resume_finishes(project)
+
+
+@pytest.mark.parametrize("window", ["summary-write", "after-summary"])
+def test_ctrl_c_once_the_final_summary_is_written_changes_nothing(
+    project: Path, window: str
+) -> None:
+    """The run completed: its summary stands, the exit code is the gates' (0), a note says so."""
+    proc = run_at(project, window)
+    assert proc.returncode == 0, proc.stderr
+    assert "the run had completed when it was interrupted; its summary stands" in proc.stderr
+    assert "result: PASSED" in proc.stdout
+    summary = summary_of(project)
+    assert summary["status"] == "completed" and summary["cases"]["total"] == 6  # type: ignore[index]
+    assert len(result_ids(project / "out" / "results.jsonl")) == 6
+    assert not (project / "out" / ".agentjudge-reserve").exists()
+
+
+def test_an_inherited_ignored_sigint_stays_ignored(project: Path) -> None:
+    """Started with SIGINT ignored (a background job, nohup), the run is not stopped by it."""
+    program = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "sys.argv = ['agentjudge', 'run', '--out', 'out', '--concurrency', '1']\n"
+        "from agentjudge.harness._cli import cli\n"
+        "cli()\n"
+    )
+    env = {**os.environ, "INTERRUPT_AT": "sync-task", "PYTHONPATH": str(project)}
+    proc = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert summary_of(project)["status"] == "completed"
+    assert len(result_ids(project / "out" / "results.jsonl")) == 6
