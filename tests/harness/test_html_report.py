@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import _thread
+import io
 import json
+import queue
 import re
 import shutil
+import signal
 import socket
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -166,27 +170,52 @@ def test_view_names_a_port_it_cannot_bind(served: str) -> None:
 
 
 def test_view_prints_its_url_serves_and_stops_on_ctrl_c(
-    runs: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+    runs: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`serve_report` prints the URL, serves the page and returns on Ctrl-C (KeyboardInterrupt)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """`serve_report` prints the URL, serves the page and returns on Ctrl-C (KeyboardInterrupt).
+
+    Ordered by what happens, not by time, so that no load can break it: the port stays
+    reserved until the server binds it (a socket bound with SO_REUSEADDR, never listening,
+    which the server may share and no other process can take); the visitor starts when the
+    URL is printed (the server listens by then) and sends Ctrl-C once the page came back, so
+    while ``serve_forever`` runs; SIGINT raises KeyboardInterrupt here whatever this session
+    inherited (a session started in the background has it ignored, and Ctrl-C would never
+    come).
+    """
+    reserved = socket.socket()
+    reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    reserved.bind(("127.0.0.1", 0))
+    port = reserved.getsockname()[1]
+    printed: queue.Queue[str] = queue.Queue()
+
+    class Console(io.StringIO):
+        def write(self, text: str) -> int:
+            printed.put(text)
+            return super().write(text)
+
+    console = Console()
+    monkeypatch.setattr(sys, "stdout", console)
     pages: list[bytes] = []
 
     def visit_then_interrupt() -> None:
-        for _ in range(200):  # until the server is up (each refused attempt waits 50 ms)
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as response:
-                    pages.append(response.read())
-                    break
-            except urllib.error.URLError:
-                threading.Event().wait(0.05)
-        _thread.interrupt_main()
+        try:
+            url = printed.get(timeout=120).split()[2]  # "report at URL (Ctrl-C stops)"
+        except queue.Empty:
+            return  # nothing printed: serve_report failed, and says so in the main thread
+        try:
+            with urllib.request.urlopen(url, timeout=120) as response:
+                pages.append(response.read())
+        finally:
+            _thread.interrupt_main()  # the line was printed: the main thread is in the try
 
     visitor = threading.Thread(target=visit_then_interrupt)
-    visitor.start()
-    serve_report(runs[1], None, port)
-    visitor.join()
-    assert f"report at http://127.0.0.1:{port}/ (Ctrl-C stops)" in capsys.readouterr().out
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        visitor.start()
+        serve_report(runs[1], None, port)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        visitor.join()
+        reserved.close()
+    assert f"report at http://127.0.0.1:{port}/ (Ctrl-C stops)" in console.getvalue()
     assert pages and b'id="report-data"' in pages[0]
