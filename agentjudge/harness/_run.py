@@ -244,7 +244,6 @@ class _Run:
                     "or --overwrite to start over (or choose another --out)"
                 )
         self.out.mkdir(parents=True, exist_ok=True)
-        self.results_path.touch()  # there from the start, even for a run stopped at once
         try:
             if self.batch is not None:
                 self.batch.check_state_files()
