@@ -64,10 +64,9 @@ from agentjudge.harness._writer import (
     RESERVE_FILE,
     ResultsWriter,
     SpaceReserve,
+    SummaryFile,
     WriteFailed,
     drop_rows,
-    out_of_space,
-    write_json_atomic,
 )
 
 __all__ = [
@@ -142,6 +141,7 @@ class _Run:
         """Cases handed out by this invocation (the accounting's "in")."""
         self.reserve = SpaceReserve(out / RESERVE_FILE)
         """Space for the summary on a full disk (held from `prepare_files` to the end)."""
+        self.summary_file = SummaryFile(self.summary_path, self.reserve)
 
     # ------------------------------------------------------------------ setup
     def prepare_config(self, task: Any = None, judges: Any = None) -> None:
@@ -499,15 +499,8 @@ class _Run:
         On a full disk the space reserve is given up and the summary written into it.
         """
         text = summary.model_dump_json(indent=2) + "\n"
-        await anyio.to_thread.run_sync(self._write_summary_text, text)
-
-    def _write_summary_text(self, text: str) -> None:
-        try:
-            write_json_atomic(self.summary_path, text)
-        except WriteFailed as exc:
-            if not out_of_space(exc) or not self.reserve.release():
-                raise
-            write_json_atomic(self.summary_path, text)
+        file = self.summary_file
+        await anyio.to_thread.run_sync(file.write, text, file.ask())
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

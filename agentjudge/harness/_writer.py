@@ -7,6 +7,7 @@ encodes and reads rows.
 
 `SpaceReserve` keeps a little disk space for a run's last words: on a full disk the results
 file stops growing, but the summary saying "aborted" is still written from the reserve.
+`SummaryFile` writes a run's summary: the version asked for last is the one left on disk.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import errno
 import json
 import os
 import re
+import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +32,7 @@ __all__ = [
     "RESERVE_FILE",
     "ResultsWriter",
     "SpaceReserve",
+    "SummaryFile",
     "WriteFailed",
     "drop_rows",
     "out_of_space",
@@ -291,3 +294,47 @@ class SpaceReserve:
         with contextlib.suppress(OSError):
             self.path.unlink(missing_ok=True)
         return held
+
+
+class SummaryFile:
+    """A run's ``summary.json``: rewritten atomically; the version asked for last wins.
+
+    Writes run on worker threads, and one may still be running after the task that asked for
+    it was cancelled: ``Task.cancel()`` (asyncio's Ctrl-C handler, a caller's cancellation)
+    cuts anyio's shields short, so the "completed" summary being written when it came goes on
+    beside the "aborted" one written because of it. Writes therefore take turns (they share
+    one temporary file name), and a version older than the one on disk is not written.
+
+    Args:
+        path: The summary file.
+        reserve: Given up, and the write tried again, when the disk is full.
+    """
+
+    def __init__(self, path: Path, reserve: SpaceReserve) -> None:
+        self.path = path
+        self.reserve = reserve
+        self._turn = threading.Lock()
+        self._asked = 0
+        self._written = 0
+
+    def ask(self) -> int:
+        """Number the next version; call it where versions are decided (the event loop)."""
+        self._asked += 1
+        return self._asked
+
+    def write(self, text: str, version: int) -> None:
+        """Write ``text`` as ``version``, unless a later version is on disk (blocking).
+
+        Raises:
+            WriteFailed: the OS refused (disk full with no reserve left, ...).
+        """
+        with self._turn:
+            if version < self._written:
+                return
+            try:
+                write_json_atomic(self.path, text)
+            except WriteFailed as exc:
+                if not out_of_space(exc) or not self.reserve.release():
+                    raise
+                write_json_atomic(self.path, text)
+            self._written = version

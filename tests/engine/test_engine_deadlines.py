@@ -130,7 +130,7 @@ async def test_an_offer_whose_worker_starts_after_its_deadline_still_names_its_j
     assert result.verdict is not None
     (judged,) = result.verdict.results
     assert judged.status is Status.ERROR and judged.error_type == "TimeoutError"
-    assert "ran out of the evaluation's deadline (0.02 s)" in (judged.judgment.reasoning or "")
+    assert "ran out of the evaluation's deadline (0.02 s)" in (judged.reasoning or "")
 
 
 async def test_submit_deadline_cuts_a_hanging_judge_short_and_names_the_deadline() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentjudge.harness import RunAborted, _run, iter_rows, load_suite, run_suite
+from agentjudge.harness import RunAborted, _writer, iter_rows, load_suite, run_suite
 from agentjudge.harness._cli import main
 from agentjudge.harness._writer import (
     RESERVE_BYTES,
@@ -71,7 +71,7 @@ class FullDisk:
             write_json_atomic(path, text)
 
         monkeypatch.setattr(ResultsWriter, "write", write)
-        monkeypatch.setattr(_run, "write_json_atomic", write_json)
+        monkeypatch.setattr(_writer, "write_json_atomic", write_json)
 
 
 def make_project(folder: Path) -> Path:

@@ -10,16 +10,22 @@ each window is hit every time, whatever the load.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
+import anyio
 import pytest
 from cli_support import cli
 from test_harness_cli import make_project, result_ids, rows, write_rows
+
+from agentjudge.harness import load_suite, run_suite
+from agentjudge.harness._writer import SpaceReserve, SummaryFile
 
 HOOKS = """
 import os, signal
@@ -47,7 +53,7 @@ elif AT == "writer-flush":  # on the writer's thread, as it appends the first ro
 elif AT == "after-last-case":  # every row written; the final summary is being computed
     hook(_run._Run, "summary", lambda run, status: status == "completed")
 elif AT == "summary-write":  # on the thread writing the final summary
-    hook(_run._Run, "_write_summary_text", lambda run, text: '"completed"' in text)
+    hook(_writer.SummaryFile, "write", lambda file, text, version: '"completed"' in text)
 elif AT == "after-summary":  # the summary is written; the run tidies up
     hook(_writer.SpaceReserve, "release", lambda reserve: True)
 
@@ -144,3 +150,52 @@ def test_an_inherited_ignored_sigint_stays_ignored(project: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert summary_of(project)["status"] == "completed"
     assert len(result_ids(project / "out" / "results.jsonl")) == 6
+
+
+# --------------------------------------------------------------- run_suite cancelled natively
+
+
+def test_the_summary_version_asked_for_last_is_the_one_left(tmp_path: Path) -> None:
+    """A write that finishes late (its caller was cancelled) never replaces a later one."""
+    file = SummaryFile(tmp_path / "summary.json", SpaceReserve(tmp_path / "reserve"))
+    completed, aborted = file.ask(), file.ask()
+    file.write('{"status": "aborted"}\n', aborted)
+    file.write('{"status": "completed"}\n', completed)  # the abandoned thread, finishing
+    assert json.loads((tmp_path / "summary.json").read_text())["status"] == "aborted"
+    assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
+
+
+async def test_task_cancel_during_the_final_summary_write_leaves_it_aborted(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Task.cancel()`` (asyncio's own Ctrl-C) while "completed" is written: "aborted" stays.
+
+    The cancellation cuts the shielded write short for the caller, not for its thread. Here
+    the "completed" write even finishes after the "aborted" one (it is held until then), as
+    an abandoned thread may: the file still ends "aborted", and nothing else is left behind.
+    """
+    monkeypatch.chdir(project)
+    writing, aborted, late = threading.Event(), threading.Event(), threading.Event()
+    write = SummaryFile.write
+
+    def held_write(file: SummaryFile, text: str, version: int) -> None:
+        if '"completed"' in text:
+            writing.set()
+            assert aborted.wait(60)  # a bound for a hang, not an ordering
+            write(file, text, version)
+            late.set()
+            return
+        write(file, text, version)
+        if '"aborted"' in text:
+            aborted.set()
+
+    monkeypatch.setattr(SummaryFile, "write", held_write)
+    suite = load_suite(project / "agentjudge.toml")
+    running = asyncio.ensure_future(run_suite(suite, out=project / "out"))
+    assert await anyio.to_thread.run_sync(writing.wait, 60)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert await anyio.to_thread.run_sync(late.wait, 60)
+    assert summary_of(project)["status"] == "aborted"
+    assert sorted(p.name for p in (project / "out").iterdir()) == ["results.jsonl", "summary.json"]
