@@ -232,9 +232,10 @@ class _StopSignals:
     The handler runs in the main thread between two bytecodes, so it does no more than that:
     the cancellation itself is scheduled on the event loop (`anyio.CancelScope.cancel` there,
     not ``Task.cancel``, which would cut shielded steps short: the summary being written, the
-    rows being flushed). Asyncio's own Ctrl-C handler is replaced while the run lasts, and put
-    back for a second signal and on exit. An ignored SIGINT is left ignored; where signals
-    cannot be handled (not the main thread), nothing is installed.
+    rows being flushed). Asyncio's own Ctrl-C handler is replaced while the run lasts and put
+    back on exit. After the first signal, a second one is handled as by default: Ctrl-C
+    raises KeyboardInterrupt at once, SIGTERM gets its previous handler. An ignored SIGINT is
+    left ignored; where signals cannot be handled (not the main thread), nothing is installed.
     """
 
     REASONS = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated by SIGTERM"}
@@ -270,7 +271,10 @@ class _StopSignals:
     def _on_signal(self, signum: int, frame: object) -> None:
         if self.invocation.stopped_by is None:
             self.invocation.stopped_by = self.REASONS[signal.Signals(signum)]
-        self._restore()  # a second signal gets the previous handler (Ctrl-C: stop now)
+        took_sigint = signal.SIGINT in self.previous
+        self._restore()
+        if took_sigint:  # a second Ctrl-C stops at once, whatever asyncio would do
+            signal.signal(signal.SIGINT, signal.default_int_handler)
         self.loop.call_soon_threadsafe(self.scope.cancel)
 
 

@@ -56,6 +56,14 @@ elif AT == "summary-write":  # on the thread writing the final summary
     hook(_writer.SummaryFile, "write", lambda file, text, version: '"completed"' in text)
 elif AT == "after-summary":  # the summary is written; the run tidies up
     hook(_writer.SpaceReserve, "release", lambda reserve: True)
+elif AT == "twice":  # Ctrl-C, and again once the first one was seen, on the writer's thread
+    def twice(writer, lines):
+        interrupt()
+        while signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            pass  # the first one was seen when the run puts Python's handler back
+        interrupt()
+        return False
+    hook(_writer.ResultsWriter, "write", twice)
 
 def answer(case):
     if AT == "sync-task" and case.input == "w3":  # on the task's worker thread
@@ -199,3 +207,11 @@ async def test_task_cancel_during_the_final_summary_write_leaves_it_aborted(
     assert await anyio.to_thread.run_sync(late.wait, 60)
     assert summary_of(project)["status"] == "aborted"
     assert sorted(p.name for p in (project / "out").iterdir()) == ["results.jsonl", "summary.json"]
+
+
+def test_a_second_ctrl_c_stops_at_once(project: Path) -> None:
+    """Ctrl-C twice: the second raises KeyboardInterrupt at once; exit 3, and resume works."""
+    proc = run_at(project, "twice")
+    assert proc.returncode == 3, proc.stderr
+    assert "agentjudge: run aborted (interrupted); finished cases are kept in" in proc.stderr
+    assert_resume_finishes(project)
