@@ -86,7 +86,11 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     ``Retry-After`` is delay-seconds or an HTTP date (a date in the past means 0). Returns
     None when neither header is present in a format it defines.
     """
-    lowered = {k.lower(): v for k, v in headers.items()}
+    return _retry_after({k.lower(): v for k, v in headers.items()}, now)
+
+
+def _retry_after(lowered: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """`parse_retry_after` of headers whose names are lower case already."""
     millis = _number("retry-after-ms", lowered.get("retry-after-ms"), _DECIMAL)
     if millis is not None:
         return millis / 1000.0
@@ -216,7 +220,11 @@ _FAMILIES: tuple[tuple[_Names, _Names], ...] = tuple(
 
 def parse_rate_hints(headers: Mapping[str, str]) -> RateHints | None:
     """The rate-limit headers of a response (the first family present), or None."""
-    lowered = {k.lower(): v for k, v in headers.items()}
+    return _rate_hints({k.lower(): v for k, v in headers.items()})
+
+
+def _rate_hints(lowered: Mapping[str, str]) -> RateHints | None:
+    """`parse_rate_hints` of headers whose names are lower case already."""
     for requests, tokens in _FAMILIES:
         limit = _integer(lowered, requests, 0)
         token_limit = _integer(lowered, tokens, 0)
@@ -275,6 +283,20 @@ class CapacitySignals:
 def header_signals(headers: Mapping[str, str]) -> CapacitySignals:
     """The signals of the standard, OpenAI and Anthropic headers (the default of every provider).
 
-    See `parse_retry_after` and `parse_rate_hints`.
+    See `parse_retry_after` and `parse_rate_hints`. Read for every answer of an adaptive
+    client, so the names are lowered once for both, and an answer with none of the headers
+    they read (most answers of most servers) gets the empty signals at once: the same value
+    (pinned by a property test, ``tests/models/test_models_header_signals.py``).
     """
-    return CapacitySignals(parse_retry_after(headers), parse_rate_hints(headers))
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if _SIGNAL_HEADERS.isdisjoint(lowered):
+        return _NO_SIGNALS
+    return CapacitySignals(_retry_after(lowered), _rate_hints(lowered))
+
+
+_NO_SIGNALS = CapacitySignals()
+_SIGNAL_HEADERS = frozenset(
+    {"retry-after", "retry-after-ms"}
+    | {name for family in _FAMILIES for names in family if names is not None for name in names}
+)
+"""Every header name `header_signals` reads (lower case)."""

@@ -55,6 +55,7 @@ from agentjudge.models._failures import (
     status_hint,
 )
 from agentjudge.models._headers import CapacitySignals, header_signals, parse_retry_after
+from agentjudge.models._json import loads as json_loads
 from agentjudge.models._loop import LoopLocal
 from agentjudge.models._options import ClientKeywords, ClientOptions
 from agentjudge.models._provider import ProviderHooks, Reply
@@ -564,7 +565,7 @@ class HTTPModelClient(ProviderHooks):
         if response.truncated:
             raise self._too_large(response)
         try:
-            data = json.loads(response.content)
+            data = json_loads(response.content)  # json.loads, by orjson where it reads the same
         except ValueError:
             data = None
         if not isinstance(data, dict):
