@@ -108,6 +108,18 @@ def _sent_reply(sent: tuple[Reply, int, float]) -> Reply:
     return sent[0]
 
 
+class _Tally:
+    """What one logical send counts over its HTTP requests."""
+
+    __slots__ = ("queued", "throttled")
+
+    def __init__(self) -> None:
+        self.queued = 0.0
+        """Seconds spent waiting for capacity."""
+        self.throttled = 0
+        """Throttled answers the adaptive client retried itself (not counted as attempts)."""
+
+
 class HTTPModelClient(ProviderHooks):
     """What every provider's client shares: transport, limits, retries, cache, budgets.
 
@@ -383,50 +395,23 @@ class HTTPModelClient(ProviderHooks):
         return request.max_tokens
 
     async def _send(self, body: dict[str, Any], estimate: int) -> tuple[Reply, int, float]:
+        """POST ``body`` with the retries; (reply, HTTP requests made, seconds queued).
+
+        The first attempt is made directly (the common case: it succeeds); only when it fails
+        does the retry machinery start (`_retried`), exactly where ``call_with_retry`` would
+        take over.
+        """
         content = json.dumps(body).encode()
         headers = self._request_headers()
-        queued = 0.0
-        throttled = 0
-
-        async def once() -> Reply:
-            nonlocal queued
-            session = self._session.get()
-            started = loop_time()
-            await session.take_slot()
-            try:
-                control = session.controller if self.adaptive else None
-                begun = await self._admit(control) if control is not None else started
-                try:
-                    lease = await self.rate_limit.acquire(estimate)
-                except BaseException:
-                    if control is not None:
-                        control.finished()
-                    raise
-                waited = loop_time() - started
-                queued += waited
-                add_queued(waited)  # waiting for capacity is queueing, not the judge's work
-                return await self._exchange(content, headers, session, control, begun, lease)
-            finally:
-                session.limiter.release()
-
-        async def attempt() -> Reply:
-            nonlocal throttled
-            while True:  # rate-limited answers are retried here, until the caller's deadline
-                try:
-                    return await once()
-                except RetryableStatus as exc:
-                    if not self._retries_throttle(exc):
-                        raise
-                    throttled += 1
-
-        policy = self.retry
-
-        def retryable(exc: BaseException) -> bool:
-            return is_retryable_error(exc) or (policy is not None and policy.is_retryable(exc))
-
+        tally = _Tally()
         try:
-            reply, attempts = await call_with_retry(policy, attempt, retryable=retryable)
+            try:
+                return await self._once(content, headers, estimate, tally), 1, tally.queued
+            except Exception as exc:
+                first = exc
+            reply, attempts = await self._retried(first, content, headers, estimate, tally)
         except RetryableStatus as exc:
+            policy = self.retry
             attempts_allowed = policy.attempts if policy is not None else 1
             raise ModelHTTPError(
                 exc.status_code,
@@ -434,7 +419,67 @@ class HTTPModelClient(ProviderHooks):
                 exc.excerpt,
                 exhausted_hint(exc.status_code, attempts_allowed),
             ) from exc
-        return reply, attempts + throttled, queued
+        return reply, attempts + tally.throttled, tally.queued
+
+    async def _retried(
+        self,
+        first: Exception,
+        content: bytes,
+        headers: Mapping[str, str],
+        estimate: int,
+        tally: _Tally,
+    ) -> tuple[Reply, int]:
+        """After a failed first attempt: what ``call_with_retry(policy, attempt)`` does next.
+
+        A throttled answer the adaptive client retries itself (`_retries_throttle`) does not
+        end the attempt; the `RetryPolicy` (``retryable``) decides about anything else.
+        Returns the reply and the attempts made (the first included).
+        """
+        policy = self.retry
+
+        def retryable(exc: BaseException) -> bool:
+            return is_retryable_error(exc) or (policy is not None and policy.is_retryable(exc))
+
+        async def attempt() -> Reply:
+            while True:  # rate-limited answers are retried here, until the caller's deadline
+                try:
+                    return await self._once(content, headers, estimate, tally)
+                except RetryableStatus as exc:
+                    if not self._retries_throttle(exc):
+                        raise
+                    tally.throttled += 1
+
+        if isinstance(first, RetryableStatus) and self._retries_throttle(first):
+            tally.throttled += 1  # still the first attempt
+            return await call_with_retry(policy, attempt, retryable=retryable)
+        if policy is None or policy.attempts <= 1 or not retryable(first):
+            raise first
+        return await call_with_retry(
+            policy, attempt, attempts_made=1, last_error=first, retryable=retryable
+        )
+
+    async def _once(
+        self, content: bytes, headers: Mapping[str, str], estimate: int, tally: _Tally
+    ) -> Reply:
+        """One HTTP request: a concurrency slot, the controller's and the rate limit's capacity."""
+        session = self._session.get()
+        started = loop_time()
+        await session.take_slot()
+        try:
+            control = session.controller if self.adaptive else None
+            begun = await self._admit(control) if control is not None else started
+            try:
+                lease = await self.rate_limit.acquire(estimate)
+            except BaseException:
+                if control is not None:
+                    control.finished()
+                raise
+            waited = loop_time() - started
+            tally.queued += waited
+            add_queued(waited)  # waiting for capacity is queueing, not the judge's work
+            return await self._exchange(content, headers, session, control, begun, lease)
+        finally:
+            session.limiter.release()
 
     async def _admit(self, control: Controller) -> float:
         """Wait for the controller's capacity; a pause past the deadline is an HTTP error.

@@ -49,6 +49,7 @@ TRANSPORT_ENV = "AGENTJUDGE_HTTP_TRANSPORT"
 TRANSPORTS = ("aiohttp", "httpx-aiohttp", "httpx")
 """The transports a client can build for itself (see `default_transport`)."""
 _CHUNK = 64 * 1024
+_UNKNOWN: Any = object()
 
 
 def _on_asyncio() -> bool:
@@ -217,12 +218,19 @@ def map_transport_errors(
     """
     try:
         yield
-    except httpx.HTTPError:
-        raise
     except Exception as exc:
-        mapped = None if only_aiohttp and not _from_aiohttp(exc) else _mapped(exc, url, io_timeout)
-        if mapped is None:
-            raise
+        _raise_mapped(exc, url, io_timeout, only_aiohttp=only_aiohttp)
+        raise
+
+
+def _raise_mapped(
+    exc: Exception, url: str, io_timeout: float | None, *, only_aiohttp: bool
+) -> None:
+    """Raise ``exc``'s httpx counterpart (see `map_transport_errors`); return when it has none."""
+    if isinstance(exc, httpx.HTTPError):
+        return
+    mapped = None if only_aiohttp and not _from_aiohttp(exc) else _mapped(exc, url, io_timeout)
+    if mapped is not None:
         raise mapped from exc
 
 
@@ -295,6 +303,8 @@ class AiohttpPoster(Poster):
         )
         self._timeouts: dict[float | None, Any] = {}
         self._proxies: dict[tuple[str, str], str | None] = {}
+        self._url_proxies: dict[str, str | None] = {}
+        """`_proxy` of each URL posted to (read once per URL, not per request)."""
 
     def _proxy(self, url: str) -> str | None:
         """The proxy the environment (HTTP(S)_PROXY, NO_PROXY) sets for ``url``, if any."""
@@ -329,14 +339,21 @@ class AiohttpPoster(Poster):
         io_timeout: float | None,
         max_bytes: int,
     ) -> Response:
-        """POST through aiohttp, streaming the answer (see `Poster.post`)."""
-        with map_transport_errors(url, io_timeout):
+        """POST through aiohttp, streaming the answer (see `Poster.post`).
+
+        Errors are mapped as `map_transport_errors` maps them (inline: no context manager per
+        request).
+        """
+        proxy = self._url_proxies.get(url, _UNKNOWN)
+        if proxy is _UNKNOWN:
+            proxy = self._url_proxies[url] = self._proxy(url)
+        try:
             async with self._session.post(
                 url,
                 data=content,
                 headers=headers,
                 timeout=self._timeout(io_timeout),
-                proxy=self._proxy(url),
+                proxy=proxy,
                 allow_redirects=False,
             ) as response:
                 declared = _declared_length(response.headers)
@@ -355,6 +372,9 @@ class AiohttpPoster(Poster):
                     response.content.iter_chunked(_CHUNK),
                     max_bytes,
                 )
+        except Exception as exc:
+            _raise_mapped(exc, url, io_timeout, only_aiohttp=False)
+            raise
 
     async def aclose(self) -> None:
         """Close the aiohttp session and its connections."""
