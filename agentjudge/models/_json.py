@@ -16,7 +16,6 @@ everything else (pinned by a property test, ``tests/models/test_models_json_fast
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 try:
@@ -29,8 +28,10 @@ __all__ = ["FAST_JSON", "loads"]
 FAST_JSON: bool = orjson is not None
 """True when orjson is installed and decodes the bodies it reads exactly as ``json.loads``."""
 
-_LONG_DIGITS = re.compile(rb"[0-9]{19}")
-"""An integer that may not fit 64 bits (orjson would read it as a float)."""
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 19
+"""19 digits in a row (once every digit reads ``0``): an integer that may not fit 64 bits
+(orjson would read it as a float). Translating and searching is ~8x cheaper than a regex."""
 
 
 def loads(content: bytes) -> Any:
@@ -40,7 +41,7 @@ def loads(content: bytes) -> Any:
         ValueError: ``content`` is not JSON (`json.JSONDecodeError`) or not UTF-8/16/32.
         RecursionError: Nested too deep for ``json.loads``.
     """
-    if orjson is not None and _LONG_DIGITS.search(content) is None:
+    if orjson is not None and _LONG_DIGITS not in content.translate(_DIGITS_AS_ZERO):
         try:
             return orjson.loads(content)
         except orjson.JSONDecodeError:
