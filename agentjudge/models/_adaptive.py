@@ -66,6 +66,7 @@ __all__ = [
     "Controller",
     "ControllerSource",
     "TracePoint",
+    "admit_at_once",
     "feedback",
     "new_controller",
     "share_controllers",
@@ -632,6 +633,20 @@ class AdaptiveController:
             return
         self._min_latency = min(self._min_latency, latency)
         self._latency = latency if self._latency == 0 else 0.8 * self._latency + 0.2 * latency
+
+
+def admit_at_once(control: Controller) -> float | None:
+    """The start time ``control.admit(deadline)`` returns at once for any deadline, or None.
+
+    An `AdaptiveController` with capacity free and nobody queued admits without suspending and
+    whatever the deadline (a deadline only refuses a pause, and there is none): the caller
+    then need not read its deadline (~2 us) nor await ``admit``. None: call ``admit`` (nothing
+    was taken). Equal to ``admit`` pinned by a property test
+    (``tests/models/test_models_admit_at_once.py``).
+    """
+    if isinstance(control, AdaptiveController):
+        return control._admit_now()
+    return None
 
 
 def feedback(

@@ -42,6 +42,7 @@ from agentjudge.models._adaptive import (
     THROTTLE_STATUSES,
     CapacityDeadline,
     Controller,
+    admit_at_once,
     feedback,
 )
 from agentjudge.models._failures import (
@@ -484,8 +485,12 @@ class HTTPModelClient(ProviderHooks):
     async def _admit(self, control: Controller) -> float:
         """Wait for the controller's capacity; a pause past the deadline is an HTTP error.
 
-        The error carries the status that set the pause and says what set its length.
+        The error carries the status that set the pause and says what set its length. Free
+        capacity is taken at once, without reading the deadline (`admit_at_once`).
         """
+        start = admit_at_once(control)
+        if start is not None:
+            return start
         try:
             return await control.admit(anyio.current_effective_deadline())
         except CapacityDeadline as exc:
