@@ -59,18 +59,33 @@ def read_usage(
     """
     if not isinstance(raw, dict):
         return Usage(), ()
-    reader = UsageReader(client)
+    reader: UsageReader | None = None  # made for the first refused count only
     counts: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
     for field, path in fields.items():
         value: Any = raw
-        for key in path.split("."):
+        for key in _keys(path):
             value = value.get(key) if isinstance(value, dict) else None
         if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
+            reader = reader or UsageReader(client)
             value = reader.count(value, f"{where}.{path}")  # refused: None and a warning
         counts[field] = value
+    warnings = () if reader is None else tuple(reader.warnings)
     if len(counts) != len(_USAGE_FIELDS):  # a field Usage does not have: validation says so
-        return Usage(**{f: counts[f] for f in fields}), tuple(reader.warnings)
-    return build_model(Usage, counts, set(fields)), tuple(reader.warnings)
+        return Usage(**{f: counts[f] for f in fields}), warnings
+    return build_model(Usage, counts, set(fields)), warnings
+
+
+_PATH_KEYS: dict[str, tuple[str, ...]] = {}
+"""Each dotted path's keys (the providers' few usage paths, split once)."""
+
+
+def _keys(path: str) -> tuple[str, ...]:
+    keys = _PATH_KEYS.get(path)
+    if keys is None:
+        keys = tuple(path.split("."))
+        if len(_PATH_KEYS) < 256:  # the providers' paths; never grows without bound
+            _PATH_KEYS[path] = keys
+    return keys
 
 
 def add_usage(a: Usage | None, b: Usage, warnings: list[str]) -> Usage:
