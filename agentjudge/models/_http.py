@@ -465,12 +465,17 @@ class HTTPModelClient(ProviderHooks):
         """One HTTP request: a concurrency slot, the controller's and the rate limit's capacity."""
         session = self._session.get()
         started = loop_time()
-        await session.take_slot()
+        if not session.take_slot_now():  # each step takes free capacity without awaiting
+            await session.take_slot()
         try:
             control = session.controller if self.adaptive else None
-            begun = await self._admit(control) if control is not None else started
+            begun = started
+            if control is not None:
+                at_once = admit_at_once(control)  # free capacity: no deadline read, no await
+                begun = at_once if at_once is not None else await self._admit(control)
             try:
-                lease = await self.rate_limit.acquire(estimate)
+                limit = self.rate_limit
+                lease = limit.unlimited_lease() or await limit.acquire(estimate)
             except BaseException:
                 if control is not None:
                     control.finished()
@@ -485,12 +490,8 @@ class HTTPModelClient(ProviderHooks):
     async def _admit(self, control: Controller) -> float:
         """Wait for the controller's capacity; a pause past the deadline is an HTTP error.
 
-        The error carries the status that set the pause and says what set its length. Free
-        capacity is taken at once, without reading the deadline (`admit_at_once`).
+        The error carries the status that set the pause and says what set its length.
         """
-        start = admit_at_once(control)
-        if start is not None:
-            return start
         try:
             return await control.admit(anyio.current_effective_deadline())
         except CapacityDeadline as exc:

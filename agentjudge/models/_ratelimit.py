@@ -65,6 +65,10 @@ class RateLease:
         self.tokens = charged
 
 
+_UNLIMITED = RateLease(None, 0)
+"""The lease of every request when no budget is set (settling it does nothing)."""
+
+
 class RateLimit:
     """Requests and tokens allowed per period (a minute by default); None means unlimited.
 
@@ -135,14 +139,22 @@ class RateLimit:
         """Admitted requests that have not settled yet."""
         return self._in_flight
 
+    def unlimited_lease(self) -> RateLease | None:
+        """The lease `acquire` returns at once when no budget is set; None when one is.
+
+        Such a lease charges nothing and settling it does nothing, so one is shared.
+        """
+        return None if self.enabled else _UNLIMITED
+
     async def acquire(self, tokens: int = 0) -> RateLease:
         """Wait until a request estimated at ``tokens`` fits both budgets, then charge it.
 
         Waiters are admitted first come, first served. Settle the returned lease when the
         request finished, whatever the outcome.
         """
-        if not self.enabled:
-            return RateLease(None, 0)
+        free = self.unlimited_lease()
+        if free is not None:
+            return free
         tokens = max(0, int(tokens))
         if self.tpm is not None:
             tokens = min(tokens, self.tpm)

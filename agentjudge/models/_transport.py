@@ -420,10 +420,16 @@ class Session:
         A free slot (nobody queued) is taken at once, without the limiter's two trips through
         the event loop: a request suspends soon enough when it is sent.
         """
+        if not self.take_slot_now():
+            await self.limiter.acquire()
+
+    def take_slot_now(self) -> bool:
+        """Take a free slot (nobody queued) without awaiting; False: none free, nothing taken."""
         try:
             self.limiter.acquire_nowait()
         except anyio.WouldBlock:
-            await self.limiter.acquire()
+            return False
+        return True
 
     async def aclose(self) -> None:
         """Close the connections this session opened (an injected client stays open)."""
