@@ -374,16 +374,16 @@ class AdaptiveController:
             self._next_start = max(self._next_start, now - 1.0 / self.rate) + 1.0 / self.rate
         return now
 
-    def _release(self) -> None:
+    def _release(self, now: float | None = None) -> None:
+        """Give one request's capacity back (``now``: the time of the event, if read already)."""
         self.in_flight -= 1
-        self._record()
+        now = loop_time() if now is None else now
+        self._record(now)
         if self._queue:
-            self._dispatch(loop_time())
+            self._dispatch(now)
 
-    def _record(self) -> None:
-        self.trace.append(
-            TracePoint(loop_time(), self.window, self.rate, self.in_flight, self.throttles)
-        )
+    def _record(self, now: float) -> None:
+        self.trace.append(TracePoint(now, self.window, self.rate, self.in_flight, self.throttles))
 
     # -- feedback ---------------------------------------------------------------------------------
 
@@ -396,8 +396,8 @@ class AdaptiveController:
 
         ``hints`` is the rate-limit budget the answer reported, if any.
         """
+        now = loop_time()
         try:
-            now = loop_time()
             self._streak = 0
             self._accepted.append(now)
             while self._accepted[0] <= now - 1.0:
@@ -411,7 +411,7 @@ class AdaptiveController:
             if not hold:
                 self._grow()
         finally:
-            self._release()
+            self._release(now)
 
     def throttled(
         self,
@@ -427,8 +427,8 @@ class AdaptiveController:
         ``max_wait`` seconds, else the backoff (see `_pause`). The cut happens only for a
         throttle that looks like a real limit (see `_congested`).
         """
+        now = loop_time()
         try:
-            now = loop_time()
             self.throttles += 1
             self._outcomes.append((started, True))
             if self._first_throttle is None:
@@ -441,7 +441,7 @@ class AdaptiveController:
             if started >= self._cut_at and spaced and self._congested(signals.rates):
                 self._cut(now)
         finally:
-            self._release()
+            self._release(now)
 
     def _pause(
         self, now: float, started: float, status: int, asked: float | None, max_wait: float

@@ -63,7 +63,7 @@ def read_usage(
     counts: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
     for field, path in fields.items():
         value: Any = raw
-        for key in _keys(path):
+        for key in _PATH_KEYS.get(path) or _keys(path):
             value = value.get(key) if isinstance(value, dict) else None
         if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
             reader = reader or UsageReader(client)
@@ -80,11 +80,9 @@ _PATH_KEYS: dict[str, tuple[str, ...]] = {}
 
 
 def _keys(path: str) -> tuple[str, ...]:
-    keys = _PATH_KEYS.get(path)
-    if keys is None:
-        keys = tuple(path.split("."))
-        if len(_PATH_KEYS) < 256:  # the providers' paths; never grows without bound
-            _PATH_KEYS[path] = keys
+    keys = tuple(path.split("."))
+    if len(_PATH_KEYS) < 256:  # the providers' paths; never grows without bound
+        _PATH_KEYS[path] = keys
     return keys
 
 
