@@ -113,3 +113,12 @@ def test_an_answer_is_decoded_by_the_fast_reader_when_orjson_is_installed() -> N
     """The fast path is in use here (orjson is installed in the test environment)."""
     pytest.importorskip("orjson")
     assert _json.FAST_JSON
+
+
+def test_without_orjson_every_answer_is_json_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson is optional: without it the reader is json.loads itself."""
+    monkeypatch.setattr(_json, "orjson", None)
+    _check(b'{"a": [1, 2.5, "x"], "n": NaN}')
+    assert _json.loads(b'{"big": 123456789012345678901234567890}') == {
+        "big": 123456789012345678901234567890
+    }
