@@ -229,32 +229,50 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _start(argv: list[str]) -> Any:
-    """A child process of this interpreter with its stdout piped (text)."""
+def _start(argv: list[str], *, stdin: bool = False) -> Any:
+    """A child process of this interpreter with its stdout (and stdin) piped (text)."""
     import subprocess
     import sys
 
-    return subprocess.Popen([sys.executable, *argv], stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, *argv],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE if stdin else None,
+        text=True,
+    )
 
 
-def start_model_server(latency: float) -> tuple[Any, str]:
-    """``python -m agentjudge.testing serve`` in a child process; (process, base URL)."""
-    child = _start(
+def _stop(child: Any) -> None:
+    """Terminate ``child`` if it still runs, wait for it and close its pipes."""
+    if child.poll() is None:
+        child.terminate()
+    child.wait(timeout=60)
+    for pipe in (child.stdin, child.stdout):
+        if pipe is not None and not pipe.closed:
+            pipe.close()
+
+
+def start_model_server(latency: float, port: int = 0) -> Any:
+    """``python -m agentjudge.testing serve`` in a child process (see `model_url`)."""
+    return _start(
         [
             "-m",
             "agentjudge.testing",
             "serve",
-            "--port=0",
+            f"--port={port}",
             f"--latency={latency}",
             "--answer=Answer: YES\nReasoning: fine",
         ]
     )
-    assert child.stdout is not None
+
+
+def model_url(child: Any) -> str:
+    """Wait for the model server ``child`` to listen; its base URL."""
     first = child.stdout.readline()  # "agentjudge fake model server: base URL http://..."
     if "base URL " not in first:
         child.kill()
         raise RuntimeError(f"the fake model server did not start: {first!r}")
-    return child, first.split("base URL ", 1)[1].strip()
+    return str(first.split("base URL ", 1)[1].strip())
 
 
 async def paced_posts(client: Any, rate: float, seconds: float) -> int:
@@ -275,67 +293,84 @@ async def paced_posts(client: Any, rate: float, seconds: float) -> int:
     return sent
 
 
-async def probe_health(base: str, seconds: float, every: float = 0.01) -> list[float]:
-    """GET ``/health`` on a connection of its own every ``every`` s; latencies in ms."""
+def runnable() -> int:
+    """Processes running or ready to run on the machine now (``procs_running``, Linux)."""
+    with open("/proc/stat", encoding="ascii") as stat:
+        for line in stat:
+            if line.startswith("procs_running"):
+                return int(line.split()[1])
+    return 0  # pragma: no cover - not Linux
+
+
+async def count_runnable(into: list[int], every: float = 0.05) -> None:
+    """Append `runnable` to ``into`` every ``every`` seconds until cancelled."""
+    while True:
+        into.append(runnable())
+        await anyio.sleep(every)
+
+
+async def wait_until_serving(client: Any) -> None:
+    """Poll ``/health`` until the service answers (60 s at most)."""
     import aiohttp
 
-    samples: list[float] = []
-    async with aiohttp.ClientSession(base) as own:
-        stop = perf_counter() + seconds
-        while perf_counter() < stop:
-            began = perf_counter()
-            async with own.get("/health") as r:
-                await r.read()
-            samples.append((perf_counter() - began) * 1000)
-            await anyio.sleep(every)
-    return samples
+    with anyio.fail_after(60):
+        while True:
+            try:
+                async with client.get("/health") as r:
+                    await r.read()
+                return
+            except aiohttp.ClientError:
+                await anyio.sleep(0.05)
 
 
 async def http_load(args: argparse.Namespace) -> dict[str, Any]:
-    """Parent process of ``--http``: start the model and the service, load it, poll /health."""
+    """Parent process of ``--http``: start the model and the service, load it, probe /health.
+
+    The model server and the service start together (the model's port is chosen first); the
+    /health prober is a process of its own (``_health_probe.py``), started before the load so
+    its first probes warm the service up; only its samples taken during the load are kept.
+    """
     import signal
+    from pathlib import Path
 
     import aiohttp
 
-    model, model_url = start_model_server(args.latency)
-    port = _free_port()
+    model_port, port = _free_port(), _free_port()
+    model = start_model_server(args.latency, model_port)
     knobs = ("latency", "backlog", "drain", "sample_rate")
     forwarded = [f"--{k.replace('_', '-')}={getattr(args, k)}" for k in knobs]
     forwarded.append(f"--capacity={args.http_capacity}")
-    service = _start(
-        [__file__, "--serve", f"--port={port}", f"--model-url={model_url}", *forwarded]
-    )
-    base = f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{model_port}/v1"
+    service = _start([__file__, "--serve", f"--port={port}", f"--model-url={url}", *forwarded])
+    prober = None
     try:
-        async with aiohttp.ClientSession(base) as client:
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        async with client.get("/health") as r:
-                            await r.read()
-                        break
-                    except aiohttp.ClientError:
-                        await anyio.sleep(0.05)
-            await probe_health(base, args.warmup)  # first requests build FastAPI's caches
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{port}") as client:
+            await wait_until_serving(client)
+            if model_url(model) != url:
+                raise RuntimeError(f"the fake model server is not at {url}")
+            probe_script = str(Path(__file__).with_name("_health_probe.py"))
+            prober = _start([probe_script, "127.0.0.1", str(port), str(args.every)], stdin=True)
+            prober.stdout.readline()  # "ready"
+            await anyio.sleep(args.warmup)  # its first probes build FastAPI's caches
+            counts: list[int] = []
             async with anyio.create_task_group() as tg:
-                health: list[float] = []
-
-                async def prober() -> None:
-                    health.extend(await probe_health(base, args.seconds))
-
-                tg.start_soon(prober)
+                tg.start_soon(count_runnable, counts)
+                began = perf_counter()
                 sent = await paced_posts(client, args.http_rate, args.seconds)
+                ended = perf_counter()
+                tg.cancel_scope.cancel()
+            prober.stdin.close()
+            probes = json.loads(prober.stdout.readline())
             async with client.get("/stats") as r:
                 during = await r.json()
         service.send_signal(signal.SIGTERM)  # uvicorn's graceful shutdown: the lifespan drains
         out, _ = service.communicate(timeout=args.drain + 60)
         final = json.loads(out.strip().splitlines()[-1])
     finally:
-        for child in (service, model):
-            if child.poll() is None:
-                child.terminate()
-            child.communicate(timeout=60)
-    ordered = sorted(health)
+        for child in (service, model, prober):
+            if child is not None:
+                _stop(child)
+    health = sorted(ms for at, ms in probes if began <= at < ended)
     return {
         "http": True,
         "rate": args.http_rate,
@@ -343,10 +378,11 @@ async def http_load(args: argparse.Namespace) -> dict[str, Any]:
         "capacity_per_s": args.http_capacity,
         "sample_rate": args.sample_rate,
         "sent": sent,
-        "health_n": len(ordered),
-        "health_p50_ms": round(statistics.median(ordered), 2),
-        "health_p99_ms": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 2),
-        "health_max_ms": round(ordered[-1], 2),
+        "runnable_mean": round(statistics.mean(counts), 2) if counts else None,
+        "health_n": len(health),
+        "health_p50_ms": round(statistics.median(health), 2),
+        "health_p99_ms": round(health[min(len(health) - 1, int(len(health) * 0.99))], 2),
+        "health_max_ms": round(health[-1], 2),
         "during": {k: during[k] for k in ("offered", "accepted", "shed", "completed", "backlog")},
         **{k: final[k] for k in (*TERMINAL, "offered", "accepted", "backlog_high_water")},
         "rss_before_mib": final["rss_before_mib"],
@@ -370,7 +406,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--http-capacity", type=float, default=20.0, help="--http: evaluations per second"
     )
-    parser.add_argument("--warmup", type=float, default=1.0, help="--http: seconds of probes first")
+    parser.add_argument("--warmup", type=float, default=0.5, help="--http: seconds of probes first")
+    parser.add_argument("--every", type=float, default=0.01, help="--http: seconds between probes")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--model-url", default="", help=argparse.SUPPRESS)
