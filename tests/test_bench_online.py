@@ -58,9 +58,9 @@ def test_health_stays_fast_while_judges_ten_times_slower_than_traffic_shed_load(
 
     The one wall-clock assertion (why the test is marked ``timing`` and runs alone after the
     parallel part of ``make test``): the best ``/health`` p99 of up to three runs is below
-    the issue's 10 ms. A bound that tight cannot be measured under foreign load: with 3.5
+    the issue's 10 ms. A bound that tight cannot be measured under foreign load: with 3.7
     runnable processes per core, ``/health`` of an *idle* service (no chat traffic, no
-    judge) had a p90 of 9-13 ms here, the time the service and the prober wait for a core. So
+    judge) had a p99 of 8-13 ms here, the time the service and the prober wait for a core. So
     when a run misses it while the machine had more than ``LOADED`` runnable processes per
     core (``procs_running`` sampled during the load, ours included), the test is skipped with
     its numbers, as ``-m "not timing"`` would be (docs/reference/benchmarks.md has the
