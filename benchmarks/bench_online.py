@@ -4,10 +4,10 @@ Run: ``uv run python benchmarks/bench_online.py [--rate 5000] [--seconds 10] [--
 
 A paced load generator calls a request handler ``rate`` times per second for ``seconds``
 seconds, in the same process as a `BackgroundEvaluator` whose judge is an LLM judge over a
-loopback `FakeModelServer`: ``workers`` concurrent evaluations of ``latency`` seconds each
-under the server's rate limit of ``capacity`` requests per second, i.e. ``capacity``
-evaluations per second, ten times fewer than the traffic by default. Three
-handlers are timed in the same run (nanosecond clock around the handler body):
+`FakeModelServer` in a child process of its own (``--model-serve``): ``workers`` concurrent
+evaluations of ``latency`` seconds each under the server's rate limit of ``capacity`` requests
+per second, i.e. at most ``capacity`` evaluations per second, ten times fewer than the traffic
+by default. Three handlers are timed in the same run (nanosecond clock around the handler body):
 
 * ``noop``: a handler that does nothing (the timer's own cost: the floor);
 * ``offer``: a handler that offers the exchange to the background evaluator;
@@ -16,7 +16,8 @@ handlers are timed in the same run (nanosecond clock around the handler body):
 
 Prints one JSON line per handler (p50/p99/max microseconds, added p99 over ``noop``) and one
 for the background evaluator (offered, accepted, shed, completed, cancelled, backlog high-water
-mark, peak RSS). Target: ``offer`` adds < 50 µs at p99.
+mark, peak RSS, the model server's requests and throttled requests). Target: ``offer`` adds
+< 50 µs at p99.
 
 ``--http`` measures the service instead: a FastAPI app on uvicorn in a child process (with its
 background evaluator and the fake model server), loaded over HTTP from this process by
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import signal
 import statistics
 from collections.abc import Awaitable, Callable
 from time import perf_counter, perf_counter_ns
@@ -113,20 +115,23 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     noop = percentiles(await bench_noop(args))
     rows.append({"handler": "noop", **noop})
     workers = max(1, round(args.capacity * args.latency))
-    answer = FakeResponse(text="Answer: YES\nReasoning: fine", latency=args.latency)
-    limit = FakeRateLimit(rps=args.capacity, burst=workers)  # the provider's limit, hidden
-    async with (
-        FakeModelServer(default=answer, rate_limit=limit) as server,
-        OpenAIChat("judge", base_url=server.base_url, api_key="bench") as model,
-    ):
-        evaluator = Evaluator(CorrectnessJudge(model), max_concurrency=workers, timeout=30)
-        background = evaluator.background(
-            max_backlog=args.backlog, workers=workers, drain_timeout=args.drain
-        )
-        async with background:
-            offer = percentiles(await bench_offer(args, background))
-            during = background.statistics()
-        stats = background.statistics()
+    port = _free_port()
+    model = _start([__file__, "--model-serve", f"--port={port}", *_model_knobs(args)])
+    try:
+        url = model_url(model)
+        async with OpenAIChat("judge", base_url=url, api_key="bench") as client:
+            evaluator = Evaluator(CorrectnessJudge(client), max_concurrency=workers, timeout=30)
+            background = evaluator.background(
+                max_backlog=args.backlog, workers=workers, drain_timeout=args.drain
+            )
+            async with background:
+                offer = percentiles(await bench_offer(args, background))
+                during = background.statistics()
+            stats = background.statistics()
+        model.send_signal(signal.SIGTERM)
+        served = json.loads(model.communicate(timeout=60)[0].strip().splitlines()[-1])
+    finally:
+        _stop(model)
     rows.append({"handler": "offer", **offer, "added_p99_us": _added(offer, noop)})
     awaited = percentiles(await bench_awaited(args))
     rows.append({"handler": "awaited_jury_3", **awaited, "added_p99_us": _added(awaited, noop)})
@@ -137,8 +142,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
             "seconds": args.seconds,
             "capacity_per_s": args.capacity,
             "workers": workers,
-            "model_requests": len(server.requests),
-            "model_throttled": server.throttled,
+            "model_requests": served["requests"],
+            "model_throttled": served["throttled"],
             "offered": stats["offered"],
             "accepted": stats["accepted"],
             "shed": stats["shed"],
@@ -156,6 +161,33 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def _added(row: dict[str, float], noop: dict[str, float]) -> float:
     return round(row["p99_us"] - noop["p99_us"], 2)
+
+
+def _model_knobs(args: argparse.Namespace) -> list[str]:
+    return [f"--latency={args.latency}", f"--capacity={args.capacity}"]
+
+
+def serve_model(args: argparse.Namespace) -> None:
+    """``--model-serve``: the in-process benchmark's model, in a child process of its own.
+
+    A `FakeModelServer` answering after ``--latency`` seconds under a provider-like rate limit
+    of ``--capacity`` requests per second (so the judges can do at most that many evaluations
+    per second). Prints its base URL (as ``python -m agentjudge.testing serve`` does), serves
+    until SIGTERM, then prints ``{"requests": ..., "throttled": ...}``.
+    """
+
+    async def main() -> None:
+        workers = max(1, round(args.capacity * args.latency))
+        answer = FakeResponse(text="Answer: YES\nReasoning: fine", latency=args.latency)
+        limit = FakeRateLimit(rps=args.capacity, burst=workers)  # the provider's limit
+        with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+            async with FakeModelServer(default=answer, rate_limit=limit, port=args.port) as server:
+                print(f"bench model server: base URL {server.base_url}", flush=True)
+                async for _ in signals:
+                    break
+        print(json.dumps({"requests": len(server.requests), "throttled": server.throttled}))
+
+    anyio.run(main)
 
 
 def make_service(args: argparse.Namespace) -> Any:
@@ -330,7 +362,6 @@ async def http_load(args: argparse.Namespace) -> dict[str, Any]:
     /health prober is a process of its own (``_health_probe.py``), started before the load so
     its first probes warm the service up; only its samples taken during the load are kept.
     """
-    import signal
     from pathlib import Path
 
     import aiohttp
@@ -409,6 +440,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=0.5, help="--http: seconds of probes first")
     parser.add_argument("--every", type=float, default=0.01, help="--http: seconds between probes")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model-serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--model-url", default="", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -417,8 +449,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """Run the benchmark and print one JSON line per row."""
     args = parse(argv)
-    if args.serve:
-        serve(args)
+    if args.serve or args.model_serve:
+        (serve if args.serve else serve_model)(args)
         return []
     rows = [anyio.run(http_load, args)] if args.http else anyio.run(run, args)
     for row in rows:
