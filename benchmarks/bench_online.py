@@ -161,7 +161,9 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
     model = _start([__file__, "--model-serve", f"--port={port}", *_model_knobs(args)])
     try:
         url = model_url(model)
-        async with OpenAIChat("judge", base_url=url, api_key="bench") as client:
+        # the client's own limit (16 by default) would cap the judges at 160 evaluations/s
+        client_options = {"max_concurrency": workers}
+        async with OpenAIChat("judge", base_url=url, api_key="bench", **client_options) as client:
             evaluator = Evaluator(CorrectnessJudge(client), max_concurrency=workers, timeout=30)
             background = evaluator.background(
                 max_backlog=args.backlog, workers=workers, drain_timeout=args.drain
