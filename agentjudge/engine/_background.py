@@ -21,6 +21,10 @@ Shedding policies, when the backlog is full (``max_backlog`` contexts, or
   With keys, a lowered rate samples a subset of the keys sampled before
   (`agentjudge.engine._sampling`).
 
+Workers take turns to begin evaluations: at most one begins per pass through the event loop
+(a burst of offers that woke many idle workers used to begin them all in one pass, and a
+request handler ready in that pass waited for all of them).
+
 Shutdown (leaving ``async with``): ``offer`` returns False at once (counted as shed), the
 workers drain the backlog for at most ``drain_timeout`` seconds, then what is left is cancelled
 (running evaluations and waiting ones, all counted in ``cancelled``), the sinks get the rest of
@@ -390,6 +394,7 @@ class BackgroundEvaluator:
         self._started = True
         self._export_counters()
         self._workers_done = anyio.Event()
+        self._turn = anyio.Lock(fast_acquire=True)
         self._sinks_done = anyio.Event()
         tg = anyio.create_task_group()
         await tg.__aenter__()
@@ -499,11 +504,9 @@ class BackgroundEvaluator:
                 self._parked.append(wake)
                 await wake.wait()
                 continue
-            item = backlog.popleft()
-            self._bytes -= item.size
-            if self.policy == "adaptive":
-                self._adapt()
-            self.running += 1
+            item = await self._take_turn()
+            if item is None:
+                continue
             try:
                 result = await self._evaluate(item)
             except BaseException:
@@ -518,6 +521,28 @@ class BackgroundEvaluator:
             self._sinks.put(result)
             # Instant judges finish without suspending: let the server and the sinks run.
             await cancel_shielded_checkpoint()
+
+    async def _take_turn(self) -> _Item | None:
+        """The next waiting context (now running), at most one per pass through the event loop.
+
+        Workers take turns: the worker holding the turn begins its evaluation in a later pass
+        than the one before it (a worker that did not wait for the turn yields one pass first),
+        so a burst of offers that woke many workers never begins them all in one pass. None:
+        the backlog emptied while waiting.
+        """
+        turn = self._turn
+        waited = turn.locked()  # then the holder releases it in an earlier pass than ours
+        async with turn:
+            if not waited:
+                await cancel_shielded_checkpoint()
+            if not self._backlog:
+                return None
+            item = self._backlog.popleft()
+            self._bytes -= item.size
+            if self.policy == "adaptive":
+                self._adapt()
+            self.running += 1
+            return item
 
     async def _evaluate(self, item: _Item) -> OnlineResult:
         started = perf_counter()

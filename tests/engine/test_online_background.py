@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import selectors
 from typing import Any
 
 import anyio
@@ -274,3 +276,56 @@ async def test_an_offer_that_raises_is_not_counted() -> None:
             background.offer(input=1, deadline=-1)
         stats = background.statistics()
         assert stats["offered"] == 0 and balanced(stats)
+
+
+class _CountingSelector(selectors.DefaultSelector):
+    """A selector counting its ``select`` calls: one per pass through the asyncio loop."""
+
+    passes = 0
+
+    def select(self, timeout: float | None = None) -> Any:
+        self.passes += 1
+        return super().select(timeout)
+
+
+class _PassRecordingJudge(ScriptedJudge):
+    """An instant judge that records the loop pass in which each evaluation began."""
+
+    def __init__(self, selector: _CountingSelector) -> None:
+        super().__init__(True)
+        self.selector = selector
+        self.began: list[int] = []
+
+    async def __call__(self, ctx: Context, /) -> Judgment:
+        self.began.append(self.selector.passes)
+        return await super().__call__(ctx)
+
+
+@pytest.mark.parametrize("workers", [8, 1])
+def test_at_most_one_evaluation_begins_per_pass_through_the_loop(workers: int) -> None:
+    """A burst of offers to idle workers never begins several evaluations in one loop pass.
+
+    A request handler waits for every callback ready before it in a pass, so the background
+    work one pass can hold is bounded: one evaluation's start (before it, a burst of N offers
+    woke N workers that all began in the same pass, ~1 ms of CPU each for an LLM judge).
+    Counted with a selector that counts the loop's passes (no clocks).
+    """
+    selector = _CountingSelector()
+    judge = _PassRecordingJudge(selector)
+
+    async def scenario() -> None:
+        async with Evaluator(judge).background(workers=workers, max_backlog=100) as background:
+            await settle()  # every worker parked
+            for burst in range(3):
+                for i in range(20):
+                    assert background.offer(input=f"{burst}-{i}")
+                await wait_until(lambda: background.statistics()["backlog"] == 0)
+        assert background.statistics()["completed"] == 60
+
+    anyio.run(
+        scenario,
+        backend="asyncio",
+        backend_options={"loop_factory": lambda: asyncio.SelectorEventLoop(selector)},
+    )
+    assert len(judge.began) == 60
+    assert len(set(judge.began)) == 60, sorted(judge.began)
