@@ -22,12 +22,11 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import suppress
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-__all__ = ["Feed", "single_exception"]
+__all__ = ["Feed", "Handoff", "single_exception"]
 
 T = TypeVar("T")
 
@@ -53,24 +52,129 @@ def single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return group
 
 
+_END: Any = object()
+"""Handed to a waiting consumer when the producer has finished."""
+
+
+class Handoff(Generic[T]):
+    """The rendezvous between a feed's producer task and its consumer (asyncio only).
+
+    What ``anyio.create_memory_object_stream(0)`` gave the feed, without its checkpoints and
+    events: `publish` hands an item to the consumer waiting in `take` (the consumer's task
+    resumes with it), or waits until the consumer takes it. An item is taken at most once
+    and only while its publisher still waits for it; a publisher cancelled while waiting
+    withdraws its item; `close` (the consumer's end) makes every waiting and later `publish`
+    raise `anyio.BrokenResourceError`; after `end` (the producer's end) `take` raises
+    `anyio.EndOfStream` once the items offered are taken. `tests/engine/test_engine_handoff.py`
+    runs random schedules against the memory stream and checks both deliver the same items.
+    """
+
+    __slots__ = ("_loop", "_offers", "_reader", "closed", "ended")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._offers: deque[tuple[T, asyncio.Future[bool]]] = deque()
+        self._reader: asyncio.Future[T] | None = None
+        self.closed = False
+        self.ended = False
+
+    async def publish(self, item: T) -> None:
+        """Give ``item`` to the consumer; return once it took it (at once if it waits).
+
+        Raises:
+            anyio.BrokenResourceError: the consumer closed its end (the item was not taken).
+        """
+        if self.closed:
+            raise anyio.BrokenResourceError
+        reader = self._reader
+        if reader is not None and not reader.done():
+            self._reader = None
+            reader.set_result(item)
+            return
+        taken: asyncio.Future[bool] = self._loop.create_future()
+        entry = (item, taken)
+        self._offers.append(entry)
+        try:
+            consumed = await taken
+        except BaseException:
+            if not taken.done() or taken.cancelled():
+                with suppress(ValueError):
+                    self._offers.remove(entry)
+            raise
+        if not consumed:
+            raise anyio.BrokenResourceError
+
+    def take_nowait(self) -> T:
+        """The oldest item offered, taken now.
+
+        Raises:
+            anyio.WouldBlock: none is offered and the producer has not finished.
+            anyio.EndOfStream: none is offered and the producer has finished.
+        """
+        offers = self._offers
+        while offers:
+            item, taken = offers.popleft()
+            if not taken.done():  # else its publisher was cancelled: withdrawn
+                taken.set_result(True)
+                return item
+        if self.ended:
+            raise anyio.EndOfStream
+        raise anyio.WouldBlock
+
+    async def take(self) -> T:
+        """The next item, waiting for one (see `take_nowait`)."""
+        try:
+            return self.take_nowait()
+        except anyio.WouldBlock:
+            pass
+        reader: asyncio.Future[T] = self._loop.create_future()
+        self._reader = reader
+        try:
+            item = await reader
+        finally:
+            if self._reader is reader:
+                self._reader = None
+        if item is _END:
+            raise anyio.EndOfStream
+        return item
+
+    def end(self) -> None:
+        """The producer has finished: a waiting and every later `take` ends the stream."""
+        self.ended = True
+        reader, self._reader = self._reader, None
+        if reader is not None and not reader.done():
+            reader.set_result(_END)
+
+    def close(self) -> None:
+        """The consumer's end is closed: publishers waiting now or later are refused."""
+        self.closed = True
+        offers = self._offers
+        while offers:
+            _, taken = offers.popleft()
+            if not taken.done():
+                taken.set_result(False)
+
+
 class _Producer(Generic[T]):
     """The detached side of a `Feed`: it must hold no reference to the feed (see `Feed`)."""
 
     def __init__(
         self,
         produce: Callable[[Callable[[T], Awaitable[None]]], Awaitable[None]],
-        send: MemoryObjectSendStream[T],
+        handoff: Handoff[T],
     ) -> None:
         self.produce = produce
-        self.send = send
+        self.handoff = handoff
         self.scope = anyio.CancelScope()
         self.failure: BaseException | None = None
 
     async def run(self) -> None:
         try:
-            async with self.send:
+            try:
                 with self.scope:
-                    await self.produce(self.send.send)
+                    await self.produce(self.handoff.publish)
+            finally:
+                self.handoff.end()
         except anyio.BrokenResourceError:
             pass  # the consumer closed its end: nothing more is wanted
         except BaseException as exc:  # re-raised to the consumer
@@ -88,16 +192,14 @@ class Feed(Generic[T]):
 
     Args:
         produce: ``produce(publish)`` publishes items with ``await publish(item)`` (which
-            waits while ``buffer`` items are unread) and returns when there are no more.
-        buffer: Items published ahead of the consumer.
+            waits until the consumer took the item) and returns when there are no more.
     """
 
     def __init__(
-        self, produce: Callable[[Callable[[T], Awaitable[None]]], Awaitable[None]], buffer: int = 0
+        self, produce: Callable[[Callable[[T], Awaitable[None]]], Awaitable[None]]
     ) -> None:
         self._produce = produce
-        self._buffer = buffer
-        self._receive: MemoryObjectReceiveStream[T] | None = None
+        self._receive: Handoff[T] | None = None
         self._producer: _Producer[T] | None = None
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -117,10 +219,7 @@ class Feed(Generic[T]):
             return await self._fallback.__anext__()
         assert self._receive is not None and self._producer is not None
         try:
-            try:  # a published item is taken at once: one per trip through the loop is too slow
-                return self._receive.receive_nowait()
-            except anyio.WouldBlock:
-                return await self._receive.receive()
+            return await self._receive.take()
         except anyio.EndOfStream:
             self._closed = True
             failure, self._producer.failure = self._producer.failure, None
@@ -178,8 +277,8 @@ class Feed(Generic[T]):
         if not on_asyncio:
             self._fallback = self._grouped()
             return
-        send, self._receive = anyio.create_memory_object_stream[T](self._buffer)
-        self._producer = producer = _Producer(self._produce, send)
+        self._receive = handoff = Handoff[T](loop)
+        self._producer = producer = _Producer(self._produce, handoff)
         self._loop = loop
         task = loop.create_task(producer.run())
         _LIVE.add(task)
@@ -188,7 +287,7 @@ class Feed(Generic[T]):
 
     async def _grouped(self) -> AsyncGenerator[T, None]:
         """Other backends: a task group spanning the reads (close the feed when done)."""
-        send, receive = anyio.create_memory_object_stream[T](self._buffer)
+        send, receive = anyio.create_memory_object_stream[T](0)
 
         async def produce() -> None:
             async with send:
