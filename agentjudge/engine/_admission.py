@@ -180,19 +180,28 @@ class Admission:
                 "free slots, but they were taken before it could use them"
             ) from exc
 
+    def take_global(self, stats: LeafStats) -> bool:
+        """Take a global slot for ``stats`` if one is free and nobody is queued; True if taken.
+
+        `acquire_global` without its coroutine, for callers that await only when this fails.
+        """
+        if self.waiting:
+            return False
+        try:
+            (self._global or self.limiter).acquire_on_behalf_of_nowait(stats)
+        except WouldBlock:
+            return False
+        return True
+
     async def acquire_global(self, stats: LeafStats) -> None:
         """Take a global slot for ``stats``, waiting in the FIFO queue when none is free.
 
         Every wait for a global slot goes through the one queue, so a member that first waited
         for its resource slot cannot jump ahead of members queued before it.
         """
+        if self.take_global(stats):
+            return
         limiter = self._global or self.limiter
-        if not self.waiting:
-            try:
-                limiter.acquire_on_behalf_of_nowait(stats)
-                return
-            except WouldBlock:
-                pass
         granted = anyio.Event()
         entry = Queued(stats, granted.set)
         self.waiting.append(entry)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import nullcontext
 from time import perf_counter
 from typing import Any, cast
 
@@ -41,6 +42,12 @@ from agentjudge.judging import (
 __all__ = ["LeafRunner", "ResultCallback", "stray"]
 
 logger = logging.getLogger("agentjudge")
+
+_SUSPENDED: Any = object()
+"""`LeafRunner._first_step`'s mark for a judge that suspended in its first step."""
+
+_NO_SCOPE = nullcontext()
+"""Entered in place of a cancel scope by an attempt without a timeout."""
 
 ResultCallback = Callable[[JudgeResult], Awaitable[None] | None]
 """Called once per completed JudgeResult (unsampled ones included), in completion order."""
@@ -206,11 +213,20 @@ class LeafRunner:
             return final
         return judgment
 
-    async def attempt(self, leaf: Leaf, ctx: Context, stats: LeafStats) -> Judgment:
-        """One attempt, admitted by the budget first when the leaf is metered."""
+    def attempt(self, leaf: Leaf, ctx: Context, stats: LeafStats) -> Awaitable[Judgment]:
+        """One attempt, admitted by the budget first when the leaf is metered.
+
+        A plain function returning the attempt's coroutine: one frame less per attempt than an
+        ``async def`` that awaits it (everything still happens when it is awaited).
+        """
         budget = self.budget
         if budget is None or not leaf.metered:
-            return await self._attempt_now(leaf, ctx, stats)
+            return self._attempt_now(leaf, ctx, stats)
+        return self._metered(budget, leaf, ctx, stats)
+
+    async def _metered(
+        self, budget: Budget, leaf: Leaf, ctx: Context, stats: LeafStats
+    ) -> Judgment:
         try:
             budget.admit(leaf.name)
         except BudgetExhausted:
@@ -225,7 +241,8 @@ class LeafRunner:
     async def _attempt_now(self, leaf: Leaf, ctx: Context, stats: LeafStats) -> Judgment:
         stats.attempts += 1
         started, stats.since = stats.since or perf_counter(), 0.0
-        resource, limiter = self.admission.limiters(leaf)
+        admission = self.admission
+        resource, limiter = admission.limiters(leaf)
         # A member started after its group was cancelled must not reach the judge just
         # because a slot is free (acquiring without waiting is no checkpoint). A reservation
         # still held here is released by the group if this raises.
@@ -234,69 +251,75 @@ class LeafRunner:
         if resource is not None and not reserved:
             await acquire(resource, stats)
         try:
-            if not reserved:
-                await self.admission.acquire_global(stats)
+            if not reserved and not admission.take_global(stats):
+                await admission.acquire_global(stats)
             try:
-                return await self._timed(leaf, ctx, stats, started)
+                return await self._guarded(leaf, stats, started, ctx, None)
             finally:
                 limiter.release_on_behalf_of(stats)
-                if self.admission.waiting:
-                    self.admission.dispatch()
+                if admission.waiting:
+                    admission.dispatch()
         finally:
             if resource is not None:
                 resource.release_on_behalf_of(stats)
 
-    async def _timed(self, leaf: Leaf, ctx: Context, stats: LeafStats, started: float) -> Judgment:
-        """Call the judge under the timeout (see `_guarded`)."""
-        return await self._guarded(
-            leaf, stats, started, lambda scope, began: self._step(leaf, ctx, scope, began)
-        )
-
     async def _guarded(
-        self,
-        leaf: Leaf,
-        stats: LeafStats,
-        started: float,
-        call: Callable[[anyio.CancelScope | None, float], Awaitable[Judgment]],
+        self, leaf: Leaf, stats: LeafStats, started: float, ctx: Context, carried: Carried | None
     ) -> Judgment:
-        """Run ``call(scope, began)`` under the timeout; time reported by ``add_queued`` queues.
+        """Call the judge under the timeout; time reported by ``add_queued`` queues.
 
-        The scope gets its deadline only once the judge suspends (``call`` arms it): one that
-        completes in its first step cannot be interrupted anyway, and a scope without a deadline
-        costs half as much (no timer).
+        A fresh attempt (``carried`` None) calls ``leaf.step(ctx)`` and steps it once inline to
+        learn whether it suspends; a carried one continues the coroutine the fast path
+        stepped. The scope gets its deadline only once the judge suspends: one that completes
+        in its first step cannot be interrupted anyway, and a scope without a deadline costs
+        half as much (no timer). One frame drives the judge (no helper coroutines per step).
         """
         clock = QueueClock()
         token = queue_clock.set(clock)
         began = perf_counter()
         stats.queued += began - started
         timeout = self.timeouts[leaf.index]
+        scope = None if timeout is None else anyio.CancelScope()
         try:
-            if timeout is None:
-                return await call(None, began)
-            with anyio.CancelScope() as sc:
-                judgment = await call(sc, began)
+            with scope or _NO_SCOPE:
+                if carried is None:
+                    coro = leaf.step(ctx)
+                    first, value = self._first_step(leaf, coro)
+                else:
+                    coro, first, value = carried.coro, carried.first, _SUSPENDED
+                if value is _SUSPENDED:
+                    if scope is not None:
+                        arm(scope, cast(float, timeout), began)
+                    try:
+                        value = await Resume(coro, first)
+                    except BaseException as exc:
+                        if is_stray_cancellation(exc):
+                            raise stray(leaf, exc) from exc
+                        raise
+                judgment = (
+                    value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
+                )
             # Also when the judge swallowed the deadline's cancellation and returned, or
             # blocked past the deadline without suspending: an attempt that overran its
             # timeout is a TimeoutError whatever the judge returned.
-            if sc.cancel_called or perf_counter() - began > timeout:
+            if scope is not None and (
+                scope.cancel_called or perf_counter() - began > cast(float, timeout)
+            ):
                 raise self.timed_out(leaf, stats.attempts)
-            return judgment
+            return cast(Judgment, judgment)
         finally:
             queue_clock.reset(token)
             stats.working += perf_counter() - began - clock.seconds
             stats.queued += clock.seconds
 
-    async def _step(
-        self, leaf: Leaf, ctx: Context, scope: anyio.CancelScope | None, began: float
-    ) -> Judgment:
-        """Call the judge, stepping it once inline to learn whether it suspends."""
+    def _first_step(self, leaf: Leaf, coro: Coroutine[Any, Any, object]) -> tuple[object, object]:
+        """Step a fresh judge coroutine once: (what it yielded, `_SUSPENDED`) or (None, value)."""
         learned, index = self.learned, leaf.index
-        coro = cast(Coroutine[Any, Any, object], leaf.call(ctx))
         try:
             first = coro.send(None)
         except StopIteration as done:
             learned.completed_inline(index)
-            return cast(Judgment, done.value)
+            return None, done.value
         except Exception:
             learned.completed_inline(index)  # raising in the first step is not suspending
             raise
@@ -306,26 +329,7 @@ class LeafRunner:
                 raise stray(leaf, exc) from exc
             raise
         learned.suspended(index)
-        return cast(Judgment, await self._resume(leaf, coro, first, scope, began))
-
-    async def _resume(
-        self,
-        leaf: Leaf,
-        coro: Coroutine[Any, Any, object],
-        first: object,
-        scope: anyio.CancelScope | None,
-        began: float,
-    ) -> object:
-        """Drive a judge that suspended in its first step (``scope``: timed from ``began``)."""
-        timeout = self.timeouts[leaf.index]
-        if scope is not None and timeout is not None:
-            arm(scope, timeout, began)
-        try:
-            return await Resume(coro, first)
-        except BaseException as exc:
-            if is_stray_cancellation(exc):
-                raise stray(leaf, exc) from exc
-            raise
+        return first, _SUSPENDED
 
     # ------------------------------------------------------------------ carried over
     async def carry(self, leaf: Leaf, run: RunState, carried: Carried) -> JudgeResult:
@@ -339,7 +343,7 @@ class LeafRunner:
         if run.deadline is not None:  # the fast path never starts under a deadline
             raise AssertionError("agentjudge engine: a carried attempt under a deadline")
         try:
-            outcome = await self._carried_attempt(leaf, carried)
+            outcome = await self._carried_attempt(leaf, run.ctx, carried)
         except Exception as exc:
             outcome = await self._recover(leaf, run, stats, exc)
         result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
@@ -347,16 +351,8 @@ class LeafRunner:
             await self.notify(leaf, result)
         return result
 
-    async def _carried_attempt(self, leaf: Leaf, carried: Carried) -> Judgment:
-        stats = carried.stats
+    async def _carried_attempt(self, leaf: Leaf, ctx: Context, carried: Carried) -> Judgment:
         try:
-
-            async def call(scope: anyio.CancelScope | None, began: float) -> Judgment:
-                value = await self._resume(leaf, carried.coro, carried.first, scope, began)
-                if leaf.coerce_as is None:
-                    return cast(Judgment, value)
-                return coerce_judgment(value, leaf.coerce_as)
-
-            return await self._guarded(leaf, stats, carried.began, call)
+            return await self._guarded(leaf, carried.stats, carried.began, ctx, carried)
         finally:
-            self.admission.release(leaf, stats)
+            self.admission.release(leaf, carried.stats)
