@@ -38,7 +38,9 @@ from agentjudge.judges._verdict import (
     excerpt,
     parse_json_object,
     parse_verdict,
+    read_verdict,
     response_metadata,
+    verdict_with_metadata,
     with_metadata,
 )
 from agentjudge.judging import JudgeKind
@@ -337,6 +339,10 @@ class LLMJudge(ModelJudgeBase):
 
     def read(self, response: ModelResponse) -> Judgment:
         """Turn a model response into this judge's judgment (metadata included)."""
+        if self._shape is None and self.classifier is None:
+            found = read_verdict(response.text, response.parsed)
+            if not isinstance(found, Judgment):  # a verdict: one judgment built, not two
+                return verdict_with_metadata(found, calls_metadata(self.model.name, [response]))
         return self.finish(self.read_answer(response), response)
 
     def read_answer(self, response: ModelResponse) -> Judgment:

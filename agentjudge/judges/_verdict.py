@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agentjudge.core import Judgment, freeze_metadata, judgment_problem, thaw
+from agentjudge.core import Judgment, Status, freeze_metadata, judgment_problem, thaw
 from agentjudge.models._types import ModelResponse
 
 __all__ = [
@@ -15,8 +15,10 @@ __all__ = [
     "excerpt",
     "parse_json_object",
     "parse_verdict",
+    "read_verdict",
     "response_metadata",
     "strip_code_fences",
+    "verdict_with_metadata",
     "with_metadata",
 ]
 
@@ -137,6 +139,10 @@ def _unparseable(text: str, why: str) -> Judgment:
     )
 
 
+Verdict = tuple[Status, str, str]
+"""A verdict `read_verdict` found: (PASS or FAIL, the reasoning, the label "yes" or "no")."""
+
+
 def parse_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Judgment:
     r"""Read a YES/NO verdict from a model response.
 
@@ -155,6 +161,17 @@ def parse_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Judgmen
         PASS (YES) or FAIL (NO) with label ``"yes"`` / ``"no"``; ABSTAIN ``"Could not parse ..."``
         with the raw text in ``metadata["raw_output"]`` when no verdict is found.
     """
+    found = read_verdict(text, parsed)
+    if isinstance(found, Judgment):
+        return found
+    status, reasoning, label = found
+    if status is Status.PASS:
+        return Judgment.passed(reasoning, label=label)
+    return Judgment.failed(reasoning, label=label)
+
+
+def read_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Verdict | Judgment:
+    """What `parse_verdict` reads, before a judgment is built: the verdict, else the ABSTAIN."""
     structured: Mapping[str, Any] | None = parsed
     if structured is None and text.lstrip().startswith(("{", "```")):
         structured, _ = parse_json_object(text)
@@ -167,12 +184,39 @@ def parse_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Judgmen
         if not isinstance(reasoning, str) or not reasoning.strip():
             reasoning = text.strip()
         if word == "yes":
-            return Judgment.passed(reasoning.strip(), label="yes")
-        return Judgment.failed(reasoning.strip(), label="no")
+            return Status.PASS, reasoning.strip(), "yes"
+        return Status.FAIL, reasoning.strip(), "no"
     match = _ANSWER.search(text)
     if match is None:
         return _unparseable(text, "expected a line 'Answer: YES' or 'Answer: NO'")
     reasoning = _reasoning_from_text(text)
     if match.group(1).casefold() == "yes":
-        return Judgment.passed(reasoning, label="yes")
-    return Judgment.failed(reasoning, label="no")
+        return Status.PASS, reasoning, "yes"
+    return Status.FAIL, reasoning, "no"
+
+
+def verdict_with_metadata(verdict: Verdict, extra: Mapping[str, Any]) -> Judgment:
+    """``with_metadata(<the judgment of verdict>, extra)``, built once instead of twice.
+
+    A found verdict is always a sound PASS or FAIL without metadata of its own, so the one
+    judgment is built without validation; metadata that cannot be frozen goes the general
+    way (which raises as it always did). `tests/judges/test_judges_verdict_fused.py` pins it
+    to the two builds.
+    """
+    status, reasoning, label = verdict
+    if extra:
+        try:
+            metadata = freeze_metadata(dict(extra))
+        except (TypeError, ValueError):
+            pass  # the general way below raises the error it always did
+        else:
+            return Judgment.fast(
+                status=status,
+                score=None,
+                label=label,
+                confidence=None,
+                reasoning=reasoning,
+                checks=(),
+                metadata=metadata,
+            )
+    return with_metadata(Judgment(status=status, reasoning=reasoning, label=label), extra)
