@@ -46,6 +46,9 @@ logger = logging.getLogger("agentjudge")
 _SUSPENDED: Any = object()
 """`LeafRunner._first_step`'s mark for a judge that suspended in its first step."""
 
+_UNSTEPPED: Any = object()
+"""The first step of a judge known to suspend: not taken inline, the judge is awaited whole."""
+
 _NO_SCOPE = nullcontext()
 """Entered in place of a cancel scope by an attempt without a timeout."""
 
@@ -272,7 +275,11 @@ class LeafRunner:
         learn whether it suspends; a carried one continues the coroutine the fast path
         stepped. The scope gets its deadline only once the judge suspends: one that completes
         in its first step cannot be interrupted anyway, and a scope without a deadline costs
-        half as much (no timer). One frame drives the judge (no helper coroutines per step).
+        half as much (no timer). A judge already known to suspend (`Learned.suspends`) is not
+        stepped: the deadline (the same instant, counted from ``began``) is set first and the
+        judge is awaited whole, without `Resume` relaying each of its steps;
+        `tests/engine/test_engine_known_suspend.py` pins both ways to the same results. One
+        frame drives the judge (no helper coroutines per step).
         """
         clock = QueueClock()
         token = queue_clock.set(clock)
@@ -282,16 +289,18 @@ class LeafRunner:
         scope = None if timeout is None else anyio.CancelScope()
         try:
             with scope or _NO_SCOPE:
-                if carried is None:
+                if carried is not None:
+                    coro, first, value = carried.coro, carried.first, _SUSPENDED
+                elif self.learned.suspends[leaf.index]:  # it suspends: no step to learn it
+                    coro, first, value = leaf.step(ctx), _UNSTEPPED, _SUSPENDED
+                else:
                     coro = leaf.step(ctx)
                     first, value = self._first_step(leaf, coro)
-                else:
-                    coro, first, value = carried.coro, carried.first, _SUSPENDED
                 if value is _SUSPENDED:
                     if scope is not None:
                         arm(scope, cast(float, timeout), began)
                     try:
-                        value = await Resume(coro, first)
+                        value = await (coro if first is _UNSTEPPED else Resume(coro, first))
                     except BaseException as exc:
                         if is_stray_cancellation(exc):
                             raise stray(leaf, exc) from exc
