@@ -17,14 +17,13 @@ from time import perf_counter
 from typing import Any, cast
 
 import anyio
-from anyio.lowlevel import checkpoint_if_cancelled
 
 from agentjudge._retry import RetryPolicy, call_with_retry
 from agentjudge.core import Context, JudgeResult, Judgment
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._deadline import deadline_error
-from agentjudge.engine._inline import Resume, arm
+from agentjudge.engine._inline import Resume, arm, cancel_scope, checkpoint_if_cancelled
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Leaf
 from agentjudge.engine._state import Carried, LeafStats, RunState
@@ -286,7 +285,7 @@ class LeafRunner:
         began = perf_counter()
         stats.queued += began - started
         timeout = self.timeouts[leaf.index]
-        scope = None if timeout is None else anyio.CancelScope()
+        scope = None if timeout is None else cancel_scope()
         try:
             with scope or _NO_SCOPE:
                 if carried is not None:

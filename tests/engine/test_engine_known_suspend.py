@@ -5,7 +5,9 @@ The leaf boundary steps every fresh attempt once inline to learn whether the jud
 first and the judge is awaited without `Resume` relaying its steps. The property: for any
 sequence of judge behaviours (answers, exceptions, stray cancellations, invalid values, inline
 completions, overrunning the timeout), evaluating it that way gives the same results as the
-general way (every attempt stepped first, what the engine did before).
+general way (every attempt stepped first, what the engine did before). Also: the engine's
+attempt scope and cancellation check (`cancel_scope`, `checkpoint_if_cancelled`, built without
+anyio's backend lookup on asyncio) behave as anyio's own on every installed backend.
 """
 
 from __future__ import annotations
@@ -108,3 +110,25 @@ async def test_a_known_suspender_still_times_out_and_is_cancelled_with_its_calle
     with anyio.move_on_after(0.05) as scope:
         await untimed.evaluate(CTX)
     assert scope.cancelled_caught
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_the_engines_scope_and_checkpoint_are_anyios_on_every_backend(backend: str) -> None:
+    pytest.importorskip(backend)
+    from agentjudge.engine._inline import cancel_scope, checkpoint_if_cancelled
+
+    async def main() -> tuple[bool, bool]:
+        with cancel_scope() as scope:
+            assert isinstance(scope, anyio.CancelScope)
+            await checkpoint_if_cancelled()  # not cancelled: returns
+            scope.cancel()
+            await checkpoint_if_cancelled()  # cancelled: raises, the scope catches it
+            raise AssertionError("checkpoint_if_cancelled did not raise")  # pragma: no cover
+        with anyio.move_on_after(0.01) as timed:
+            with cancel_scope() as inner:
+                inner.deadline = anyio.current_time() + 10
+                assert anyio.current_effective_deadline() < inner.deadline  # the outer one
+                await anyio.sleep(1)
+        return scope.cancelled_caught, timed.cancelled_caught
+
+    assert anyio.run(main, backend=backend) == (True, True)
