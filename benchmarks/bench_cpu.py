@@ -1,0 +1,195 @@
+"""CPU per case of the engine and the LLM judge, in one process, with a client that answers at once.
+
+W4 (``bench_llm.py``) measures the whole LLM path against a provider in another process; on a
+shared machine its walls mostly measure the scheduler. This probe isolates our own CPU: the
+model client is replaced by one that suspends once (like a network call) and returns a ready
+`ModelResponse`, so only the engine's and the judge's work counts. Variants (``N`` cases at
+concurrency 100 each):
+
+* ``floor``: 100 workers awaiting a bare judge that suspends once (the loop's own cost);
+* ``fake_plain``: the fake client alone (subtract it from the judge rows);
+* ``judge_plain`` / ``judge_struct``: an `LLMJudge` (plain / ``output_model=``) called directly;
+* ``eval_bare``: `Evaluator.run` of the bare judge (the engine alone, minus ``floor``);
+* ``eval_plain`` / ``eval_struct``: `Evaluator.run` of the LLM judges (engine plus judge).
+
+Two measures: ``--reps R`` prints the least CPU time (``time.process_time``) per case over R
+repetitions, in microseconds; ``--instructions`` runs each variant under valgrind (cachegrind,
+no cache simulation) for 500 and 1,500 cases and prints the instructions per case of the
+difference, which does not depend on the machine's load (about 2.5-4k instructions per us
+here). ``PYTHONPATH=<another tree>`` measures another commit's package.
+
+Run: ``uv run python benchmarks/bench_cpu.py [--variants a,b] [--reps 7] [--instructions]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+import agentjudge
+from agentjudge import Context, Evaluator, Judgment, LLMJudge
+from agentjudge.models import ModelResponse, Usage
+
+ANSWER = "The answer matches the reference.\nAnswer: YES"
+PROMPT = "Question: {{input}}\nAnswer: {{output}}\nIs the answer correct?"
+CASES = 2000
+CONCURRENCY = 100
+PASS = Judgment.passed("ok")
+
+
+class Grade(BaseModel):
+    """The structured judge's answer."""
+
+    passed: bool
+    reasoning: str
+
+
+class AtOnce:
+    """A model client that suspends once and answers (plain text or a parsed grade)."""
+
+    name = "fake:judge"
+
+    def __init__(self, structured: bool) -> None:
+        self.structured = structured
+
+    async def complete(self, request: Any) -> ModelResponse:
+        await asyncio.sleep(0)
+        usage = Usage(input_tokens=10, output_tokens=5, total_tokens=15)
+        if self.structured:
+            grade = {"passed": True, "reasoning": "matches"}
+            text = '{"passed": true, "reasoning": "matches"}'
+            return ModelResponse(text=text, parsed=grade, model="judge", usage=usage)
+        return ModelResponse(text=ANSWER, model="judge", finish_reason="stop", usage=usage)
+
+
+async def bare(ctx: Context) -> Judgment:
+    """A judge that suspends once."""
+    await asyncio.sleep(0)
+    return PASS
+
+
+Run = Callable[[list[Context]], Awaitable[None]]
+
+
+async def pool(items: list[Any], call: Callable[[Any], Awaitable[Any]]) -> None:
+    """``call`` on every item, ``CONCURRENCY`` workers pulling from one iterator."""
+    pending = iter(items)
+
+    async def worker() -> None:
+        for item in pending:
+            await call(item)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(CONCURRENCY):
+            tg.start_soon(worker)
+
+
+def direct(call: Callable[[Any], Awaitable[Any]]) -> Run:
+    async def run(contexts: list[Context]) -> None:
+        await pool(contexts, call)
+
+    return run
+
+
+def evaluated(subject: Any) -> Run:
+    evaluator = Evaluator(subject, max_concurrency=CONCURRENCY)
+
+    async def run(contexts: list[Context]) -> None:
+        passed = 0
+        async for case in evaluator.run(contexts, concurrency=CONCURRENCY):
+            passed += case.verdict.judgment.is_pass
+        assert passed == len(contexts), f"{len(contexts) - passed} cases did not pass"
+
+    return run
+
+
+def judge(structured: bool) -> LLMJudge:
+    return LLMJudge("j", AtOnce(structured), PROMPT, output_model=Grade if structured else None)
+
+
+VARIANTS: dict[str, Callable[[], Run]] = {
+    "floor": lambda: direct(bare),
+    "fake_plain": lambda: direct(AtOnce(False).complete),
+    "judge_plain": lambda: direct(judge(False)),
+    "judge_struct": lambda: direct(judge(True)),
+    "eval_bare": lambda: evaluated(bare),
+    "eval_plain": lambda: evaluated(judge(False)),
+    "eval_struct": lambda: evaluated(judge(True)),
+}
+
+
+def contexts(n: int = CASES) -> list[Context]:
+    return [Context(input=f"what is {i}+{i}?", output=str(2 * i)) for i in range(n)]
+
+
+async def cpu_us(name: str, reps: int) -> float:
+    """The least CPU time per case over ``reps`` runs, in microseconds (after a warm-up)."""
+    run = VARIANTS[name]()
+    await run(contexts(200))
+    best = float("inf")
+    for _ in range(reps):
+        batch = contexts()
+        gc.collect()
+        start = time.process_time()
+        await run(batch)
+        best = min(best, time.process_time() - start)
+    return best / CASES * 1e6
+
+
+async def once(name: str, n: int) -> None:
+    """``--once``: warm up, then run ``n`` cases (what valgrind counts)."""
+    run = VARIANTS[name]()
+    await run(contexts(200))
+    batch = contexts(n)
+    gc.collect()
+    await run(batch)
+
+
+def instructions(name: str) -> int:
+    """Instructions per case: valgrind's count at 1,500 cases minus 500, over 1,000."""
+    counts = []
+    for n in (500, 1500):
+        command = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
+        command += ["--cachegrind-out-file=/dev/null", sys.executable, __file__]
+        command += ["--variants", name, "--once", str(n)]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+        assert found, done.stderr[-2000:]
+        counts.append(int(found.group(1).replace(",", "")))
+    return (counts[1] - counts[0]) // 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--once", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    names = args.variants.split(",")
+    if args.once:
+        anyio.run(once, names[0], args.once)
+        return
+    print(f"# {agentjudge.__file__}")
+    for name in names:
+        if args.instructions:
+            if shutil.which("valgrind") is None:
+                sys.exit("--instructions needs valgrind")
+            print(f"{name}: {instructions(name)} instructions per case", flush=True)
+        else:
+            print(f"{name}: {anyio.run(cpu_us, name, args.reps):.1f} us CPU per case", flush=True)
+
+
+if __name__ == "__main__":
+    main()
