@@ -35,11 +35,12 @@ from agentjudge.judges._confidence import (
 from agentjudge.judges._template import PromptTemplate
 from agentjudge.judges._verdict import _ANSWER as ANSWER_LINE  # the line parse_verdict reads
 from agentjudge.judges._verdict import (
+    Verdict,
     excerpt,
     parse_json_object,
-    parse_verdict,
     read_verdict,
     response_metadata,
+    verdict_judgment,
     verdict_with_metadata,
     with_metadata,
 )
@@ -339,19 +340,24 @@ class LLMJudge(ModelJudgeBase):
 
     def read(self, response: ModelResponse) -> Judgment:
         """Turn a model response into this judge's judgment (metadata included)."""
-        if self._shape is None and self.classifier is None:
-            found = read_verdict(response.text, response.parsed)
-            if not isinstance(found, Judgment):  # a verdict: one judgment built, not two
-                return verdict_with_metadata(found, calls_metadata(self.model.name, [response]))
-        return self.finish(self.read_answer(response), response)
+        found = self._read(response)
+        if isinstance(found, Judgment):
+            return self.finish(found, response)
+        # a PASS/FAIL verdict: one judgment with the metadata, not a judgment and a copy
+        return verdict_with_metadata(found, calls_metadata(self.model.name, [response]))
 
     def read_answer(self, response: ModelResponse) -> Judgment:
         """The judgment a model response gives, before the call metadata is added."""
+        found = self._read(response)
+        return found if isinstance(found, Judgment) else verdict_judgment(found)
+
+    def _read(self, response: ModelResponse) -> Verdict | Judgment:
+        """The verdict of a response, or the judgment it gives when it is not a plain verdict."""
         if self._shape is not None:
             return self._read_structured(self._shape, response)
         if self.classifier is not None:
             return self.classifier.classify(response.text)
-        return parse_verdict(response.text, response.parsed)
+        return read_verdict(response.text, response.parsed)
 
     def verdict_position(self, response: ModelResponse) -> VerdictPosition | str:
         """Where the verdict starts in ``response.text``, for logprob confidence (or why not).
@@ -384,7 +390,7 @@ class LLMJudge(ModelJudgeBase):
             return None
         return "pass" if (value - low) / (high - low) >= self.threshold else "fail"
 
-    def _read_structured(self, shape: _OutputShape, response: ModelResponse) -> Judgment:
+    def _read_structured(self, shape: _OutputShape, response: ModelResponse) -> Verdict | Judgment:
         data: dict[str, Any] | None = response.parsed
         if data is None:
             if response.schema_error:
@@ -429,7 +435,7 @@ class LLMJudge(ModelJudgeBase):
             raw = data.get(shape.passed[1])
             value = getattr(instance, shape.passed[0])
             if isinstance(raw, bool) and isinstance(value, bool):
-                return Judgment.passed(reasoning) if value else Judgment.failed(reasoning)
+                return (Status.PASS if value else Status.FAIL), reasoning, None
             return Judgment.abstained(
                 f"Structured output field {shape.passed[1]!r} must be true or false, got {raw!r}"
             )

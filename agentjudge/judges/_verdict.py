@@ -18,6 +18,7 @@ __all__ = [
     "read_verdict",
     "response_metadata",
     "strip_code_fences",
+    "verdict_judgment",
     "verdict_with_metadata",
     "with_metadata",
 ]
@@ -139,8 +140,8 @@ def _unparseable(text: str, why: str) -> Judgment:
     )
 
 
-Verdict = tuple[Status, str, str]
-"""A verdict `read_verdict` found: (PASS or FAIL, the reasoning, the label "yes" or "no")."""
+Verdict = tuple[Status, str, str | None]
+"""A verdict found in an answer: (PASS or FAIL, the reasoning, the label or None)."""
 
 
 def parse_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Judgment:
@@ -162,12 +163,16 @@ def parse_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Judgmen
         with the raw text in ``metadata["raw_output"]`` when no verdict is found.
     """
     found = read_verdict(text, parsed)
-    if isinstance(found, Judgment):
-        return found
-    status, reasoning, label = found
+    return found if isinstance(found, Judgment) else verdict_judgment(found)
+
+
+def verdict_judgment(verdict: Verdict) -> Judgment:
+    """The PASS or FAIL judgment of a verdict (validated; no label when it has none)."""
+    status, reasoning, label = verdict
+    fields = {} if label is None else {"label": label}
     if status is Status.PASS:
-        return Judgment.passed(reasoning, label=label)
-    return Judgment.failed(reasoning, label=label)
+        return Judgment.passed(reasoning, **fields)
+    return Judgment.failed(reasoning, **fields)
 
 
 def read_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Verdict | Judgment:
@@ -196,7 +201,7 @@ def read_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Verdict 
 
 
 def verdict_with_metadata(verdict: Verdict, extra: Mapping[str, Any]) -> Judgment:
-    """``with_metadata(<the judgment of verdict>, extra)``, built once instead of twice.
+    """``with_metadata(verdict_judgment(verdict), extra)``, built once instead of twice.
 
     A found verdict is always a sound PASS or FAIL without metadata of its own, so the one
     judgment is built without validation; metadata that cannot be frozen goes the general
@@ -219,4 +224,4 @@ def verdict_with_metadata(verdict: Verdict, extra: Mapping[str, Any]) -> Judgmen
                 checks=(),
                 metadata=metadata,
             )
-    return with_metadata(Judgment(status=status, reasoning=reasoning, label=label), extra)
+    return with_metadata(verdict_judgment(verdict), extra)

@@ -1,10 +1,12 @@
-"""A plain `LLMJudge` builds its judgment once: equal to the two builds it replaced.
+"""An `LLMJudge` builds a PASS/FAIL judgment once: equal to the two builds it replaced.
 
-`LLMJudge.read` used to build the verdict's judgment (`parse_verdict`, validated) and then a
-second one with the call metadata (`finish`). For a found verdict it now builds one
-(`verdict_with_metadata`); anything else (no verdict, a cut-off answer) goes the general way.
-The property: for any answer text, structured output, finish reason, usage, model and warnings,
-``read`` equals ``finish(parse_verdict(...))`` field for field, fields set and dumps included.
+`LLMJudge.read` used to build the verdict's judgment (`parse_verdict`, or the structured
+``passed`` field; validated) and then a second one with the call metadata (`finish`). For a
+found verdict it now builds one (`verdict_with_metadata`); anything else (no verdict, a score,
+an unreadable answer) goes the general way. The property: for any answer text, structured
+output, finish reason, usage, model and warnings, ``read`` equals ``finish(<the judgment the
+answer gives>)`` (``parse_verdict``, and for structured judges the reading of main before the
+change, kept in `_structured_before`) field for field, fields set and dumps included.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from llm_judge_fakes import FakeModel
+from pydantic import BaseModel
 
-from agentjudge import LLMJudge
+from agentjudge import Judgment, LLMJudge
 from agentjudge.judges._verdict import parse_verdict, verdict_with_metadata
 from agentjudge.models._types import ModelResponse, Usage
 
@@ -72,6 +75,44 @@ def test_read_equals_parse_verdict_then_finish(response: ModelResponse) -> None:
     assert fused.model_dump() == general.model_dump()
     assert fused.model_dump_json() == general.model_dump_json()
     assert type(fused.metadata) is type(general.metadata)
+
+
+class Grade(BaseModel):
+    passed: bool
+    reasoning: str = ""
+
+
+STRUCTURED = LLMJudge("graded", FakeModel(name="fake:judge"), "{{output}}", output_model=Grade)
+grades = st.fixed_dictionaries(
+    {"passed": st.one_of(st.booleans(), st.sampled_from(["true", 1, None]))},
+    optional={"reasoning": st.one_of(words, st.integers())},
+)
+
+
+def _structured_before(judge: LLMJudge, response: ModelResponse) -> Judgment:
+    """What ``read_answer`` gave before (a validated PASS/FAIL for a bool ``passed``)."""
+    found = judge._read(response)
+    if isinstance(found, Judgment):
+        return found
+    status, reasoning, _ = found
+    return Judgment.passed(reasoning) if status == "pass" else Judgment.failed(reasoning)
+
+
+@hsettings(max_examples=80, deadline=None)
+@given(responses(), st.one_of(st.none(), grades), st.booleans())
+def test_structured_read_equals_the_two_builds(
+    response: ModelResponse, grade: dict[str, Any] | None, as_text: bool
+) -> None:
+    if grade is not None:
+        fields = response.model_dump()
+        fields.update(text=json.dumps(grade), parsed=None if as_text else grade)
+        response = ModelResponse(**fields)
+    fused = STRUCTURED.read(response)
+    general = STRUCTURED.finish(_structured_before(STRUCTURED, response), response)
+    assert fused == general
+    assert fused.model_fields_set == general.model_fields_set
+    assert fused.model_dump_json() == general.model_dump_json()
+    assert STRUCTURED.read_answer(response) == _structured_before(STRUCTURED, response)
 
 
 def test_metadata_that_cannot_be_frozen_fails_as_before() -> None:
