@@ -73,6 +73,30 @@ _MAX_RISK = 0.9999
 _TOLERANCE = 1e-10
 
 
+_LOG_FACTORIALS: list[float] = [0.0]
+"""``math.lgamma(i + 1)`` (``log(i!)``) for i = 0, 1, ...: the same floats, computed once."""
+_LOG_FACTORIALS_KEPT = 1 << 16
+
+
+def _log_binomials(k: int, n: int) -> list[float]:
+    """``log C(n, i)`` for i within [0, k]: ``lgamma(n + 1) - lgamma(i + 1) - lgamma(n - i + 1)``.
+
+    A calibration computes thousands of CDFs over the same few counts, and their lgamma calls
+    were most of its time: below n = 65,536 the log-factorials come from a table kept across
+    calls (the same floats). The table is replaced, never extended in place, so a concurrent
+    caller always reads a complete one.
+    """
+    global _LOG_FACTORIALS
+    if n >= _LOG_FACTORIALS_KEPT:
+        log_n = math.lgamma(n + 1)
+        return [log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)]
+    table = _LOG_FACTORIALS
+    if n >= len(table):
+        table = table + [math.lgamma(i + 1) for i in range(len(table), n + 1)]
+        _LOG_FACTORIALS = table
+    return [table[n] - table[i] - table[n - i] for i in range(k + 1)]
+
+
 def binomial_cdf(k: int, n: int, p: float) -> float:
     """``P(X <= k)`` for ``X ~ Binomial(n, p)``, summed exactly in log space.
 
@@ -101,10 +125,10 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
         return 1.0
     if p == 1.0:
         return 0.0
-    log_p, log_q, log_n = math.log(p), math.log1p(-p), math.lgamma(n + 1)
+    log_p, log_q = math.log(p), math.log1p(-p)
     terms = [
-        log_n - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * log_p + (n - i) * log_q
-        for i in range(k + 1)
+        log_choose + i * log_p + (n - i) * log_q
+        for i, log_choose in enumerate(_log_binomials(k, n))
     ]
     top = max(terms)
     return min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import bisect
+import math
 import random
 from fractions import Fraction
 from math import comb
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentjudge.calibration import (
@@ -37,6 +39,29 @@ def test_cdf_matches_exact_rational_sum(pair: tuple[int, int], p: Fraction) -> N
     """The log-space CDF equals the exact rational sum to 1e-12."""
     k, n = pair
     assert binomial_cdf(k, n, float(p)) == pytest.approx(float(_exact_cdf(k, n, p)), abs=1e-12)
+
+
+@settings(max_examples=30, deadline=None)
+@example(pair=(700, 70_000), p=0.01)  # past the kept table: lgamma called directly
+@given(
+    st.integers(1, 3_000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+    st.floats(0, 1),
+)
+def test_cdf_is_the_lgamma_sum_to_the_last_bit(pair: tuple[int, int], p: float) -> None:
+    """The CDF reads log(i!) from a table kept across calls: the very floats lgamma gives
+    (also for n past the kept table), summed as before."""
+    k, n = pair
+    if k >= n or p in (0.0, 1.0):
+        return
+    log_p, log_q = math.log(p), math.log1p(-p)
+    terms = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1)
+        + i * log_p + (n - i) * log_q
+        for i in range(k + 1)
+    ]  # fmt: skip
+    top = max(terms)
+    expected = min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))
+    assert binomial_cdf(k, n, p) == expected
 
 
 def test_cdf_survives_large_n() -> None:
@@ -80,9 +105,12 @@ def test_bound_agrees_with_a_brute_force_scan(pair: tuple[int, int]) -> None:
     bound = risk_upper_bound(errors, n, delta=0.1)
     assert _exact_cdf(errors, n, Fraction(bound)) <= delta
     assert _exact_cdf(errors, n, Fraction(bound) - Fraction(2, 10**10)) > delta
-    scanned = next(
-        Fraction(r, 1000) for r in range(1001) if _exact_cdf(errors, n, Fraction(r, 1000)) <= delta
+    # The first r on the 1e-3 grid whose exact CDF is <= delta, found by bisecting the grid:
+    # the CDF falls as r grows, so the same r a scan from 0 finds (~10 exact sums, not ~1,000).
+    first = bisect.bisect_left(
+        range(1001), True, key=lambda r: _exact_cdf(errors, n, Fraction(r, 1000)) <= delta
     )
+    scanned = Fraction(first, 1000)
     assert scanned - Fraction(1, 1000) < bound <= scanned + Fraction(1, 10**9)
 
 

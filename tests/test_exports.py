@@ -200,3 +200,22 @@ def test_a_run_without_model_judges_loads_no_http_stack(tmp_path: Path) -> None:
         [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
     )
     assert proc.stdout.strip().splitlines()[-1] == "0 []", proc.stderr
+
+
+API_INDEX = PAGE.parents[1] / "api" / "index.md"
+
+
+def test_api_index_documents_every_top_level_name_once() -> None:
+    """docs/api/index.md renders the top-level names no subpackage page renders, and links each
+    other one to its subpackage's page (the docs build checks that every link resolves)."""
+    text = API_INDEX.read_text(encoding="utf-8")
+    rendered = re.findall(r"^ {8}- (\w+)$", text, flags=re.M)
+    linked = re.findall(r"\[`(\w+)`\]\[agentjudge\.(\w+)\.(\w+)\]", text)
+    pages = {p.stem for p in API_INDEX.parent.glob("*.md")} - {"index"}
+    assert all(name == target for name, _, target in linked)
+    for name, package, _ in linked:
+        assert package in pages and name in importlib.import_module(f"agentjudge.{package}").__all__
+    on_pages = {n for p in pages for n in importlib.import_module(f"agentjudge.{p}").__all__}
+    public = set(agentjudge.__all__) - {"__version__"}
+    assert sorted(rendered) == sorted(public - on_pages)
+    assert sorted(name for name, _, _ in linked) == sorted(public & on_pages)

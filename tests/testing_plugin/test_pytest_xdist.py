@@ -35,19 +35,34 @@ async def test_rows(case, agentjudge_evaluator):
 """
 
 
+def _run(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str, asyncio: bool = False
+) -> pytest.RunResult:
+    """``pytest -n 2 ARGS`` in a subprocess loading only the plugins the test uses.
+
+    With every installed plugin autoloaded (hypothesis, pytest-asyncio, platformdirs, timeout)
+    each of the run's three interpreters (controller and two workers) costs about 2.5 times
+    the CPU at start-up; xdist's workers inherit the environment and the ``-p`` options.
+    """
+    plugins = ["xdist", "_agentjudge_pytest", "anyio"] + (["pytest_asyncio.plugin"] * asyncio)
+    loads = [arg for plugin in plugins for arg in ("-p", plugin)]
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return pytester.runpytest_subprocess(*loads, "-n", "2", *args)
+
+
 def _blocks(lang: str) -> list[str]:
     return [b.code for b in blocks(PAGE.read_text("utf-8")) if b.lang == lang]
 
 
 @pytest.mark.timeout(240)  # three interpreters import agentjudge: slow on a loaded machine
-def test_summary_and_gates_cover_every_xdist_worker(pytester: pytest.Pytester) -> None:
+def test_summary_and_gates_cover_every_xdist_worker(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two workers' outcomes reach the controller: one summary, one gate verdict, exit 1."""
     pytester.makeini(INI)
     pytester.makefile(".jsonl", data=DATA)
     pytester.makepyfile(test_rows=TESTS)
-    result = pytester.runpytest_subprocess(
-        "-n", "2", "-p", "no:asyncio", "--agentjudge-gate", "exact.pass_rate>=0.9"
-    )
+    result = _run(pytester, monkeypatch, "--agentjudge-gate", "exact.pass_rate>=0.9")
     result.assert_outcomes(passed=4, failed=4)
     result.stdout.fnmatch_lines(
         [
@@ -63,13 +78,17 @@ def test_summary_and_gates_cover_every_xdist_worker(pytester: pytest.Pytester) -
 
 
 @pytest.mark.timeout(240)
-def test_docs_example_runs_with_xdist_and_its_gate(pytester: pytest.Pytester) -> None:
+def test_docs_example_runs_with_xdist_and_its_gate(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The how-to page's dataset and test pass under `-n 2` with the page's gate."""
     pytester.makeini(INI)
     written = write_files(PAGE.read_text("utf-8"), pytester.path)
     assert written == ["capitals.jsonl", "test_capitals.py"]
-    result = pytester.runpytest_subprocess(
-        "-n", "2", "--agentjudge-gate", "correctness.pass_rate>=0.9"
+    # pytest-asyncio loaded too (strict mode), as in most projects: the page's anyio test
+    # runs under it unchanged.
+    result = _run(
+        pytester, monkeypatch, "--agentjudge-gate", "correctness.pass_rate>=0.9", asyncio=True
     )
     result.assert_outcomes(passed=3)
     assert result.ret == pytest.ExitCode.OK
