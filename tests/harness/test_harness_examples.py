@@ -1,4 +1,9 @@
-"""The shipped examples run end to end (offline) through the real entry points."""
+"""The shipped examples run end to end (offline) through the real entry points.
+
+The README's commands (`make run`) start the program as a shell would (``python -m
+agentjudge``); the trust example's steps run the same entry point forked from the preloaded
+interpreter of `cli_support` (what they test is the example's workflow, not the start-up).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+from cli_support import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,7 +66,7 @@ def test_trust_example_calibrates_and_keeps_its_guarantee_on_held_out_cases(
          "--dataset", str(ROOT / "examples" / "trust" / "test.jsonl")),
     ]  # fmt: skip
     for step in steps:
-        proc = run("-m", "agentjudge", *step, cwd=tmp_path)
+        proc = cli(tmp_path, *step)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     written = json.loads((tmp_path / "calib" / "thresholds.json").read_text())
     assert {t["basis"] for t in written["statistics"]["by_tier"].values()} == {"tested"}
@@ -80,9 +87,9 @@ def test_trust_example_calibrates_and_keeps_its_guarantee_on_held_out_cases(
     assert folded.cascade.block() == block
     assert calibration["guarantee"]["holds"] is True and calibration["untested"] == "escalate"
     test_split = str(ROOT / "examples" / "trust" / "test.jsonl")
-    proc = run(
-        "-m", "agentjudge", "run", suite, "--thresholds", "calib/thresholds.json",
-        "--out", "parallel", "--dataset", test_split, "--workers", "2", cwd=tmp_path,
+    proc = cli(
+        tmp_path, "run", suite, "--thresholds", "calib/thresholds.json",
+        "--out", "parallel", "--dataset", test_split, "--workers", "2",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     parallel = json.loads((tmp_path / "parallel" / "summary.json").read_text())["cascade"]

@@ -1,4 +1,10 @@
-"""Issue 12 through the real program (``python -m agentjudge``): exit codes, prompt exits."""
+"""Issue 12 through the real program: exit codes, prompt exits.
+
+Tests about the process itself start ``python -m agentjudge`` as a shell would: signals to it
+and its workers, a file size limit (ulimit -f) on it, a thread that must not keep it alive.
+The others run the same entry point in its own process forked from `cli_support`'s preloaded
+interpreter (a fresh interpreter's imports cost more CPU than most of these runs).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_support import start_cli
 
 TASK = """
 import os
@@ -24,7 +31,9 @@ import anyio
 _never = threading.Event()
 
 async def slow(case):
-    await anyio.sleep(0.01)
+    # 10 ms for the first 100 cases, then 1 s: a run of 200 cases is well under way after 20
+    # rows and still far from done (>= 25 s with 4 cases at a time) when a signal arrives.
+    await anyio.sleep(0.01 if int(case.id[1:]) < 100 else 1)
     return {"text": case.input.upper(), "pid": os.getpid()}
 
 def deadlock(case):
@@ -79,17 +88,28 @@ def words(n: int, special: dict[int, str] | None = None) -> list[dict[str, Any]]
     return [{"id": f"c{i:03d}", "input": special.get(i, f"w{i}")} for i in range(n)]
 
 
-def command(task: str, judges: str, *extra: str) -> list[str]:
+def run_args(task: str, judges: str, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "agentjudge", "run", "--dataset", "data.jsonl",
-        "--task", f"task:{task}", "--judges", f"judges:{judges}", "--out", "out",
-        "--progress", "off", *extra,
+        "run", "--dataset", "data.jsonl", "--task", f"task:{task}",
+        "--judges", f"judges:{judges}", "--out", "out", "--progress", "off", *extra,
     ]  # fmt: skip
+
+
+def command(task: str, judges: str, *extra: str) -> list[str]:
+    """``python -m agentjudge run ...``: the program as a shell starts it."""
+    return [sys.executable, "-m", "agentjudge", *run_args(task, judges, *extra)]
 
 
 def agentjudge(cwd: Path, args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
     kw.setdefault("timeout", EXIT_WITHIN)
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False, **kw)
+
+
+def forked(
+    cwd: Path, args: list[str], timeout: float = EXIT_WITHIN
+) -> subprocess.CompletedProcess[str]:
+    """``agentjudge ARGS`` in its own process forked from `cli_support`'s interpreter."""
+    return start_cli(cwd, *args).wait(timeout)
 
 
 def ids(out: Path) -> list[str]:
@@ -114,7 +134,7 @@ def test_a_run_never_completes_with_cases_missing(tmp_path: Path, workers: str) 
     """Judges cancelling themselves: every case has a row, or the run aborts naming the rest."""
     data = words(100, {7: "stray-a", 57: "stray-b"})
     root = project(tmp_path, data)
-    proc = agentjudge(root, command("echo", "stray", "--workers", workers, "--concurrency", "2"))
+    proc = forked(root, run_args("echo", "stray", "--workers", workers, "--concurrency", "2"))
     written = ids(root / "out")
     if proc.returncode == 3:  # the accounting caught the cases the judges took with them
         assert status(root / "out") == "aborted"
@@ -153,14 +173,14 @@ def test_cases_lost_in_a_worker_process_abort_the_run(tmp_path: Path) -> None:
     data = words(60)
     root = project(tmp_path, data)
     (root / "losing.py").write_text(LOSING_TASK, encoding="utf-8")
-    args = command("echo", "fine", "--workers", "2", "--concurrency", "1")
+    args = run_args("echo", "fine", "--workers", "2", "--concurrency", "1")
     args[args.index("task:echo")] = "losing:echo"
-    proc = agentjudge(root, args)
+    proc = forked(root, args)
     assert proc.returncode == 3, proc.stderr
     assert "run aborted: CasesLost: 60 cases handed out, " in proc.stderr
     assert "missing: c005" in proc.stderr
     assert "c005" not in ids(root / "out") and status(root / "out") == "aborted"
-    resumed = agentjudge(root, [*command("echo", "fine", "--workers", "2"), "--resume"])
+    resumed = forked(root, [*run_args("echo", "fine", "--workers", "2"), "--resume"])
     assert resumed.returncode == 0, resumed.stderr
     assert sorted(ids(root / "out")) == [r["id"] for r in data]
 
@@ -171,7 +191,7 @@ def test_a_lone_surrogate_in_the_dataset_exits_2_naming_line_and_field(tmp_path:
     root = project(tmp_path, words(3))
     with (root / "data.jsonl").open("a", encoding="utf-8") as handle:
         handle.write('{"id": "bad", "input": "x\\ud800"}\n')
-    proc = agentjudge(root, command("echo", "fine"))
+    proc = forked(root, run_args("echo", "fine"))
     assert proc.returncode == 2, proc.stderr
     assert "agentjudge: error: data.jsonl line 4: field 'input' holds a lone surrogate" in (
         proc.stderr
@@ -185,7 +205,7 @@ def test_a_judge_exiting_aborts_promptly_with_finished_rows(tmp_path: Path, judg
     """SystemExit / KeyboardInterrupt in a judge: exit 3 promptly, every finished row written."""
     data = [*words(30), {"id": "z", "input": "last"}]
     root = project(tmp_path, data)
-    proc = agentjudge(root, command("echo", judge, "--concurrency", "1"))
+    proc = forked(root, run_args("echo", judge, "--concurrency", "1"))
     assert proc.returncode == 3, proc.stderr
     assert "run aborted" in proc.stderr and "on case 'z'" in proc.stderr
     assert sorted(ids(root / "out")) == [r["id"] for r in data[:-1]]
@@ -225,7 +245,7 @@ def test_a_full_results_file_exits_3_with_one_line_and_resumes(tmp_path: Path) -
     assert "Traceback" not in proc.stderr
     assert status(root / "out") == "aborted"
     assert sorted(p.name for p in (root / "out").iterdir()) == ["results.jsonl", "summary.json"]
-    resumed = agentjudge(root, [*command("echo", "fine"), "--resume"])
+    resumed = forked(root, [*run_args("echo", "fine"), "--resume"])
     assert resumed.returncode == 0, resumed.stderr
     assert sorted(ids(root / "out")) == sorted(r["id"] for r in data)
 
@@ -255,8 +275,13 @@ def _gone(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to watch worker processes")
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_sigterm_is_handled_like_ctrl_c(tmp_path: Path, workers: str) -> None:
-    """SIGTERM mid-run: rows kept, summary aborted, exit 3, workers stopped; resume finishes."""
-    data = words(2000)
+    """SIGTERM mid-run: rows kept, summary aborted, exit 3, workers stopped; resume finishes.
+
+    The run is the program as a shell starts it (the signal reaches its process group's real
+    processes). 200 cases whose second half takes 1 s each keep the run going as long as 2,000
+    cases of 10 ms did (the resume runs a tenth of the cases).
+    """
+    data = words(200)
     root = project(tmp_path, data)
     args = command("slow", "fine", "--workers", workers, "--concurrency", "2")
     results = root / "out" / "results.jsonl"
@@ -283,7 +308,7 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path: Path, workers: str) -> None:
     while not all(_gone(pid) for pid in pids):
         assert time.monotonic() < deadline, "worker processes outlived the run"
         time.sleep(0.05)
-    resumed = agentjudge(root, [*command("echo", "fine"), "--resume"], timeout=None)
+    resumed = forked(root, [*run_args("echo", "fine"), "--resume"], timeout=60)
     assert resumed.returncode == 0, resumed.stderr
     assert sorted(ids(root / "out")) == sorted(r["id"] for r in data)
 
