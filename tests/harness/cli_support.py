@@ -33,12 +33,18 @@ __all__ = ["cli", "cli_async", "start_cli"]
 TIMEOUT = 60.0
 """Seconds a run may take before it is killed (a bound for a hang, as before)."""
 
+# What a run imports (the harness, the model clients, the built-in judges, the default aiohttp
+# transport, the OpenTelemetry API the run span uses), imported once by the forkserver: a run
+# with an LLM judge then costs ~0.08 s of CPU instead of ~0.35 s (judges, aiohttp, otel).
 _PRELOAD = [
     "agentjudge.harness._cli",
     "agentjudge.harness._run",
     "agentjudge.harness._report",
     "agentjudge.models._openai",
     "agentjudge.models._anthropic",
+    "agentjudge.judges",
+    "aiohttp",
+    "opentelemetry.trace",
 ]
 _context: Any = None
 

@@ -1,4 +1,8 @@
-"""kill -9 in the middle of a run, then --resume: every case appears exactly once."""
+"""kill -9 in the middle of a run, then --resume: every case appears exactly once.
+
+The killed run is the program as a shell starts it (``python -m agentjudge``, its own process
+and workers); the resume runs the same entry point forked from `cli_support`'s interpreter.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_support import cli
 
 TASK = """
 import anyio
@@ -70,9 +75,8 @@ def test_kill_9_then_resume_gives_every_case_exactly_once(tmp_path: Path, worker
     written = complete_lines(results)
     assert 40 <= written < n, "the kill should land mid-run"
 
-    resumed = subprocess.run(
-        [*args, "--resume"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
-    )
+    # The resume is not about the kill: the same entry point, forked from cli_support's server.
+    resumed = cli(tmp_path, *args[3:], "--resume")
     assert resumed.returncode == 0, resumed.stderr
     ids = [json.loads(line)["id"] for line in results.read_text("utf-8").splitlines()]
     assert len(ids) == n

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 import anyio
 import harness_workers_support as support
 import pytest
+from cli_support import cli
 
 from agentjudge.harness import RunAborted, RunConfigError, Suite, iter_rows, run_suite
 from agentjudge.harness._dataset import Dataset, limit_rows
@@ -189,33 +189,13 @@ def test_a_task_interrupt_in_a_worker_stops_the_run(tmp_path: Path) -> None:
 
 
 def test_cli_workers_flag(tmp_path: Path) -> None:
-    """``agentjudge run --workers 2`` through the real entry point."""
+    """``agentjudge run --workers 2`` through the CLI's entry point (`cli_support`)."""
     make_suite(tmp_path, rows(40))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "agentjudge",
-            "run",
-            "--dataset",
-            "data.jsonl",
-            "--task",
-            "task.py:answer",
-            "--judges",
-            "judges.py:judges",
-            "--workers",
-            "2",
-            "--out",
-            "out",
-            "--gate",
-            "errors.rate<=0",
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proc = cli(
+        tmp_path, "run", "--dataset", "data.jsonl", "--task", "task.py:answer",
+        "--judges", "judges.py:judges", "--workers", "2", "--out", "out",
+        "--gate", "errors.rate<=0",
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert len(by_id(tmp_path / "out")) == 40
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["config"]["workers"] == 2
@@ -223,14 +203,7 @@ def test_cli_workers_flag(tmp_path: Path) -> None:
 
 def test_cli_rejects_zero_workers(tmp_path: Path) -> None:
     """``--workers 0`` is a usage error (exit 2) naming the flag."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "agentjudge", "run", "--workers", "0"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    proc = cli(tmp_path, "run", "--workers", "0")
     assert proc.returncode == 2
     assert "--workers" in proc.stderr
 
