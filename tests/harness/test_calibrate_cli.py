@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -77,24 +78,49 @@ def write_rows(path: Path, rows: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
+def write_project(folder: Path) -> Path:
+    (folder / "calib_judges.py").write_text(JUDGES, encoding="utf-8")
+    (folder / "calib_task.py").write_text(TASK, encoding="utf-8")
+    (folder / "agentjudge.toml").write_text(SUITE, encoding="utf-8")
+    labelled = [{"id": f"c{i}", "input": i, "human": i % 2 == 0} for i in range(N)]
+    write_rows(folder / "data.jsonl", labelled)
+    write_rows(folder / "unlabelled.jsonl", [{"id": f"u{i}", "input": i} for i in range(5)])
+    return folder
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "calib_judges.py").write_text(JUDGES, encoding="utf-8")
-    (tmp_path / "calib_task.py").write_text(TASK, encoding="utf-8")
-    (tmp_path / "agentjudge.toml").write_text(SUITE, encoding="utf-8")
-    labelled = [{"id": f"c{i}", "input": i, "human": i % 2 == 0} for i in range(N)]
-    write_rows(tmp_path / "data.jsonl", labelled)
-    write_rows(tmp_path / "unlabelled.jsonl", [{"id": f"u{i}", "input": i} for i in range(5)])
-    return tmp_path
+    return write_project(tmp_path)
 
 
 def run(*args: str) -> int:
     return main(["run", "--progress", "off", *args])
 
 
+@pytest.fixture(scope="module")
+def calibration_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One `run --calibration` of the project, shared by the tests that calibrate it.
+
+    Its judges are deterministic, so every test's own run wrote the same rows;
+    `test_calibration_run_records_every_tier_with_its_confidence` checks a run of its own.
+    """
+    folder = write_project(tmp_path_factory.mktemp("calibration"))
+    suite, out = str(folder / "agentjudge.toml"), str(folder / "calib")
+    assert run(suite, "--calibration", "--out", out) == 0
+    return folder / "calib"
+
+
+@pytest.fixture
+def calibration_copy(project: Path, calibration_run: Path) -> None:
+    """The shared calibration run as ``calib`` in ``project`` (each test writes in its copy)."""
+    shutil.copytree(calibration_run, project / "calib")
+
+
+uses_the_calibration_run = pytest.mark.usefixtures("calibration_copy")
+
+
 def calibrated(project: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert run("--calibration", "--out", "calib") == 0
     settings = ["--alpha", "0.1", "--delta", "0.1", "--min-support", "10", "--grid", "21"]
     code = main(["calibrate", "calib", *settings])
     assert code == 0, capsys.readouterr().err
@@ -118,6 +144,7 @@ def test_calibration_run_records_every_tier_with_its_confidence(project: Path) -
     assert summary["config"]["calibration"] is True
 
 
+@uses_the_calibration_run
 def test_calibrate_writes_the_thresholds_of_fixed_sequence_testing(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -146,6 +173,7 @@ def test_calibrate_writes_the_thresholds_of_fixed_sequence_testing(
     assert "cheap" in out and "coverage 96.0%" in out and "n=96" in out
 
 
+@uses_the_calibration_run
 def test_thresholded_run_reports_coverage_agreement_and_tier_shares(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -170,6 +198,7 @@ def test_thresholded_run_reports_coverage_agreement_and_tier_shares(
     assert "tier strong: 36 cases (36.0%)" in report and "(n=96)" in report
 
 
+@uses_the_calibration_run
 def test_the_output_and_thresholds_file_say_the_guarantee_holds(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -185,12 +214,12 @@ def test_the_output_and_thresholds_file_say_the_guarantee_holds(
 
 def calibrate_untested(project: Path, *rule: str) -> dict[str, Any]:
     """Calibrate with min_support 70: the cheap tier's highest candidate (0.3) fails its test."""
-    assert run("--calibration", "--out", "calib") == 0
     settings = ["--alpha", "0.1", "--delta", "0.1", "--min-support", "70", "--grid", "21"]
     assert main(["calibrate", "calib", *settings, *rule]) == 0
     return dict(json.loads((project / "calib" / "thresholds.json").read_text("utf-8")))
 
 
+@uses_the_calibration_run
 def test_an_untested_tier_never_decides_and_every_output_says_so(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -219,6 +248,7 @@ def test_an_untested_tier_never_decides_and_every_output_says_so(
     assert "guarantee holds: with probability >= 0.9" in report
 
 
+@uses_the_calibration_run
 def test_the_papers_rule_applies_the_untested_threshold_and_says_nothing_holds(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -264,6 +294,7 @@ def test_a_hand_written_thresholds_file_carries_no_guarantee(
     assert "guarantee unknown" in report
 
 
+@uses_the_calibration_run
 def test_suite_thresholds_key_resolves_against_the_suite_file(
     project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
