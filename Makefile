@@ -34,6 +34,11 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 * (os.cpu_count() or 1))")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
+# The Ray tests' cost is mostly Ray's: 35 actor processes at ~1-1.5 s of CPU each to start
+# and the session instance (~5.5 s); their instance, like a run's own, prestarts no idle
+# workers, and stopping its log and autoscaler monitors saved only ~3% (not done); measured
+# (docs/how-to/scale-out.md): 61-65 s of CPU and 71-77 s of wall for the 13 tests on a quiet
+# machine, before and after alike.
 # The second part collects only the files that can hold such tests (tests/serial_files.py;
 # tests/conftest.py checks the list whenever the whole suite is collected).
 # Before them, two processes collect the suite once to write pytest's rewritten test modules

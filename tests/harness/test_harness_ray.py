@@ -24,6 +24,7 @@ import pytest
 from test_harness_workers import by_id, make_suite, rows
 
 from agentjudge.harness import RunAborted, RunConfigError, Suite, iter_rows, run_suite
+from agentjudge.harness._ray import NO_PRESTART
 from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
 
 # One worker runs them all under pytest-xdist (make test: --dist loadgroup): one Ray instance.
@@ -83,6 +84,9 @@ def ray_address() -> Iterator[str]:
             object_store_memory=100 * 1024 * 1024,
             _node_ip_address="127.0.0.1",
             _temp_dir=temp,
+            # No idle workers started for the first driver (as a run's own instance): the
+            # actors start their own, and this machine's cores are better spent on them.
+            _system_config=dict(NO_PRESTART),
         )
         _RAY_TEMP.append(temp)
         try:
@@ -427,6 +431,31 @@ def test_without_ray_the_run_says_how_to_install_it(
         anyio.run(lambda: run_suite(suite, out=tmp_path / "o"))
     assert isinstance(info.value, ImportError)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_local_instance_starts_no_idle_workers(tmp_path: Path) -> None:
+    """A run's own local Ray instance asks Ray to prestart no idle workers for its driver.
+
+    Ray would start one interpreter per logical CPU (up to the core count) when the first
+    driver connects; the run's actors start their own, so those would only cost CPU and memory.
+    """
+    calls: list[dict[str, Any]] = []
+
+    class FakeRay:
+        def init(self, **kwargs: Any) -> None:
+            calls.append(kwargs)
+            if "_system_config" in kwargs:  # as Ray does, adding the instance's own keys
+                kwargs["_system_config"]["object_spilling_config"] = "{...}"
+
+    from agentjudge.harness import _ray
+
+    local = make_suite(tmp_path, rows(1), backend="ray")
+    for _ in range(2):  # a second instance in the same process gets the same config
+        _ray._init_ray(FakeRay(), local)
+        assert calls[-1]["_system_config"].pop("object_spilling_config")
+        assert calls[-1]["_system_config"] == {"prestart_worker_first_driver": False}
+    _ray._init_ray(FakeRay(), local.with_overrides(ray_address="127.0.0.1:1"))
+    assert "_system_config" not in calls[-1]  # a cluster keeps its own configuration
 
 
 def test_an_actor_the_cluster_cannot_place_is_an_error_not_a_hang(
