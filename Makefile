@@ -35,10 +35,10 @@ TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 * (os.cpu_count() or 1)
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
 # The Ray tests' cost is mostly Ray's: 35 actor processes at ~1-1.5 s of CPU each to start
-# and the session instance (~5.5 s); their instance, like a run's own, prestarts no idle
-# workers, and stopping its log and autoscaler monitors saved only ~3% (not done); measured
-# (docs/how-to/scale-out.md): 61-65 s of CPU and 71-77 s of wall for the 13 tests on a quiet
-# machine, before and after alike.
+# and the session instance (~5.5 s). Their instance, like a run's own, prestarts no idle
+# workers: in three back-to-back pairs (load 6-9) 65/80/91 s of CPU with prestart vs
+# 65/77/80 s without, 73-97 s vs 62-96 s of wall, within the noise; stopping the log and
+# autoscaler monitors saved ~3% (not done). docs/how-to/scale-out.md has the breakdown.
 # The second part collects only the files that can hold such tests (tests/serial_files.py;
 # tests/conftest.py checks the list whenever the whole suite is collected).
 # Before them, two processes collect the suite once to write pytest's rewritten test modules
