@@ -20,21 +20,35 @@ What is relied on today:
   paid several times per model call); any other backend still asks anyio. Likewise
   `running_loop`: anyio's asyncio event-loop token wraps the running loop itself.
 
+* **anyio's asyncio backend class** (`cancel_scope`, `checkpoint_if_cancelled`): with an
+  asyncio loop running, ``anyio._backends._asyncio.backend_class`` is the backend anyio would
+  find, and its ``create_cancel_scope`` / ``checkpoint_if_cancelled`` are what
+  ``anyio.CancelScope()`` and ``anyio.lowlevel.checkpoint_if_cancelled()`` return after a
+  backend lookup (~2 us each, paid per judge attempt). ``asyncio._get_running_loop`` tells
+  whether a loop runs without raising. When the layout is not the one relied on (no such
+  class, or its scope is not an `anyio.CancelScope`), or no asyncio loop runs (trio), anyio
+  decides as usual.
+
 This module is the lowest layer: it imports only the standard library and the dependencies.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
+
+if TYPE_CHECKING:
+    import anyio
 
 __all__ = [
     "FAST_MODELS",
     "PYDANTIC_SLOTS",
     "build_model",
+    "cancel_scope",
     "check_buildable",
+    "checkpoint_if_cancelled",
     "loop_time",
     "running_loop",
 ]
@@ -149,3 +163,58 @@ def running_loop() -> object:
         import anyio.lowlevel
 
         return anyio.lowlevel.current_token().native_token
+
+
+_backend: Any = None
+"""anyio's asyncio backend class (False: not usable here), looked up on first use."""
+_running_loop: Callable[[], object] | None = None
+"""``asyncio._get_running_loop`` (bound on first use: importing this module starts no loop)."""
+
+
+def _asyncio_backend() -> Any:
+    """Anyio's asyncio backend class when a loop runs here and its layout is the one used."""
+    global _backend, _running_loop
+    if _running_loop is None:
+        import asyncio
+
+        _running_loop = asyncio._get_running_loop
+    if _running_loop() is None:
+        return None
+    if _backend is None:
+        import anyio
+        from anyio._backends import _asyncio  # loaded already: an asyncio loop runs
+
+        backend = getattr(_asyncio, "backend_class", None)
+        scope = getattr(_asyncio, "CancelScope", None)
+        usable = (
+            isinstance(scope, type)
+            and issubclass(scope, anyio.CancelScope)
+            and callable(getattr(backend, "create_cancel_scope", None))
+            and callable(getattr(backend, "checkpoint_if_cancelled", None))
+        )
+        _backend = backend if usable else False
+    return _backend
+
+
+def cancel_scope() -> anyio.CancelScope:
+    """``anyio.CancelScope()``, built without anyio's backend lookup on asyncio (~2 us each).
+
+    A running asyncio loop in this thread means the asyncio backend (as `loop_time` reads
+    it); elsewhere, or with an anyio whose backend is laid out differently, anyio decides.
+    """
+    backend = _backend or _asyncio_backend()
+    if backend and _running_loop is not None and _running_loop() is not None:
+        return cast("anyio.CancelScope", backend.create_cancel_scope())
+    import anyio
+
+    return anyio.CancelScope()
+
+
+def checkpoint_if_cancelled() -> Awaitable[None]:
+    """``anyio.lowlevel.checkpoint_if_cancelled()`` without the backend lookup on asyncio."""
+    backend = _backend or _asyncio_backend()
+    if backend and _running_loop is not None and _running_loop() is not None:
+        return cast(Awaitable[None], backend.checkpoint_if_cancelled())
+    import anyio.lowlevel
+
+    return anyio.lowlevel.checkpoint_if_cancelled()

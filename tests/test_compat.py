@@ -158,3 +158,21 @@ def test_running_loop_is_anyios_native_token_on_asyncio() -> None:
 
     ours, anyios = anyio.run(both, backend="asyncio")
     assert ours is anyios, "anyio: the asyncio token's native_token is no longer the loop"
+
+
+def test_the_asyncio_backend_class_is_the_one_anyio_finds() -> None:
+    """anyio (asyncio backend): the class `cancel_scope` uses is usable and builds anyio's scope.
+
+    Should an anyio release move or reshape it, `cancel_scope` quietly asks anyio instead
+    (correct, ~2 us slower per attempt): this test says so loudly.
+    """
+    import anyio
+
+    from agentjudge._compat import _asyncio_backend, cancel_scope
+
+    async def built() -> tuple[object, type, type]:
+        return _asyncio_backend(), type(cancel_scope()), type(anyio.CancelScope())
+
+    backend, ours, anyios = anyio.run(built, backend="asyncio")
+    assert backend, "anyio: _backends._asyncio.backend_class is gone or reshaped"
+    assert ours is anyios, "anyio: the asyncio backend's scope class is not CancelScope()'s"

@@ -9,67 +9,19 @@ context variables and ``current_task()`` all stay consistent).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from time import perf_counter
 from typing import Any, TypeVar, cast
 
 import anyio
-import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from agentjudge._compat import loop_time
+from agentjudge._compat import cancel_scope, checkpoint_if_cancelled, loop_time
 
 __all__ = ["Resume", "arm", "await_armed", "cancel_scope", "checkpoint_if_cancelled", "start_all"]
 
 T = TypeVar("T")
-
-
-_backend: Any = None
-"""anyio's asyncio backend class (False: not usable here), looked up on first use."""
-_running_loop = asyncio._get_running_loop
-
-
-def _asyncio_backend() -> Any:
-    """Anyio's asyncio backend class when a loop runs here and its layout is the one used."""
-    global _backend
-    if _running_loop() is None:
-        return None
-    if _backend is None:
-        from anyio._backends import _asyncio  # loaded already: an asyncio loop runs
-
-        backend = getattr(_asyncio, "backend_class", None)
-        scope = getattr(_asyncio, "CancelScope", None)
-        usable = (
-            isinstance(scope, type)
-            and issubclass(scope, anyio.CancelScope)
-            and callable(getattr(backend, "create_cancel_scope", None))
-            and callable(getattr(backend, "checkpoint_if_cancelled", None))
-        )
-        _backend = backend if usable else False
-    return _backend
-
-
-def cancel_scope() -> anyio.CancelScope:
-    """``anyio.CancelScope()``, built without anyio's backend lookup on asyncio (~2 us each).
-
-    A running asyncio loop in this thread means the asyncio backend (as
-    `agentjudge._compat.loop_time` reads it); elsewhere, or with an anyio whose backend is
-    laid out differently, anyio decides.
-    """
-    backend = _backend or _asyncio_backend()
-    if backend and _running_loop() is not None:
-        return cast(anyio.CancelScope, backend.create_cancel_scope())
-    return anyio.CancelScope()
-
-
-def checkpoint_if_cancelled() -> Awaitable[None]:
-    """``anyio.lowlevel.checkpoint_if_cancelled()`` without the backend lookup on asyncio."""
-    backend = _backend or _asyncio_backend()
-    if backend and _running_loop() is not None:
-        return cast(Awaitable[None], backend.checkpoint_if_cancelled())
-    return anyio.lowlevel.checkpoint_if_cancelled()
 
 
 class Resume:

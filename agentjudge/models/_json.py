@@ -1,9 +1,9 @@
 """`loads`: a response body decoded as JSON, exactly as ``json.loads(body)`` decodes it.
 
-One answer is decoded per model call. When orjson is installed (an optional speed-up, not a
-dependency) it decodes the body straight from its bytes, ~3x faster than ``json.loads``; it
-is used only where its result is the standard library's, and ``json.loads`` decodes
-everything else (pinned by a property test, ``tests/models/test_models_json_fast.py``):
+One answer is decoded per model call. orjson (a dependency; should an environment lack it,
+``json.loads`` decodes everything, as before) decodes the body straight from its bytes, ~3x
+faster than ``json.loads``; it is used only where its result is the standard library's, and
+``json.loads`` decodes everything else (pinned by a property test, ``tests/models/test_models_json_fast.py``):
 
 - orjson refuses what ``json.loads`` reads beyond strict UTF-8 JSON (``NaN``, ``Infinity``,
   numbers that overflow to inf, lone surrogates, UTF-16/32 or BOM-prefixed bodies, nesting
@@ -20,7 +20,7 @@ from typing import Any
 
 try:
     import orjson
-except ImportError:  # pragma: no cover - orjson is optional
+except ImportError:  # pragma: no cover - a dependency, but the fallback stays exact
     orjson = None  # type: ignore[assignment]
 
 __all__ = ["FAST_JSON", "loads"]
