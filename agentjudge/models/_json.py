@@ -3,7 +3,8 @@
 One answer is decoded per model call. orjson (a dependency; should an environment lack it,
 ``json.loads`` decodes everything, as before) decodes the body straight from its bytes, ~3x
 faster than ``json.loads``; it is used only where its result is the standard library's, and
-``json.loads`` decodes everything else (pinned by a property test, ``tests/models/test_models_json_fast.py``):
+``json.loads`` decodes everything else (pinned by a property test,
+``tests/models/test_models_json_fast.py``):
 
 - orjson refuses what ``json.loads`` reads beyond strict UTF-8 JSON (``NaN``, ``Infinity``,
   numbers that overflow to inf, lone surrogates, UTF-16/32 or BOM-prefixed bodies, nesting
