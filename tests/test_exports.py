@@ -219,3 +219,39 @@ def test_api_index_documents_every_top_level_name_once() -> None:
     public = set(agentjudge.__all__) - {"__version__"}
     assert sorted(rendered) == sorted(public - on_pages)
     assert sorted(name for name, _, _ in linked) == sorted(public & on_pages)
+
+
+def _type_checking_imports(package: str) -> dict[str, str]:
+    """``{name: module}`` of the ``if TYPE_CHECKING:`` imports in ``package``'s ``__init__``."""
+    import ast
+
+    source = Path(importlib.import_module(package).__file__ or "").read_text("utf-8")
+    found: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for item in node.body:
+                if isinstance(item, ast.ImportFrom) and item.module:
+                    found.update({alias.asname or alias.name: item.module for alias in item.names})
+    return found
+
+
+@pytest.mark.parametrize("package", ["agentjudge", "agentjudge.models", "agentjudge.harness"])
+def test_a_lazy_name_is_imported_for_type_checkers_listed_and_exported(package: str) -> None:
+    """A name loaded on first use is written in three places; this says which one is missing.
+
+    ``_LAZY`` (where it loads from), the ``TYPE_CHECKING`` import (what mypy and editors see,
+    from the same module or the subpackage re-exporting it) and ``__all__``.
+    """
+    module = importlib.import_module(package)
+    lazy: dict[str, str] = module._LAZY
+    typed = _type_checking_imports(package)
+    assert sorted(set(lazy) - set(typed)) == [], "add these to the TYPE_CHECKING imports"
+    assert sorted(set(typed) - set(lazy)) == [], "add these to _LAZY (or drop the import)"
+    moved = {
+        name: (lazy[name], typed[name])
+        for name in lazy
+        if not (lazy[name] == typed[name] or lazy[name].startswith(typed[name] + "."))
+        and not typed[name].startswith(lazy[name] + ".")
+    }
+    assert moved == {}, "_LAZY and the TYPE_CHECKING import name different modules"
+    assert sorted(set(lazy) - set(module.__all__)) == [], "add these to __all__"
