@@ -18,11 +18,11 @@ from typing import Any
 
 import anyio
 import pytest
+from aws_support import fake_aws_environment
 from cli_support import cli_async
 
 from agentjudge.harness import iter_rows
 from agentjudge.testing import FakeModelServer, FakeResponse
-from agentjudge.testing._fake_bedrock import FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY
 
 pytestmark = pytest.mark.xdist_group("sdk")  # botocore imports in one worker (sdk_support)
 
@@ -71,16 +71,9 @@ def make_project(folder: Path, n: int = 6) -> Path:
 
 
 def _env(server: FakeModelServer, folder: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "AGENTJUDGE_BED"))}
     return {
-        **env,
+        **fake_aws_environment(os.environ, folder),
         "FAKE_URL": server.url,
-        "AWS_REGION": "us-west-2",
-        "AWS_ACCESS_KEY_ID": FAKE_AWS_ACCESS_KEY_ID,
-        "AWS_SECRET_ACCESS_KEY": FAKE_AWS_SECRET_ACCESS_KEY,
-        "AWS_SHARED_CREDENTIALS_FILE": str(folder / "none"),
-        "AWS_CONFIG_FILE": str(folder / "none"),
-        "AWS_EC2_METADATA_DISABLED": "true",
         "AWS_ENDPOINT_URL_BEDROCK": server.url,
         "AWS_ENDPOINT_URL_S3": server.url,
         "AGENTJUDGE_BEDROCK_BATCH_S3_URI": "s3://judge-batches/runs",

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from aws_support import use_fake_aws
 from sdk_support import sdk
 
 from agentjudge.core import Message
@@ -42,32 +43,11 @@ SCHEMA: dict[str, Any] = {
 }
 ANSWER = {"verdict": "PASS", "score": 4}
 
-_AWS_VARS = (
-    "AWS_REGION",
-    "AWS_DEFAULT_REGION",
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-    "AWS_ENDPOINT_URL",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_WEB_IDENTITY_TOKEN_FILE",
-)
-
 
 @pytest.fixture(autouse=True)
 def _aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The fake's test credentials in the environment; no profile, file or metadata service."""
-    for var in _AWS_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_REGION", "us-west-2")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", FAKE_AWS_ACCESS_KEY_ID)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_AWS_SECRET_ACCESS_KEY)
+    use_fake_aws(monkeypatch, tmp_path)
 
 
 def ask(**fields: Any) -> ModelRequest:

@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from aws_support import use_fake_aws
 
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelError
@@ -23,7 +24,7 @@ from agentjudge.models._batch import custom_id
 from agentjudge.models._bedrock import BedrockConverse
 from agentjudge.models._bedrock_batch import BedrockBatchAPI, anthropic_body, record_id
 from agentjudge.testing import FakeModelServer, FakeResponse
-from agentjudge.testing._fake_bedrock import FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SECRET_ACCESS_KEY
+from agentjudge.testing._fake_bedrock import FAKE_AWS_SECRET_ACCESS_KEY
 
 pytestmark = pytest.mark.xdist_group("sdk")  # botocore imports in one worker (sdk_support)
 
@@ -38,29 +39,12 @@ SCHEMA: dict[str, Any] = {
     "required": ["verdict", "score"],
 }
 TOKEN = "FwoGZXIvYXdzEFAKE-session-token-0123456789"
-_AWS_VARS = (
-    "AWS_DEFAULT_REGION",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_ENDPOINT_URL_BEDROCK_RUNTIME",
-    "AWS_ENDPOINT_URL_BEDROCK",
-    "AWS_ENDPOINT_URL_S3",
-    "AWS_ENDPOINT_URL",
-    "AGENTJUDGE_BEDROCK_BATCH_S3_URI",
-    "AGENTJUDGE_BEDROCK_BATCH_ROLE_ARN",
-)
 
 
 @pytest.fixture(autouse=True)
 def _aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for var in _AWS_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_REGION", "us-west-2")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", FAKE_AWS_ACCESS_KEY_ID)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_AWS_SECRET_ACCESS_KEY)
+    """The fake's test credentials in the environment; no profile, file or metadata service."""
+    use_fake_aws(monkeypatch, tmp_path)
 
 
 def bedrock(

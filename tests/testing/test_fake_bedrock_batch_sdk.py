@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from aws_support import use_fake_aws
 from sdk_support import sdk
 
 from agentjudge.core import Message
@@ -133,10 +134,7 @@ async def test_agentjudge_job_request_follows_botocores_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The CreateModelInvocationJob body agentjudge sends validates against botocore's shape."""
-    monkeypatch.setenv("AWS_REGION", "us-west-2")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", FAKE_AWS_ACCESS_KEY_ID)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_AWS_SECRET_ACCESS_KEY)
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    use_fake_aws(monkeypatch, tmp_path)
     request = ModelRequest(messages=(Message(role="user", content="Grade this."),))
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
         monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK", server.url)
