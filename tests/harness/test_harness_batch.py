@@ -13,9 +13,10 @@ from typing import Any
 
 import anyio
 import pytest
+from batch_rows_support import comparable, rows_by_id
 from cli_support import cli_async
 
-from agentjudge.harness import RunConfigError, Suite, iter_rows, run_suite
+from agentjudge.harness import RunConfigError, Suite, run_suite
 from agentjudge.harness._suite import load_suite
 from agentjudge.testing import FakeModelServer, FakeResponse
 
@@ -101,22 +102,6 @@ async def _cli(project: Path, server: FakeModelServer, *args: str) -> tuple[int,
     return proc.returncode, proc.stderr
 
 
-TIMING = {"duration_s", "queued_s"}
-
-
-def _comparable(value: Any) -> Any:
-    """A row without its timing and the ``batch`` marker of batch answers."""
-    if isinstance(value, dict):
-        return {k: _comparable(v) for k, v in value.items() if k not in TIMING and k != "batch"}
-    if isinstance(value, list):
-        return [_comparable(v) for v in value]
-    return value
-
-
-def _rows(folder: Path) -> dict[str, dict[str, Any]]:
-    return {row["id"]: row for row in iter_rows(folder / "results.jsonl")}
-
-
 async def test_batch_run_gives_the_rows_and_summary_of_an_online_run(tmp_path: Path) -> None:
     """--batch sends one batch per client and writes the same rows and verdicts as online."""
     project = make_project(tmp_path)
@@ -130,9 +115,9 @@ async def test_batch_run_gives_the_rows_and_summary_of_an_online_run(tmp_path: P
         assert online_calls == 12  # 6 cases x 2 jurors
         assert len(server.batches.created) == 2  # one OpenAI and one Anthropic batch
         assert sorted(len(ids) for _, ids in server.batches.created) == [6, 6]
-    online, batched = _rows(project / "online"), _rows(project / "batched")
-    assert {k: _comparable(v) for k, v in batched.items()} == {
-        k: _comparable(v) for k, v in online.items()
+    online, batched = rows_by_id(project / "online"), rows_by_id(project / "batched")
+    assert {k: comparable(v) for k, v in batched.items()} == {
+        k: comparable(v) for k, v in online.items()
     }
     for row in batched.values():
         assert [r["judgment"]["metadata"]["batch"] for r in row["results"]] == [True, True]
@@ -141,7 +126,7 @@ async def test_batch_run_gives_the_rows_and_summary_of_an_online_run(tmp_path: P
         for folder in ("online", "batched")
     ]
     for key in ("judges", "verdict", "cases", "passed"):
-        assert _comparable(summaries[0][key]) == _comparable(summaries[1][key]), key
+        assert comparable(summaries[0][key]) == comparable(summaries[1][key]), key
     assert summaries[1]["config"]["batch"] is True
     assert sorted(p.name for p in (project / "batched").glob("batches-*.json")) == [
         "batches-anthropic_juror-b.json",
@@ -176,9 +161,9 @@ async def test_batch_run_samples_like_an_online_run(tmp_path: Path) -> None:
         assert code == 0, stderr
     assert online_calls == 18
     assert [len(ids) for _, ids in server.batches.created] == [18]
-    online, batched = _rows(project / "online"), _rows(project / "batched")
-    assert {k: _comparable(v) for k, v in batched.items()} == {
-        k: _comparable(v) for k, v in online.items()
+    online, batched = rows_by_id(project / "online"), rows_by_id(project / "batched")
+    assert {k: comparable(v) for k, v in batched.items()} == {
+        k: comparable(v) for k, v in online.items()
     }
     confidences = [batched[f"q{i}"]["results"][0]["judgment"]["confidence"] for i in range(6)]
     assert confidences == pytest.approx([1.0, 2 / 3, 2 / 3, 1.0, 1.0, 2 / 3])
@@ -199,13 +184,13 @@ async def test_killed_batch_run_resumes_polling_without_resubmitting(tmp_path: P
                     await anyio.sleep(0.01)
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
-        assert not _rows(project / "out")  # killed before any case was written
+        assert not rows_by_id(project / "out")  # killed before any case was written
         server.batches.complete_after = server.batches.polls + 1  # ends on the next poll
         code, stderr = await _cli(project, server, "--out", "out", "--batch", "--resume")
         assert code == 0, stderr
         assert len(server.batches.created) == 1
         assert not [r for r in server.received if r.path == "/v1/chat/completions"][6:]
-    rows = _rows(project / "out")
+    rows = rows_by_id(project / "out")
     assert sorted(rows) == [f"q{i}" for i in range(6)]
     statuses = {k: row["results"][0]["judgment"]["status"] for k, row in rows.items()}
     assert statuses == {f"q{i}": "fail" if i % 3 == 0 else "pass" for i in range(6)}
@@ -220,7 +205,7 @@ async def test_cascade_batches_go_tier_by_tier(tmp_path: Path) -> None:
         assert code == 0, stderr
         created = server.batches.created
     assert [len(ids) for _, ids in created] == [9, 3]  # q0, q3, q6 failed the cheap tier
-    rows = _rows(project / "out")
+    rows = rows_by_id(project / "out")
     assert all(row["verdict"]["status"] == "pass" for row in rows.values())
     escalated = sorted(
         k for k, row in rows.items() if [r["name"] for r in row["results"]] == ["cheap", "strong"]
@@ -250,7 +235,7 @@ async def _run_with_one_expired(project: Path, *, retry_online: bool) -> dict[st
             del os.environ["FAKE_URL"]
         online = [r for r in server.received if r.path == "/v1/chat/completions"]
     # The fake answers each batch item through its chat route too: 5 items, the 6th expired.
-    return {"rows": _rows(project / "out"), "online_after_batch": len(online) - 5}
+    return {"rows": rows_by_id(project / "out"), "online_after_batch": len(online) - 5}
 
 
 async def test_expired_request_becomes_an_error_with_the_providers_reason(tmp_path: Path) -> None:

@@ -19,9 +19,9 @@ from typing import Any
 import anyio
 import pytest
 from aws_support import fake_aws_environment
+from batch_rows_support import comparable, rows_by_id
 from cli_support import cli_async
 
-from agentjudge.harness import iter_rows
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 pytestmark = pytest.mark.xdist_group("sdk")  # botocore imports in one worker (sdk_support)
@@ -87,22 +87,8 @@ async def _cli(project: Path, server: FakeModelServer, *args: str, **extra: str)
     return proc.returncode, proc.stderr
 
 
-def _comparable(value: Any) -> Any:
-    """A row without its timing and the ``batch`` marker of batch answers."""
-    if isinstance(value, dict):
-        skip = {"duration_s", "queued_s", "batch"}
-        return {k: _comparable(v) for k, v in value.items() if k not in skip}
-    if isinstance(value, list):
-        return [_comparable(v) for v in value]
-    return value
-
-
-def _rows(folder: Path) -> dict[str, dict[str, Any]]:
-    return {row["id"]: row for row in iter_rows(folder / "results.jsonl")}
-
-
 def _judgments(folder: Path) -> dict[str, dict[str, Any]]:
-    return {k: row["results"][0]["judgment"] for k, row in _rows(folder).items()}
+    return {k: row["results"][0]["judgment"] for k, row in rows_by_id(folder).items()}
 
 
 async def test_batch_run_with_a_bedrock_judge_writes_the_rows_of_an_online_run(
@@ -117,9 +103,9 @@ async def test_batch_run_with_a_bedrock_judge_writes_the_rows_of_an_online_run(
         assert code == 0, stderr
     assert online_calls == 6 and "sent online" not in stderr
     assert [len(ids) for _, ids in server.batches.created] == [6]
-    online, batched = _rows(project / "online"), _rows(project / "batched")
-    assert {k: _comparable(v) for k, v in batched.items()} == {
-        k: _comparable(v) for k, v in online.items()
+    online, batched = rows_by_id(project / "online"), rows_by_id(project / "batched")
+    assert {k: comparable(v) for k, v in batched.items()} == {
+        k: comparable(v) for k, v in online.items()
     }
     assert all(j["metadata"]["batch"] for j in _judgments(project / "batched").values())
     assert [p.name for p in (project / "batched").glob("batches-*.json")] == [
@@ -178,7 +164,7 @@ async def test_killed_bedrock_batch_run_resumes_the_job_without_resubmitting(
                     await anyio.sleep(0.01)
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
-        assert not _rows(project / "out")
+        assert not rows_by_id(project / "out")
         server.batches.complete_after = server.batches.polls + 1
         code, stderr = await _cli(project, server, "--out", "out", "--batch", "--resume")
         assert code == 0, stderr

@@ -15,12 +15,12 @@ from typing import Any
 
 import anyio
 import pytest
+from batch_rows_support import comparable, rows_by_id
 from cli_support import cli_async
 from docs_support import blocks
 
 from agentjudge.core import Message
 from agentjudge.exceptions import ModelHTTPError
-from agentjudge.harness import iter_rows
 from agentjudge.models import (
     BatchCollector,
     HTTPModelClient,
@@ -148,15 +148,6 @@ def respond(data: dict[str, Any]) -> FakeResponse:
     return FakeResponse(text="Answer: NO\nReasoning: does not match")
 
 
-def _comparable(value: Any) -> Any:
-    if isinstance(value, dict):
-        skip = {"duration_s", "queued_s", "batch"}
-        return {k: _comparable(v) for k, v in value.items() if k not in skip}
-    if isinstance(value, list):
-        return [_comparable(v) for v in value]
-    return value
-
-
 async def test_the_documented_provider_runs_a_suite_online_and_with_batch(tmp_path: Path) -> None:
     """task = "gateway:..." and judges on it: a suite run, then --batch with the same rows."""
     install(tmp_path)  # in the project folder: the CLI puts it first on sys.path
@@ -176,9 +167,8 @@ async def test_the_documented_provider_runs_a_suite_online_and_with_batch(tmp_pa
             )
             assert proc.returncode == 0, proc.stderr
         assert [len(ids) for _, ids in server.batches.created] == [4]  # the judge's calls
-    online = {r["id"]: r for r in iter_rows(tmp_path / "online" / "results.jsonl")}
-    batched = {r["id"]: r for r in iter_rows(tmp_path / "batched" / "results.jsonl")}
-    assert _comparable(batched) == _comparable(online)
+    online, batched = rows_by_id(tmp_path / "online"), rows_by_id(tmp_path / "batched")
+    assert comparable(batched) == comparable(online)
     verdicts = {k: r["results"][0]["judgment"]["status"] for k, r in online.items()}
     assert verdicts == {"q0": "pass", "q1": "fail", "q2": "pass", "q3": "fail"}
     assert all(r["results"][0]["judgment"]["metadata"]["batch"] for r in batched.values())
