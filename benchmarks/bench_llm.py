@@ -156,6 +156,15 @@ def baseline_tree(ref: str) -> Iterator[tuple[str, Path]]:
         )
 
 
+def measured_trees(stack: contextlib.ExitStack, baseline_ref: str | None) -> dict[str, Path]:
+    """``{"current": this tree}``, plus ``baseline_ref`` checked out (until ``stack`` closes)."""
+    trees = {"current": ROOT}
+    if baseline_ref:
+        sha, path = stack.enter_context(baseline_tree(baseline_ref))
+        trees[f"baseline {sha}"] = path
+    return trees
+
+
 def _on_path(tree: Path) -> dict[str, str]:
     """The environment that makes ``tree``'s agentjudge the one imported."""
     return dict(
@@ -193,10 +202,7 @@ Samples = dict[tuple[str, str], list[float]]
 def w4(total: int, rounds: int, baseline_ref: str | None) -> None:
     """W4 on this tree and ``baseline_ref``'s, interleaved; medians and ratios."""
     with contextlib.ExitStack() as stack:
-        trees = {"current": ROOT}
-        if baseline_ref:
-            sha, path = stack.enter_context(baseline_tree(baseline_ref))
-            trees[f"baseline {sha}"] = path
+        trees = measured_trees(stack, baseline_ref)
         base_url = stack.enter_context(provider_process())
         samples: dict[str, Samples] = {"wall": {}, "ratio": {}, "cpu": {}, "passes": {}, "cb": {}}
         for r in range(rounds):
@@ -264,10 +270,7 @@ def import_times(rounds: int, baseline_ref: str | None) -> None:
         "agentjudge --help": ["-m", "agentjudge", "--help"],
     }
     with contextlib.ExitStack() as stack:
-        trees = {"current": ROOT}
-        if baseline_ref:
-            sha, path = stack.enter_context(baseline_tree(baseline_ref))
-            trees[f"baseline {sha}"] = path
+        trees = measured_trees(stack, baseline_ref)
         times: Samples = {}
         for r in range(rounds + 1):  # round 0 writes the bytecode caches and is not counted
             for name, tree in trees.items() if r % 2 else reversed(trees.items()):
@@ -323,10 +326,7 @@ def _harness_suite(folder: Path, rows: int) -> None:
 def harness_llm(rows: int, rounds: int, baseline_ref: str | None) -> None:
     """``agentjudge run`` of an LLM suite against the W4 provider: wall and CPU per tree."""
     with contextlib.ExitStack() as stack:
-        trees = {"current": ROOT}
-        if baseline_ref:
-            sha, path = stack.enter_context(baseline_tree(baseline_ref))
-            trees[f"baseline {sha}"] = path
+        trees = measured_trees(stack, baseline_ref)
         base_url = stack.enter_context(provider_process())
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="w4-harness-")))
         _harness_suite(folder, rows)
