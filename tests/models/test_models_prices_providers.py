@@ -39,6 +39,23 @@ PRESET_COSTS = {
     "deepseek:deepseek-flash": 0.30 + 1.20 / 2,
     "deepseek:deepseek-v4-flash": 0.30 + 1.20 / 2,  # the legacy name, billed as Flash
     "deepseek:deepseek-v4-pro": 1.32 + 3.96 / 2,
+    # Mistral: its docs' prices; the -latest names and mistral-medium-3 as its docs map them
+    "mistral:mistral-large-2512": 0.50 + 1.50 / 2,
+    "mistral:mistral-large-latest": 0.50 + 1.50 / 2,
+    "mistral:mistral-medium-3-5": 1.50 + 7.50 / 2,
+    "mistral:mistral-medium-3": 1.50 + 7.50 / 2,
+    "mistral:mistral-medium-latest": 1.50 + 7.50 / 2,
+    "mistral:mistral-small-2603": 0.15 + 0.60 / 2,
+    "mistral:mistral-small-latest": 0.15 + 0.60 / 2,
+    "mistral:ministral-14b-2512": 0.20 + 0.20 / 2,
+    "mistral:ministral-14b-latest": 0.20 + 0.20 / 2,
+    "mistral:ministral-8b-2512": 0.15 + 0.15 / 2,
+    "mistral:ministral-8b-latest": 0.15 + 0.15 / 2,
+    "mistral:ministral-3b-2512": 0.10 + 0.10 / 2,
+    "mistral:ministral-3b-latest": 0.10 + 0.10 / 2,
+    "mistral:codestral-2508": 0.30 + 0.90 / 2,
+    "mistral:codestral-latest": 0.30 + 0.90 / 2,
+    "together:openai/gpt-oss-120b": 0.15 + 0.60 / 2,
 }
 GEMINI_COSTS = {
     "gemini:gemini-2.5-flash": 0.30 + 2.50 / 2,
@@ -46,8 +63,8 @@ GEMINI_COSTS = {
 }
 UNPRICED = (
     "deepseek:deepseek-chat",
-    "mistral:mistral-small-latest",
-    "together:meta-llama/Llama-3.3-70B-Instruct-Turbo",
+    "mistral:mistral-large-2411",  # retired: its docs no longer price it
+    "together:meta-llama/Llama-3.3-70B-Instruct-Turbo",  # transcriptions disagree
     "openrouter:openai/gpt-4o-mini",
     "groq:some-model-nobody-priced",
     "xai:grok-unknown",
@@ -60,7 +77,7 @@ def ask() -> ModelRequest:
 
 @pytest.mark.parametrize("name", sorted(PRESET_COSTS))
 async def test_a_preset_model_costs_what_the_table_says(name: str) -> None:
-    """xAI, Fireworks, Groq and DeepSeek answers are priced from the table by client name."""
+    """xAI, Fireworks, Groq, DeepSeek, Mistral and Together answers are priced by client name."""
     async with (
         FakeModelServer(FakeResponse(text="PASS", usage=OPENAI_USAGE)) as server,
         model_from_string(name, base_url=server.base_url, api_key="key-123456789") as model,
@@ -104,6 +121,25 @@ def test_cached_and_batch_prices_of_the_new_entries() -> None:
     assert table.cost(fireworks, plain, batch=True) == pytest.approx(0.075 + 0.30)
 
 
+async def test_a_mistral_cache_hit_costs_a_tenth_of_its_input_price() -> None:
+    """Mistral counts cached tokens inside prompt_tokens and bills them at 10% of the input."""
+    usage = {
+        "prompt_tokens": 1_000_000,
+        "completion_tokens": 0,
+        "total_tokens": 1_000_000,
+        "prompt_tokens_details": {"cached_tokens": 800_000},
+    }
+    async with (
+        FakeModelServer(FakeResponse(text="PASS", usage=usage)) as server,
+        model_from_string(
+            "mistral:mistral-large-latest", base_url=server.base_url, api_key="key-123456789"
+        ) as model,
+    ):
+        response = await model.complete(ask())
+    assert response.usage.cache_read_tokens == 800_000
+    assert response_cost(model.name, response) == pytest.approx(0.2 * 0.50 + 0.8 * 0.05)
+
+
 def test_a_bedrock_id_or_inference_profile_has_no_shipped_price() -> None:
     """Bedrock prices vary by region and endpoint: none is shipped, in-region or profile."""
     table = PriceTable.default()
@@ -122,5 +158,5 @@ def test_every_priced_provider_has_a_read_date_and_a_source() -> None:
     assert providers == set(shipped["read"])
     for provider in providers:
         assert any(f"({provider}, read " in source for source in shipped["sources"]), provider
-    for provider in ("xai", "fireworks", "groq", "gemini", "deepseek"):
+    for provider in ("xai", "fireworks", "groq", "gemini", "deepseek", "mistral", "together"):
         assert table.read_on(f"{provider}:m") == READ
