@@ -20,6 +20,10 @@ How a `Usage` becomes a cost (`ModelPrice.cost`):
 * A missing ``cached_input`` bills cached tokens at ``input``; missing batch prices bill a batch
   call at the regular prices (both upper bounds). A usage without input or output counts, or
   with cache writes but no ``cache_write_input``, has no cost (None).
+
+A provider that reports each call's charge in its answer (``reports_cost``: OpenRouter's
+``usage.cost``, in US dollars) is priced by that charge, not by the table (`reported_cost`):
+OpenRouter bills a model at the price of whichever provider served the call.
 """
 
 from __future__ import annotations
@@ -38,7 +42,15 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Val
 
 from agentjudge.models._types import ModelResponse, Usage
 
-__all__ = ["ModelPrice", "PriceTable", "cache_apart", "price_problem", "prices", "response_cost"]
+__all__ = [
+    "ModelPrice",
+    "PriceTable",
+    "cache_apart",
+    "price_problem",
+    "prices",
+    "reported_cost",
+    "response_cost",
+]
 
 _PER_TOKEN = 1e-6
 
@@ -52,6 +64,33 @@ def cache_apart(client: str) -> bool:
     from agentjudge.models._registry import counts_cache_apart
 
     return counts_cache_apart(client.partition(":")[0])
+
+
+def reported_cost(client: str, usage: Usage, raw: Mapping[str, Any] | None) -> float | None:
+    """The charge in USD the provider reported in the answer body ``raw``, else None.
+
+    Read from ``raw["usage"]["cost"]`` (a number >= 0) when the provider of the client name
+    ``client`` reports one (the registry's ``reports_cost``: OpenRouter), and only when the
+    body's own token counts are ``usage``'s: an answer re-asked for its schema sums the usage
+    of several requests, of which ``raw`` is the last, so its reported cost would be short
+    (such an answer is priced from the table instead).
+    """
+    body_usage = raw.get("usage") if raw is not None else None
+    if not isinstance(body_usage, dict) or "cost" not in body_usage:  # the usual case: no cost
+        return None
+    cost = body_usage["cost"]
+    if isinstance(cost, bool) or not isinstance(cost, int | float):
+        return None
+    if not math.isfinite(cost) or cost < 0:
+        return None
+    if (
+        body_usage.get("prompt_tokens") != usage.input_tokens
+        or body_usage.get("completion_tokens") != usage.output_tokens
+    ):
+        return None
+    from agentjudge.models._registry import reports_cost
+
+    return float(cost) if reports_cost(client.partition(":")[0]) else None
 
 
 def _price(value: float) -> float:
@@ -375,6 +414,9 @@ def response_cost(
 ) -> float | None:
     """The cost in USD of one response: 0 for a cached answer, None when it has no price.
 
+    An answer whose provider reported its charge (`reported_cost`: OpenRouter) costs that
+    charge; any other is priced from the table.
+
     Args:
         client: The client's name (``"openai:gpt-4o-mini"``).
         response: The answer.
@@ -384,6 +426,9 @@ def response_cost(
     """
     if response.cached:
         return 0.0
+    charged = reported_cost(client, response.usage, response.raw)
+    if charged is not None:
+        return charged
     if batch is None:
         batch = response.batch
     return (table or prices).cost(client, response.usage, model=response.model, batch=batch)

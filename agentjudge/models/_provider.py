@@ -35,6 +35,9 @@ default, where there is one, is in brackets):
 - ``cache_tokens_apart``: a price key: True when the provider's ``input_tokens`` exclude prompt
   cache reads and writes (Anthropic), so costs and budgets add them [False: counted inside, as
   OpenAI and Gemini do]. Prices are looked up as ``"<prefix>:<model>"`` in the price table.
+- ``reports_cost``: a price key: True when each answer's ``usage.cost`` is what the call was
+  charged, in US dollars, so costs and budgets take it instead of the price table [False]. An
+  OpenAI-compatible preset sets it in its `OpenAIPreset` (OpenRouter does).
 
 Everything else (transport, retries, rate limits, the adaptive controller, the cache, budgets,
 schema re-asks, secrets redaction) is the base class's and needs no code in the provider.
@@ -160,6 +163,9 @@ class ProviderHooks:
     cache_tokens_apart: ClassVar[bool] = False
     """Price key: the provider's ``input_tokens`` exclude prompt-cache reads and writes (True
     for Anthropic), so costs and budgets add them; False: they are counted inside."""
+    reports_cost: ClassVar[bool] = False
+    """Price key: each answer's ``usage.cost`` is the call's charge in US dollars (OpenRouter's
+    usage accounting), taken instead of the price table; False: the table prices answers."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

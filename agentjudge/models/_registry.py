@@ -42,6 +42,7 @@ __all__ = [
     "model_from_string",
     "provider_class",
     "provider_factory",
+    "reports_cost",
     "split_model_spec",
 ]
 
@@ -63,6 +64,9 @@ class OpenAIPreset:
             ``base_url``, so `BatchCollector` (``--batch``) can use it.
         base_url_env: The environment variable that overrides ``base_url`` (default
             ``<PREFIX>_BASE_URL``, e.g. ``GROQ_BASE_URL``).
+        reports_cost: A price key: each answer's ``usage.cost`` is what the call was charged,
+            in US dollars (OpenRouter's usage accounting), so costs and budgets take it
+            instead of the price table (see `reports_cost`).
     """
 
     base_url: str
@@ -70,6 +74,7 @@ class OpenAIPreset:
     key_required: bool = True
     batch: bool = False
     base_url_env: str | None = None
+    reports_cost: bool = False
 
 
 PROVIDERS: dict[str, type[HTTPModelClient] | OpenAIPreset | str] = {
@@ -83,7 +88,9 @@ PROVIDERS: dict[str, type[HTTPModelClient] | OpenAIPreset | str] = {
     "fireworks": OpenAIPreset("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
     "groq": OpenAIPreset("https://api.groq.com/openai/v1", "GROQ_API_KEY", batch=True),
     "mistral": OpenAIPreset("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
-    "openrouter": OpenAIPreset("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "openrouter": OpenAIPreset(
+        "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", reports_cost=True
+    ),
     "together": OpenAIPreset("https://api.together.ai/v1", "TOGETHER_API_KEY"),
     "xai": OpenAIPreset("https://api.x.ai/v1", "XAI_API_KEY"),
     # local servers: no key needed (one is sent if its variable is set, e.g. vllm --api-key)
@@ -181,6 +188,20 @@ def counts_cache_apart(provider: str) -> bool:
     except ValueError:
         return False
     return bool(getattr(cls, "cache_tokens_apart", False))
+
+
+def reports_cost(provider: str) -> bool:
+    """The price key of ``provider``: its answers carry their charge in USD at ``usage.cost``.
+
+    An `OpenAIPreset`'s ``reports_cost`` (OpenRouter), else the registered class's
+    ``reports_cost``; False for a name that is no registered provider or whose entry point fails
+    to load (the price table is used then).
+    """
+    try:
+        entry = _entry(provider.lower())
+    except ValueError:
+        return False
+    return bool(getattr(entry, "reports_cost", False))
 
 
 def known_providers() -> tuple[str, ...]:

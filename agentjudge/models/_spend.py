@@ -14,8 +14,9 @@ bound of each request before it is sent and settles it with the answer's real us
   least `DEFAULT_OUTPUT_TOKENS`. Priced at the model's price, the higher of its input and
   cache-write prices (batch prices for a batch call). A model with no price has no dollar
   bound (None): a dollar budget refuses it before it is sent.
-* **Settling**: the answer's real cost (its usage at the model's price) and tokens (input +
-  output); when the answer reports no usage the reserved bound is counted.
+* **Settling**: the answer's real cost (the charge its provider reported, e.g. OpenRouter's
+  ``usage.cost``, else its usage at the model's price) and tokens (input + output); when the
+  answer reports no usage the reserved bound is counted.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import anyio
 
 from agentjudge.core import Message
 from agentjudge.judging import SpendGate, SpendHold, add_queued
-from agentjudge.models._prices import _PER_TOKEN, cache_apart, prices
+from agentjudge.models._prices import _PER_TOKEN, cache_apart, prices, reported_cost
 from agentjudge.models._types import Usage
 
 __all__ = [
@@ -235,6 +236,9 @@ class _Answer(Protocol):
     @property
     def model(self) -> str | None: ...
 
+    @property
+    def raw(self) -> Mapping[str, Any] | None: ...
+
 
 def _input_total(client: str, usage: Usage) -> int | None:
     if usage.input_tokens is None:
@@ -260,7 +264,9 @@ class Reservation:
     def settle(self, answer: _Answer) -> None:
         """Count what ``answer`` really used and learn how far the estimates were off."""
         pricing, usage = self._pricing, answer.usage
-        usd = prices.cost(pricing.client, usage, model=answer.model, batch=pricing.batch)
+        usd = reported_cost(pricing.client, usage, answer.raw)
+        if usd is None:
+            usd = prices.cost(pricing.client, usage, model=answer.model, batch=pricing.batch)
         inp = _input_total(pricing.client, usage)
         tokens = None if inp is None or usage.output_tokens is None else inp + usage.output_tokens
         seen = pricing.seen

@@ -99,6 +99,9 @@ class FakeResponse:
             OpenAI chat ``message.tool_calls`` (finish reason ``"tool_calls"``), Anthropic
             ``tool_use`` blocks after the text (stop reason ``"tool_use"``), Responses API
             ``function_call`` output items. Without ``text`` the reply carries only the calls.
+        cost: What the call was charged, in US dollars, sent as ``usage.cost`` in an OpenAI
+            chat completion, the way OpenRouter reports each call's cost (its usage
+            accounting); None (the default) sends no cost, as OpenAI does.
     """
 
     text: str | None = None
@@ -112,6 +115,7 @@ class FakeResponse:
     finish_reason: str | None = None
     logprobs: Sequence[TokenLogprob] | None = None
     tool_calls: Sequence[ToolCall] = ()
+    cost: float | None = None
 
     def __post_init__(self) -> None:
         if not all(isinstance(c, ToolCall) for c in self.tool_calls):
@@ -124,6 +128,8 @@ class FakeResponse:
             raise ValueError(f"status must be an HTTP status (100-599), got {self.status!r}")
         if not self.latency >= 0 or self.latency == float("inf"):
             raise ValueError(f"latency must be a finite number >= 0, got {self.latency!r}")
+        if self.cost is not None and not 0 <= self.cost < float("inf"):
+            raise ValueError(f"cost must be a finite number of USD >= 0, got {self.cost!r}")
 
 
 @dataclass(frozen=True)
@@ -536,6 +542,8 @@ class FakeModelServer:
             ],
             "usage": dict(usage),
         }
+        if response.cost is not None:  # OpenRouter's usage accounting
+            body["usage"]["cost"] = response.cost
         if request.get("logprobs") is True:
             top = request.get("top_logprobs")
             count = top if isinstance(top, int) and top > 0 else 0
