@@ -140,12 +140,18 @@ async def test_a_mistral_cache_hit_costs_a_tenth_of_its_input_price() -> None:
     assert response_cost(model.name, response) == pytest.approx(0.2 * 0.50 + 0.8 * 0.05)
 
 
-def test_a_bedrock_id_or_inference_profile_has_no_shipped_price() -> None:
-    """Bedrock prices vary by region and endpoint: none is shipped, in-region or profile."""
+def test_bedrock_prices_outside_the_us_regions_and_by_endpoint_are_not_shipped() -> None:
+    """Only US (N. Virginia, Oregon) prices are shipped: eu./apac./global. profiles have none."""
     table = PriceTable.default()
     usage = Usage(input_tokens=1000, output_tokens=100)
-    for model in ("anthropic.claude-3-5-haiku-20241022-v1:0", "us.anthropic.claude-3-5-haiku"):
-        assert table.cost(f"bedrock:{model}", usage) is None
+    for model in (
+        "eu.anthropic.claude-3-5-haiku-20241022-v1:0",
+        "apac.anthropic.claude-sonnet-4-20250514-v1:0",
+        "global.anthropic.claude-haiku-4-5-20251001-v1:0",  # priced by endpoint
+        "anthropic.claude-haiku-4-5-20251001-v1:0",
+    ):
+        assert table.cost(f"bedrock:{model}", usage) is None, model
+    assert table.cost("bedrock:us.anthropic.claude-3-5-haiku-20241022-v1:0", usage) is not None
 
 
 def test_every_priced_provider_has_a_read_date_and_a_source() -> None:
@@ -159,4 +165,6 @@ def test_every_priced_provider_has_a_read_date_and_a_source() -> None:
     for provider in providers:
         assert any(f"({provider}, read " in source for source in shipped["sources"]), provider
     for provider in ("xai", "fireworks", "groq", "gemini", "deepseek", "mistral", "together"):
+        assert table.read_on(f"{provider}:m") == READ
+    for provider in ("bedrock",):
         assert table.read_on(f"{provider}:m") == READ
