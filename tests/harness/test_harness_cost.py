@@ -323,3 +323,31 @@ async def test_compare_shows_the_change_in_cost(tmp_path: Path) -> None:
         assert len(server.requests) == 3
     assert code == 0
     assert "cost:" in out and "-0.0020" in out
+
+
+ROUTER_JUDGES = """
+import os
+from agentjudge.judges import LLMJudge
+from agentjudge.models import model_from_string
+
+URL = os.environ.get("FAKE_URL", "http://127.0.0.1:9/v1")
+
+
+def build():
+    model = model_from_string("openrouter:openai/gpt-4o-mini", base_url=URL, api_key="k")
+    return LLMJudge("correct", model, "Is {{output}} right? Answer YES or NO.")
+"""
+
+
+async def test_an_openrouter_run_costs_what_each_answer_reported(tmp_path: Path) -> None:
+    """No price needed: summary.json's cost is the sum of OpenRouter's reported charges."""
+    project = make_project(tmp_path, suite='gates = ["cost.usd<=0.01"]\n', prices=False)
+    (project / "judges.py").write_text(textwrap.dedent(ROUTER_JUDGES))
+    charged = FakeResponse(text="Answer: YES", usage=USAGE, cost=0.0015)
+    async with FakeModelServer(default=charged) as server:
+        code, _, err = await cli(project, server.base_url, *RUN)
+        assert len(server.requests) == 4
+    assert code == 0, err
+    cost = summary(project)["cost"]
+    assert cost["usd"] == pytest.approx(4 * 0.0015) and cost["unpriced_calls"] == 0
+    assert list(cost["by_model"]) == ["openrouter:openai/gpt-4o-mini"]
