@@ -9,12 +9,14 @@ reports and the cache key on.
 from __future__ import annotations
 
 import re
-from typing import Unpack
+from typing import Any, Unpack
 
+from agentjudge.core import Message
 from agentjudge.models._batch_api import BatchAPI
 from agentjudge.models._openai import OpenAIChat
 from agentjudge.models._options import ClientKeywords
 from agentjudge.models._registry import PROVIDERS, OpenAIPreset
+from agentjudge.models._types import ModelRequest
 
 __all__ = ["OpenAICompatible"]
 
@@ -76,6 +78,21 @@ class OpenAICompatible(OpenAIChat):
     def __repr__(self) -> str:
         shown = f"{self.model!r}, provider={self.provider!r}, base_url={self.base_url!r}"
         return f"OpenAICompatible({shown})"
+
+    def request_body(
+        self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """As `OpenAIChat`'s; a preset that ``reports_cost`` also asks for the call's charge.
+
+        OpenRouter's usage-accounting opt-in, ``"usage": {"include": true}``, is sent (its docs
+        now report the cost in every answer and call the opt-in deprecated and without
+        effect: sending it keeps the cost coming where it is still needed). An ``extra_body``
+        ``usage`` wins.
+        """
+        body = super().request_body(request, messages, schema)
+        if self.preset.reports_cost and "usage" not in body:
+            body["usage"] = {"include": True}
+        return body
 
     def batch_api(self) -> BatchAPI | None:
         """The OpenAI Batch API at ``base_url`` when the preset says the server speaks it."""

@@ -57,6 +57,22 @@ async def test_an_openrouter_answer_costs_the_charge_it_reports() -> None:
     assert ROUTER not in prices
     assert response.raw is not None and response.raw["usage"]["cost"] == 0.0123
     assert response_cost(model.name, response) == 0.0123
+    assert server.received[0].json["usage"] == {"include": True}  # the usage-accounting opt-in
+
+
+async def test_only_openrouter_requests_ask_for_usage_accounting() -> None:
+    """Other presets send no "usage" field; an extra_body "usage" overrides OpenRouter's."""
+    async with FakeModelServer(FakeResponse(text="PASS", usage=USAGE)) as server:
+        for name in ("groq:llama-3.1-8b-instant", "mistral:mistral-small-latest", "openai:gpt-4o"):
+            async with model_from_string(name, base_url=server.base_url, api_key=KEY) as model:
+                await model.complete(ask())
+        own = {"usage": {"include": False}}
+        async with model_from_string(
+            ROUTER, base_url=server.base_url, api_key=KEY, extra_body=own
+        ) as model:
+            await model.complete(ask())
+    assert ["usage" in r.json for r in server.received] == [False, False, False, True]
+    assert server.received[-1].json["usage"] == {"include": False}
 
 
 async def test_a_run_costs_what_openrouter_reported() -> None:
