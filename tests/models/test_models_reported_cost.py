@@ -17,8 +17,8 @@ import pytest
 from agentjudge.core import Context, Message
 from agentjudge.engine import Budget, Evaluator
 from agentjudge.judges import LLMJudge
-from agentjudge.models import ModelRequest, model_from_string, prices, response_cost
-from agentjudge.models._registry import reports_cost
+from agentjudge.models import ModelRequest, OpenAIChat, model_from_string, prices, response_cost
+from agentjudge.models._registry import PROVIDERS, reports_cost
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 USAGE = {"prompt_tokens": 1_000, "completion_tokens": 200, "total_tokens": 1_200}
@@ -164,3 +164,24 @@ def test_a_fake_response_refuses_a_cost_that_is_no_charge() -> None:
     for bad in (-0.01, float("inf"), float("nan")):
         with pytest.raises(ValueError, match="cost must be a finite number"):
             FakeResponse(cost=bad)
+
+
+class _Gateway(OpenAIChat):
+    """A provider class of its own whose answers carry their charge (the protocol's price key)."""
+
+    provider = "gateway"
+    reports_cost = True
+
+
+async def test_a_provider_class_that_reports_costs_is_priced_by_its_charge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """reports_cost on a registered class (not only a preset) makes its charges its costs."""
+    monkeypatch.setitem(PROVIDERS, "gateway", _Gateway)
+    async with (
+        FakeModelServer(FakeResponse(text="PASS", usage=USAGE, cost=0.25)) as server,
+        model_from_string("gateway:big", base_url=server.base_url, api_key=KEY) as model,
+    ):
+        response = await model.complete(ask())
+    assert model.name == "gateway:big" and reports_cost("gateway")
+    assert response_cost(model.name, response) == 0.25
