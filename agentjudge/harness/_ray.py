@@ -18,7 +18,9 @@ actor per worker slot instead of one process:
   another cluster.
 
 ``limits`` and ``max_cost`` hold cluster-wide through a broker actor's leases of tokens
-(`_ray_limits`) and dollars (`_ray_budget`).
+(`_ray_limits`) and dollars (`_ray_budget`); it also holds the model clients' shared rate
+controllers (`_ray_rates`). A run without ``limits`` or ``max_cost`` starts it only when an
+actor's model client first needs it (the actor asks with a ``("broker",)`` message).
 
 ``ray`` is an optional extra (``agentjudge[ray]``), imported here only, when a run asks for it.
 """
@@ -51,6 +53,7 @@ from agentjudge.harness._processes import (
     worker_error,
 )
 from agentjudge.harness._ray_limits import LimitBroker, LimitKeeper
+from agentjudge.harness._ray_rates import BrokerPromise
 from agentjudge.harness._resolve import RunConfigError
 from agentjudge.harness._suite import Suite
 
@@ -118,6 +121,7 @@ class CaseActor:
     def __init__(self, paths: list[str]) -> None:
         sys.path.extend(p for p in paths if p not in sys.path)  # the driver's, on one machine
         self._queues = _Queues()
+        self._broker = BrokerPromise(partial(self._queues.send, ("broker",)))
         self._lock = threading.Lock()
         self._next = 0
         self._early: dict[int, Any] = {}
@@ -128,6 +132,8 @@ class CaseActor:
 
     def push(self, seq: int, item: Any) -> None:
         """Item ``seq`` for the worker: the spec (0), then chunks, then None (no more)."""
+        if seq == 0 and item.keeper is not None:  # it asks for the broker through this actor
+            item = replace(item, keeper=item.keeper.on_actor(self._broker))
         with self._lock:
             self._early[seq] = item
             while self._next in self._early:
@@ -145,6 +151,10 @@ class CaseActor:
             while True:
                 messages.append(outbox.get_nowait())
         return messages
+
+    def set_broker(self, broker: Any) -> None:
+        """The run's broker actor, which this actor asked for (or another one did)."""
+        self._broker.deliver(broker)
 
     def pid(self) -> int:
         """The actor's process id (tests, diagnostics)."""
@@ -230,9 +240,13 @@ class RayPool:
         self._paths = local_paths(suite)
         self._options = options
         self._actor_class = ray.remote(CaseActor).options(**options)
-        # One small actor holds the cluster's tokens, dollars and rate controllers.
-        broker_class = ray.remote(LimitBroker).options(num_cpus=0, max_restarts=0)
-        self._broker = broker_class.remote(suite.limits, suite.max_cost)
+        # One small actor holds the cluster's tokens, dollars and rate controllers: from the
+        # start when there are leases, else once a model client asks (`_broker_handle`).
+        self._limits = (suite.limits, suite.max_cost)
+        self._leases = bool(suite.limits) or suite.max_cost is not None
+        self._broker: Any = None
+        if self._leases:
+            self._broker_handle()
         self._born = 0
         self._handles = [self._actor_class.remote(self._paths) for _ in range(suite.workers)]
         self._slots: list[_Slot] = []
@@ -281,10 +295,17 @@ class RayPool:
                 if await self._on_message(k, message, spec, shared, held, batches):
                     return
 
+    def _broker_handle(self) -> Any:
+        """The run's broker actor, started on first use."""
+        if self._broker is None:
+            broker_class = self._ray.remote(LimitBroker).options(num_cpus=0, max_restarts=0)
+            self._broker = broker_class.remote(*self._limits)
+        return self._broker
+
     def _keeper(self) -> LimitKeeper:
         """A lease keeper with a holder name of its own (one per actor)."""
         self._born += 1
-        return LimitKeeper(self._broker, f"actor-{self._born}")
+        return LimitKeeper(self._broker, f"actor-{self._born}", self._leases)
 
     def _not_started(self, k: int) -> str:
         options = self._options
@@ -314,6 +335,9 @@ class RayPool:
         elif kind == "more":
             for _ in range(message[1]):
                 await self._hand_out(self._slots[k], spec, shared, held)
+        elif kind == "broker":  # a model client of this actor needs the shared controllers
+            broker = await anyio.to_thread.run_sync(self._broker_handle)
+            self._slots[k].handle.set_broker.remote(broker)
         elif kind == "done":
             return True
         else:
@@ -362,7 +386,12 @@ class RayPool:
     def close(self) -> None:
         """Kill the actors, and shut down the local Ray instance this pool started."""
         ray = self._ray
-        for handle in {id(h): h for h in [*self._handles, *self.handles, self._broker]}.values():
+        handles = [
+            *self._handles,
+            *self.handles,
+            *([self._broker] if self._broker is not None else []),
+        ]
+        for handle in {id(h): h for h in handles}.values():
             with contextlib.suppress(Exception):
                 ray.kill(handle)
         if self._owns:

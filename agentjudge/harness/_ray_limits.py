@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -33,7 +33,12 @@ import anyio.to_thread
 from anyio.abc import TaskStatus
 
 from agentjudge.harness._ray_budget import Allowance, DollarLeases, LeasedBudget
-from agentjudge.harness._ray_rates import Admitted, RateControllers, SharedController
+from agentjudge.harness._ray_rates import (
+    Admitted,
+    BrokerPromise,
+    RateControllers,
+    SharedController,
+)
 from agentjudge.models._headers import CapacitySignals
 
 __all__ = [
@@ -196,8 +201,17 @@ class LimitKeeper:
     """What an actor's worker needs to hold leases: the broker and its own holder name."""
 
     broker: Any
-    """The `LimitBroker` actor handle."""
+    """The `LimitBroker` actor handle; None while the run has started none (no leases)."""
     holder: str
+    leases: bool = True
+    """Whether the run has ``limits`` or ``max_cost`` (leases to renew; then ``broker`` is
+    set from the start)."""
+    promise: BrokerPromise | None = None
+    """Where a model client waits for the broker when ``broker`` is None (set on the actor)."""
+
+    def on_actor(self, promise: BrokerPromise) -> LimitKeeper:
+        """This keeper in the actor that asks for the broker through ``promise``."""
+        return replace(self, promise=promise)
 
     def budget(self, max_cost: float | None) -> LeasedBudget | None:
         """The actor's budget of the cluster's ``max_cost`` (None without one)."""
@@ -205,12 +219,18 @@ class LimitKeeper:
 
     def controller(self, key: str, ceiling: int) -> SharedController:
         """The controller of a model client in this actor: the broker's for ``key``."""
-        return SharedController(self.broker, key, ceiling)
+        return SharedController(self.promise if self.broker is None else self.broker, key, ceiling)
 
     async def keep(
         self, evaluator: Any, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Size ``evaluator``'s limiters and budget by the broker's grants until cancelled."""
+        """Size ``evaluator``'s limiters and budget by the broker's grants until cancelled.
+
+        Returns at once when the run has no leases (nothing to size).
+        """
+        if not self.leases:
+            task_status.started()
+            return
         await keep_limits(self.broker, self.holder, evaluator, task_status)
 
 

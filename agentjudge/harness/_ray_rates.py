@@ -15,18 +15,29 @@ client name and endpoint, and every actor's client obeys it through a `SharedCon
 Cost: one awaited actor call per model request (about 1-2 ms on one machine, more across a
 network) and one call not awaited: small beside a model call, but a reason why instant
 judges never go through it (only model clients with ``adaptive=True`` do).
+
+A run without ``limits`` or ``max_cost`` starts its broker only when a model client first
+asks for admission (a `BrokerPromise`: the actor asks the driver, which starts the broker
+once and hands it to every actor that asks), so a run whose judges call no model starts no
+broker; clients built while the run goes (in a task, per call) still find it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
+import threading
+from collections.abc import Callable
+from functools import partial
 from typing import Any
+
+import anyio
 
 from agentjudge._compat import loop_time
 from agentjudge.models._adaptive import AdaptiveController, CapacityDeadline, feedback
 from agentjudge.models._headers import CapacitySignals, RateHints
 
-__all__ = ["RateControllers", "SharedController"]
+__all__ = ["BrokerPromise", "RateControllers", "SharedController"]
 
 Admitted = tuple[str, float, float, int, bool]
 """The broker's answer to ``admit``: ``("ok", start, 0, 0, False)`` or ``("deadline", wait,
@@ -80,11 +91,51 @@ class RateControllers:
         return (control.window, control.rate, control.throttles)
 
 
+class BrokerPromise:
+    """The run's broker, asked of the driver when an actor's first model request needs it.
+
+    `get` (on the worker's event loop) asks once, through ``ask``, and waits; `deliver` (on
+    the thread of the actor's method call that brings the driver's answer) hands it over.
+
+    Args:
+        ask: Tells the driver that this actor needs the broker (called once, from `get`).
+    """
+
+    def __init__(self, ask: Callable[[], None]) -> None:
+        self._ask = ask
+        self._lock = threading.Lock()
+        self._broker: Any = None
+        self._arrived: anyio.Event | None = None
+        self._wake: Callable[[], Any] | None = None
+
+    def deliver(self, broker: Any) -> None:
+        """The driver's answer: the broker's actor handle (thread-safe)."""
+        with self._lock:
+            self._broker = broker
+            wake = self._wake
+        if wake is not None:
+            wake()
+
+    async def get(self) -> Any:
+        """The broker's handle, asking the driver for it the first time."""
+        with self._lock:
+            if self._broker is not None:
+                return self._broker
+            arrived, first = self._arrived, self._arrived is None
+            if arrived is None:
+                self._arrived = arrived = anyio.Event()
+                self._wake = partial(asyncio.get_running_loop().call_soon_threadsafe, arrived.set)
+        if first:
+            self._ask()
+        await arrived.wait()
+        return self._broker
+
+
 class SharedController:
     """A client's controller whose state is the broker's (see the module docs).
 
     Args:
-        broker: The ``LimitBroker`` actor handle.
+        broker: The ``LimitBroker`` actor handle, or a `BrokerPromise` of it.
         key: The client's name and endpoint.
         ceiling: The client's ``max_concurrency``.
     """
@@ -100,6 +151,8 @@ class SharedController:
         Raises:
             CapacityDeadline: The shared pause lasts beyond ``deadline``.
         """
+        if isinstance(self._broker, BrokerPromise):  # until the run's broker is known
+            self._broker = await self._broker.get()
         left = deadline - loop_time() if math.isfinite(deadline) else math.inf
         ref = self._broker.admit.remote(self._key, self._ceiling, left)
         try:

@@ -1,7 +1,8 @@
 """The Ray backend (``backend = "ray"``): the rows of a local run, dead actors, dead drivers.
 
-One local Ray instance serves every test of the session (`ray_address`); the runs join it,
-so none pays Ray's start-up. Skipped where the ``ray`` extra is not installed.
+One local Ray instance serves every test of this module (`ray_address`); the runs join it,
+so none pays Ray's start-up, and it stops with the module, before the timing tests that
+`make test` runs after it. Skipped where the ``ray`` extra is not installed.
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import pytest
 from test_harness_workers import by_id, make_suite, rows
 
-from agentjudge.harness import RunAborted, RunConfigError, Suite, iter_rows, run_suite
+from agentjudge.harness import (
+    RunAborted,
+    RunConfigError,
+    RunSummary,
+    Suite,
+    iter_rows,
+    run_suite,
+)
 from agentjudge.harness._ray import NO_PRESTART
 from agentjudge.testing import FakeModelServer, FakeRateLimit, FakeResponse
 
@@ -55,7 +63,7 @@ def _log_tails(temp: str, lines: int = 12) -> str:
     return "\n".join(parts)[-20_000:]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_address() -> Iterator[str]:
     """A local Ray instance for the whole session (small object store, no dashboard).
 
@@ -97,7 +105,24 @@ def ray_address() -> Iterator[str]:
 
 
 _RAY_TEMP: list[str] = []
-"""The session instance's folder while it runs (for `_ray_logs_when_a_test_fails`)."""
+"""The module instance's folder while it runs (for `_ray_logs_when_a_test_fails`)."""
+
+
+@pytest.fixture(scope="module")
+def brokers() -> Iterator[list[bool]]:
+    """Whether each Ray run of this process started the run's broker actor, in order."""
+    from agentjudge.harness import _ray
+
+    started: list[bool] = []
+    close = _ray.RayPool.close
+
+    def recording(pool: _ray.RayPool) -> None:
+        started.append(pool._broker is not None)
+        close(pool)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_ray.RayPool, "close", recording)
+        yield started
 
 
 @pytest.fixture(autouse=True)
@@ -128,21 +153,6 @@ async def answer(case):
         ray.kill(ray.get_runtime_context().current_actor)
     return case.input.upper()
 """
-
-
-def test_ray_writes_the_same_rows_and_aggregates_as_one_process(
-    tmp_path: Path, ray_address: str
-) -> None:
-    """Two Ray actors produce exactly the rows and aggregates of an in-process run."""
-    data = rows(200, {5: "boom", 17: "boom"})
-    one = anyio.run(lambda: run_suite(make_suite(tmp_path, data), out=tmp_path / "one"))
-    suite = make_suite(tmp_path, data, workers=2, backend="ray")
-    two = anyio.run(lambda: run_suite(suite, out=tmp_path / "two"))
-    assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
-    assert two.cases == one.cases and two.cases.errors == 2
-    assert two.judges == one.judges
-    assert two.verdict == one.verdict
-    assert two.status == "completed" and two.config["backend"] == "ray"
 
 
 LLM_JUDGES = """
@@ -207,10 +217,11 @@ def one_in(every, judge, name):
     return sampled
 
 
-# The model for one case in four and a real command for one in twenty keep the test short
-# (each run: 500 loopback HTTP calls and 100 processes); the other judgments are instant.
-correct = one_in(4, LLM, "correct")
-command = one_in(20, CHECK, "command")
+# The model for one case in ten and a real command for one in a hundred keep the test short
+# (each run: 200 loopback HTTP calls, each through the broker's rate controller on Ray, and
+# 20 commands, each under its subreaper launcher, an interpreter); the others are instant.
+correct = one_in(10, LLM, "correct")
+command = one_in(100, CHECK, "command")
 judges = [exact, correct, command]
 """
 
@@ -224,7 +235,7 @@ def _without_elapsed(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
 
 
 async def test_a_2000_case_suite_with_instant_llm_and_command_judges_matches_in_process(
-    tmp_path: Path, ray_address: str
+    tmp_path: Path, ray_address: str, brokers: list[bool]
 ) -> None:
     """2,000 cases, an instant, an LLM (fake server) and a command judge: same rows on Ray."""
 
@@ -244,22 +255,66 @@ async def test_a_2000_case_suite_with_instant_llm_and_command_judges_matches_in_
         calls = len(server.requests)
         ray_suite = suite.with_overrides(workers=2, backend="ray")
         two = await run_suite(ray_suite, out=tmp_path / "two")
-        assert calls >= 500 and len(server.requests) == 2 * calls
+        assert calls >= 200 and len(server.requests) == 2 * calls
     assert _without_elapsed(by_id(tmp_path / "one")) == _without_elapsed(by_id(tmp_path / "two"))
     assert two.cases == one.cases and two.cases.total == 2000 and two.cases.errors == 1
     assert two.judges == one.judges and two.verdict == one.verdict and two.cost == one.cost
     assert one.judges["command"].count == 1999 and two.status == "completed"
+    assert two.config["backend"] == "ray" and two.config["workers"] == 2
+    assert brokers[-1]  # no limits: started when the LLM judge's client first asked
+
+
+class KilledRun(NamedTuple):
+    folder: Path
+    one: RunSummary
+    """The run in process."""
+    two: RunSummary
+    """The run on Ray."""
+    broker: bool
+    """Whether the Ray run started a broker actor."""
+
+
+@pytest.fixture(scope="module")
+def killed_actor_run(
+    tmp_path_factory: pytest.TempPathFactory, ray_address: str, brokers: list[bool]
+) -> KilledRun:
+    """One 200-case run on two actors, one of them killed mid-case, and the same in process.
+
+    Two tests assert different things about it (each Ray run starts its actors, about a
+    second of CPU each): the rows, and which cases ran again. Both runs use the same folder
+    (tracebacks name the task's file): in process first, with the kill already done.
+    """
+    tmp_path = tmp_path_factory.mktemp("killed")
+    suite = make_suite(tmp_path, rows(200, {5: "boom", 17: "boom", 60: "kill"}))
+    (tmp_path / "task.py").write_text(textwrap.dedent(LOGGED_TASK), encoding="utf-8")
+    (tmp_path / "killed").write_text("in process: nothing to kill")
+    one = anyio.run(lambda: run_suite(suite, out=tmp_path / "one"))
+    (tmp_path / "killed").unlink()
+    (tmp_path / "calls.log").unlink()
+    two = anyio.run(
+        lambda: run_suite(suite.with_overrides(workers=2, backend="ray"), out=tmp_path / "two")
+    )
+    return KilledRun(tmp_path, one, two, brokers[-1])
+
+
+def test_ray_writes_the_same_rows_and_aggregates_as_one_process(
+    killed_actor_run: KilledRun,
+) -> None:
+    """Two Ray actors, one killed mid-case: exactly the rows and aggregates of one process."""
+    tmp_path, one, two, _ = killed_actor_run
+    assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
+    assert two.cases == one.cases and two.cases.errors == 2
+    assert two.judges == one.judges
+    assert two.verdict == one.verdict
+    assert two.status == "completed" and two.config["backend"] == "ray"
 
 
 def test_a_killed_actor_loses_no_case_and_reruns_none_it_finished(
-    tmp_path: Path, ray_address: str
+    killed_actor_run: KilledRun,
 ) -> None:
     """ray.kill of an actor mid-case: a new actor runs its unfinished cases, each row once."""
-    data = rows(200, {60: "kill"})
-    suite = make_suite(tmp_path, data, workers=2, backend="ray")
-    (tmp_path / "task.py").write_text(textwrap.dedent(LOGGED_TASK), encoding="utf-8")
-    summary = anyio.run(lambda: run_suite(suite, out=tmp_path / "o"))
-    found = by_id(tmp_path / "o")
+    tmp_path, _, summary, _ = killed_actor_run
+    found = by_id(tmp_path / "two")
     assert sorted(found) == [f"r{i:04d}" for i in range(200)]
     assert found["r0060"]["output"] == "KILL"
     assert summary.status == "completed" and summary.cases.total == 200
@@ -271,6 +326,14 @@ def test_a_killed_actor_loses_no_case_and_reruns_none_it_finished(
     again = {case_id for case_id, n in runs.items() if n > 1}
     assert {first_pid[case_id] for case_id in again} == {first_pid["r0060"]}
     assert all(n <= 2 for n in runs.values()) and len(again) < 200
+
+
+def test_a_run_without_model_calls_limits_or_budget_starts_no_broker(
+    killed_actor_run: KilledRun,
+) -> None:
+    """The broker actor (shared limits, budget, rate controllers) is one more interpreter to
+    start: a run that needs none of them starts none (the LLM runs below start theirs)."""
+    assert killed_actor_run.broker is False
 
 
 SLOW_TASK = """
@@ -340,29 +403,48 @@ def _llm_suite(tmp_path: Path, url: str, n: int, pad: int = 0, **settings: Any) 
     return suite.with_overrides(judges="llm.py:build", **settings)
 
 
+TWO_MODELS = """
+from agentjudge.judges import LLMJudge
+from agentjudge.models import OpenAIChat
+
+PROMPT = "Is {{output}} the right answer to {{input}}? Answer YES or NO."
+
+
+def build():
+    return [
+        LLMJudge(model, OpenAIChat(model, base_url=URL, api_key="k"), PROMPT)
+        for model in ("three", "one")
+    ]
+"""
+
+
 async def test_a_limit_holds_across_the_actors(tmp_path: Path, ray_address: str) -> None:
-    """limits on two actors: never more calls at the server at once than the limit."""
-    in_flight = peak = 0
+    """limits on two actors: never more calls of a model at the server at once than its limit.
+
+    One run, two limited models: 3 tokens, and 1 (fewer tokens than actors, which take turns).
+    """
+    in_flight: Counter[str] = Counter()
+    peak: Counter[str] = Counter()
 
     async def answer(body: Any) -> FakeResponse:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
+        model = body["model"]
+        in_flight[model] += 1
+        peak[model] = max(peak[model], in_flight[model])
         try:
             await anyio.sleep(0.01)
         finally:
-            in_flight -= 1
+            in_flight[model] -= 1
         return FakeResponse(text="Answer: YES", usage={"prompt_tokens": 1, "completion_tokens": 1})
 
     async with FakeModelServer(answer) as server:
-        for cap, n in ((3, 40), (1, 24)):  # 1: fewer tokens than actors, which take turns
-            peak = 0
-            limits = {"openai:judge-model": cap}
-            suite = _llm_suite(tmp_path, server.base_url, n, pad=12_000, limits=limits)
-            summary = await run_suite(suite, out=tmp_path / f"o{cap}", backend="ray")
-            assert summary.status == "completed" and summary.cases.total == n
-            assert 1 <= peak <= cap
+        limits = {"openai:three": 3, "openai:one": 1}
+        suite = _llm_suite(tmp_path, server.base_url, 32, pad=12_000, limits=limits)
+        (tmp_path / "llm.py").write_text(f"URL = {server.base_url!r}\n" + TWO_MODELS)
+        summary = await run_suite(suite, out=tmp_path / "o", backend="ray")
         assert len(server.requests) == 64
+    assert summary.status == "completed" and summary.cases.total == 32
+    assert summary.judges["three"].count == summary.judges["one"].count == 32
+    assert 1 <= peak["three"] <= 3 and peak["one"] == 1
 
 
 async def test_max_cost_is_one_budget_for_the_whole_cluster(
@@ -492,7 +574,7 @@ def test_objects_reach_the_actors_pickled(tmp_path: Path, ray_address: str) -> N
     """A task and judges passed as module-level objects run on the actors."""
     import harness_workers_support as support
 
-    suite = make_suite(tmp_path, rows(20, {3: "boom"}), workers=2, backend="ray")
+    suite = make_suite(tmp_path, rows(20, {3: "boom"}), workers=1, backend="ray")  # one is proof
     summary = anyio.run(
         lambda: run_suite(
             suite, out=tmp_path / "o", task=support.upper, judges=[support.exact, support.half]

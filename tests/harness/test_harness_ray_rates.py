@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from agentjudge._compat import loop_time
-from agentjudge.harness._ray_rates import RateControllers, SharedController
+from agentjudge.harness._ray_rates import BrokerPromise, RateControllers, SharedController
 from agentjudge.models._adaptive import CapacityDeadline
 from agentjudge.models._headers import CapacitySignals
 
@@ -70,3 +70,33 @@ async def test_every_admitted_request_gives_its_capacity_back() -> None:
         assert await one.admit() > 0
     control = broker.rates._controllers["k"]
     assert control.in_flight == 1
+
+
+async def test_clients_wait_for_a_broker_asked_of_the_driver_once() -> None:
+    """No broker yet (no limits, no max_cost): the first request asks the driver once, every
+    controller of the actor waits for the answer (given from another thread), then obeys it;
+    a waiter cancelled meanwhile does not stop the others getting it."""
+    asked: list[str] = []
+    promise = BrokerPromise(lambda: asked.append("broker"))
+    broker = FakeBroker()
+    a = SharedController(promise, "k", 2)
+    b = SharedController(promise, "k", 2)
+    gone = asyncio.ensure_future(SharedController(promise, "k", 2).admit())
+    first = asyncio.ensure_future(a.admit())
+    second = asyncio.ensure_future(b.admit())
+    await anyio.wait_all_tasks_blocked()
+    assert asked == ["broker"] and not (first.done() or second.done())
+    gone.cancel()
+    await anyio.to_thread.run_sync(promise.deliver, broker)
+    with anyio.fail_after(5):
+        assert await first > 0 and await second > 0
+    assert broker.rates._controllers["k"].in_flight == 2  # one controller admitted both
+    assert await promise.get() is broker and asked == ["broker"]
+
+
+async def test_a_broker_delivered_before_anyone_asked_is_used_without_asking() -> None:
+    """The driver may hand an actor the broker another actor asked for: no second request."""
+    promise = BrokerPromise(lambda: pytest.fail("asked although the broker was there"))
+    broker = FakeBroker()
+    promise.deliver(broker)
+    assert await SharedController(promise, "k", 1).admit() > 0
