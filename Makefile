@@ -34,8 +34,13 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 * (os.cpu_count() or 1))")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
-# The Ray tests' cost is mostly Ray's: 35 actor processes at ~1-1.5 s of CPU each to start
-# and the session instance (~5.5 s). Their instance, like a run's own, prestarts no idle
+# The Ray tests' cost is mostly Ray's: each actor process takes ~1-1.5 s of CPU to start and
+# the module's instance ~5.5 s. So the tests start few: two tests read one run where they
+# can (the killed-actor run), one limits run holds two limits, a run that calls no model
+# starts no broker actor (the product's rule), and the 2,000-case suite sends 200 model calls
+# and 20 commands per run (not 500 and 100). In two back-to-back pairs at load 10-11 this
+# part took 91 and 93 s of CPU before those changes and 68 and 69 s after (171-178 s vs
+# 149-175 s of wall). Their instance, like a run's own, prestarts no idle
 # workers: in three back-to-back pairs (load 6-9) 65/80/91 s of CPU with prestart vs
 # 65/77/80 s without, 73-97 s vs 62-96 s of wall, within the noise; stopping the log and
 # autoscaler monitors saved ~3% (not done). docs/how-to/scale-out.md has the breakdown.

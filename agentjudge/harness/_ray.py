@@ -245,6 +245,7 @@ class RayPool:
         self._limits = (suite.limits, suite.max_cost)
         self._leases = bool(suite.limits) or suite.max_cost is not None
         self._broker: Any = None
+        self._broker_lock = threading.Lock()  # two actors may ask at once (worker threads)
         if self._leases:
             self._broker_handle()
         self._born = 0
@@ -297,10 +298,11 @@ class RayPool:
 
     def _broker_handle(self) -> Any:
         """The run's broker actor, started on first use."""
-        if self._broker is None:
-            broker_class = self._ray.remote(LimitBroker).options(num_cpus=0, max_restarts=0)
-            self._broker = broker_class.remote(*self._limits)
-        return self._broker
+        with self._broker_lock:
+            if self._broker is None:
+                broker_class = self._ray.remote(LimitBroker).options(num_cpus=0, max_restarts=0)
+                self._broker = broker_class.remote(*self._limits)
+            return self._broker
 
     def _keeper(self) -> LimitKeeper:
         """A lease keeper with a holder name of its own (one per actor)."""

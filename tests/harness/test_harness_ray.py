@@ -65,7 +65,7 @@ def _log_tails(temp: str, lines: int = 12) -> str:
 
 @pytest.fixture(scope="module")
 def ray_address() -> Iterator[str]:
-    """A local Ray instance for the whole session (small object store, no dashboard).
+    """A local Ray instance for this module's tests (small object store, no dashboard).
 
     It is asked for 127.0.0.1 (as a run's own local instance is, see ``_ray._init_ray``)
     and keeps its files in a folder of its own, not in the /tmp/ray that other Ray instances
