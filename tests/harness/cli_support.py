@@ -12,11 +12,20 @@ non-interactive shell started it in the background, and every child would inheri
 its Ctrl-C tests would then see runs that are never interrupted, exit 0 instead of 3). The
 program as started from a shell is still tested as such (README commands,
 ``test_calibrate_command_as_a_program``, the kill and signal tests).
+
+A run with ``--workers`` N starts its worker processes from a forkserver, an interpreter that
+imports the harness first (~0.5 s of CPU per run). A run started here forks its workers from
+this module's forkserver instead, which has imported the harness already (`share_forkserver`):
+they are the same `worker_main` processes with the run's environment and ``sys.path``, siblings
+of the run's process rather than its grandchildren. The product's own start-up of worker
+processes is still run by the in-process parallel-run tests and the programs started as a shell
+would (the kill and SIGTERM tests).
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import signal
 import subprocess
@@ -35,9 +44,11 @@ TIMEOUT = 60.0
 
 # What a run imports (the harness, the model clients, the built-in judges, the default aiohttp
 # transport, the OpenTelemetry API the run span uses), imported once by the forkserver: a run
-# with an LLM judge then costs ~0.08 s of CPU instead of ~0.35 s (judges, aiohttp, otel).
-_PRELOAD = [
+# with an LLM judge then costs ~0.08 s of CPU instead of ~0.35 s (judges, aiohttp, otel). The
+# worker processes' module too: runs with --workers fork their workers from it.
+PRELOAD = [
     "agentjudge.harness._cli",
+    "agentjudge.harness._processes",
     "agentjudge.harness._run",
     "agentjudge.harness._report",
     "agentjudge.models._openai",
@@ -53,12 +64,30 @@ def _forkserver() -> Any:
     global _context
     if _context is None:
         _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(_PRELOAD)
+        _context.set_forkserver_preload(PRELOAD)
+    multiprocessing.forkserver.ensure_running()  # its address is passed to each child
     return _context
 
 
-def _main(cwd: str, args: list[str], env: dict[str, str], out: str, err: str) -> None:
+def share_forkserver(address: str) -> None:
+    """In a child: start processes (a run's workers) from this module's running forkserver.
+
+    A process the forkserver forked holds the write end of its "alive" pipe and the resource
+    tracker's pipe (multiprocessing passed both); only the server's address is missing, and the
+    child must not start a forkserver of its own (``ensure_running``).
+    """
+    from multiprocessing import resource_tracker
+
+    server = multiprocessing.forkserver._forkserver  # type: ignore[attr-defined]
+    server._forkserver_address = address
+    server.ensure_running = resource_tracker.ensure_running
+
+
+def _main(
+    cwd: str, args: list[str], env: dict[str, str], out: str, err: str, forkserver: str
+) -> None:
     """The child: become ``python -m agentjudge ARGS`` in ``cwd`` and run the entry point."""
+    share_forkserver(forkserver)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(cwd)
     os.environ.clear()
@@ -81,7 +110,9 @@ class CliRun:
         self.args = ["agentjudge", *args]
         self._files = OutputFiles(prefix="cli-")
         environment = dict(os.environ if env is None else env)
-        self.process = _forkserver().Process(
+        context = _forkserver()
+        address = multiprocessing.forkserver._forkserver._forkserver_address  # type: ignore
+        self.process = context.Process(
             target=_main,
             args=(
                 str(Path(cwd).resolve()),
@@ -89,6 +120,7 @@ class CliRun:
                 environment,
                 self._files.out,
                 self._files.err,
+                address,
             ),
         )
         self.process.start()
