@@ -1,8 +1,10 @@
 """The shipped examples run end to end (offline) through the real entry points.
 
-The README's commands (`make run`) start the program as a shell would (``python -m
-agentjudge``); the trust example's steps run the same entry point forked from the preloaded
-interpreter of `cli_support` (what they test is the example's workflow, not the start-up).
+`make run`'s commands run verbatim, as a shell starts them, in tests/test_readme.py; here the
+rag_qa and trust examples' steps run the same entry point forked from the preloaded interpreter
+of `cli_support` (what they test is the examples' workflow and results, not the start-up). The
+LLM jury example is a script: it runs as one (its clients must close before the interpreter's
+exit, where an unclosed one would warn).
 """
 
 from __future__ import annotations
@@ -26,14 +28,13 @@ def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_rag_qa_example_passes_its_gates_and_reports(tmp_path: Path) -> None:
     """`make run`: the rag_qa suite passes its gates, twice in a row, and the report prints.
 
-    `make run`'s two commands run as the program; the second run (re-running into the same
-    folder works with --overwrite) is not about the start-up and runs forked from cli_support.
+    Re-running into the same folder works with --overwrite.
     """
     suite = str(ROOT / "examples" / "rag_qa" / "agentjudge.toml")
     out = str(tmp_path / "rag_qa")
-    proc = run("-m", "agentjudge", "run", suite, "--out", out, "--overwrite", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = cli(tmp_path, "run", suite, "--out", out, "--overwrite")
+    for _ in range(2):
+        proc = cli(tmp_path, "run", suite, "--out", out, "--overwrite")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads((tmp_path / "rag_qa" / "summary.json").read_text())
     assert summary["cases"] == {"total": 30, "errors": 1, "error_rate": 1 / 30}
@@ -44,7 +45,7 @@ def test_rag_qa_example_passes_its_gates_and_reports(tmp_path: Path) -> None:
         "refusal_correctness",
     }
     assert all(gate["passed"] for gate in summary["gates"])
-    report = run("-m", "agentjudge", "report", out, cwd=tmp_path)
+    report = cli(tmp_path, "report", out)
     assert report.returncode == 0
     assert "citation_precision" in report.stdout and "by tag:" in report.stdout
 
