@@ -22,13 +22,15 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import suppress
 from types import TracebackType
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 
-__all__ = ["Feed", "Handoff", "single_exception"]
+__all__ = ["Feed", "Handoff", "Outlet", "single_exception"]
 
 T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
 
 _LIVE: set[asyncio.Task[None]] = set()
 """Producer tasks still running (asyncio keeps only weak references to tasks)."""
@@ -59,24 +61,50 @@ _END: Any = object()
 class Handoff(Generic[T]):
     """The rendezvous between a feed's producer task and its consumer (asyncio only).
 
-    What ``anyio.create_memory_object_stream(0)`` gave the feed, without its checkpoints and
-    events: `publish` hands an item to the consumer waiting in `take` (the consumer's task
-    resumes with it), or waits until the consumer takes it. An item is taken at most once
-    and only while its publisher still waits for it; a publisher cancelled while waiting
-    withdraws its item; `close` (the consumer's end) makes every waiting and later `publish`
-    raise `anyio.BrokenResourceError`; after `end` (the producer's end) `take` raises
-    `anyio.EndOfStream` once the items offered are taken. `tests/engine/test_engine_handoff.py`
-    runs random schedules against the memory stream and checks both deliver the same items.
+    Two ways to hand an item over, each what a memory object stream gave the feed without its
+    checkpoints and events:
+
+    - `publish` (`Evaluator.stream`) hands an item to the consumer waiting in `take` (the
+      consumer's task resumes with it), or waits until the consumer takes it. An item is taken
+      at most once and only while its publisher still waits for it; a publisher cancelled
+      while waiting withdraws its item.
+    - `reserve` and `put` (`Evaluator.run`) bound what is produced ahead of the consumer by
+      ``slots``: a producer takes a slot before it starts an item, and `put` gives the finished
+      item to a waiting consumer (the producer keeps its slot and goes on) or leaves it in the
+      buffer with the slot, which is freed when the consumer takes it. The producer never
+      waits for its own item to be taken, and items started but not yet taken never exceed
+      ``slots``.
+
+    `close` (the consumer's end) drops what is buffered and makes every waiting and later
+    `publish`, `reserve` and `put` raise `anyio.BrokenResourceError`; after `end` (the
+    producer's end) `take` raises `anyio.EndOfStream` once the items offered are taken.
+    `tests/engine/test_engine_handoff.py` runs random schedules against the memory stream and
+    checks both deliver the same items.
+
+    Args:
+        loop: The running loop (futures are created on it).
+        slots: Items a producer may have started and not yet seen taken (`reserve`).
     """
 
-    __slots__ = ("_loop", "_offers", "_reader", "closed", "ended")
+    __slots__ = ("_free", "_idle", "_loop", "_offers", "_reader", "closed", "ended")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, slots: int = 0) -> None:
         self._loop = loop
-        self._offers: deque[tuple[T, asyncio.Future[bool]]] = deque()
+        self._offers: deque[tuple[T, asyncio.Future[bool] | None]] = deque()
         self._reader: asyncio.Future[T] | None = None
+        self._free = slots
+        self._idle: deque[asyncio.Future[bool]] = deque()
         self.closed = False
         self.ended = False
+
+    def _hand(self, item: T) -> bool:
+        """Give ``item`` to the consumer if it waits in `take` (it resumes with it)."""
+        reader = self._reader
+        if reader is None or reader.done():
+            return False
+        self._reader = None
+        reader.set_result(item)
+        return True
 
     async def publish(self, item: T) -> None:
         """Give ``item`` to the consumer; return once it took it (at once if it waits).
@@ -86,10 +114,7 @@ class Handoff(Generic[T]):
         """
         if self.closed:
             raise anyio.BrokenResourceError
-        reader = self._reader
-        if reader is not None and not reader.done():
-            self._reader = None
-            reader.set_result(item)
+        if self._hand(item):
             return
         taken: asyncio.Future[bool] = self._loop.create_future()
         entry = (item, taken)
@@ -104,6 +129,56 @@ class Handoff(Generic[T]):
         if not consumed:
             raise anyio.BrokenResourceError
 
+    async def reserve(self) -> None:
+        """Take a slot: at once if one is free, else once the consumer took a buffered item.
+
+        Raises:
+            anyio.BrokenResourceError: the consumer closed its end.
+        """
+        if self.closed:
+            raise anyio.BrokenResourceError
+        if self._free > 0:
+            self._free -= 1
+            return
+        granted: asyncio.Future[bool] = self._loop.create_future()
+        self._idle.append(granted)
+        try:
+            if not await granted:
+                raise anyio.BrokenResourceError
+        except BaseException:
+            if not granted.done():
+                self._idle.remove(granted)
+            elif not granted.cancelled() and granted.result():
+                self.release()  # granted, then cancelled before it resumed: pass it on
+            raise
+
+    def release(self) -> None:
+        """Free a slot `reserve` gave (the producer started nothing with it)."""
+        idle = self._idle
+        while idle:
+            granted = idle.popleft()
+            if not granted.done():
+                granted.set_result(True)
+                return
+        self._free += 1
+
+    def put(self, item: T) -> bool:
+        """Hand over ``item``, made under a slot, without waiting for the consumer.
+
+        Returns:
+            True if the waiting consumer took it (the caller keeps its slot), False if it was
+            buffered (the slot stays with the item until the consumer takes it).
+
+        Raises:
+            anyio.BrokenResourceError: the consumer closed its end.
+        """
+        if self.closed:
+            raise anyio.BrokenResourceError
+        if self._hand(item):
+            return True
+        self._offers.append((item, None))
+        return False
+
     def take_nowait(self) -> T:
         """The oldest item offered, taken now.
 
@@ -114,6 +189,9 @@ class Handoff(Generic[T]):
         offers = self._offers
         while offers:
             item, taken = offers.popleft()
+            if taken is None:  # put under a slot: the slot is free again
+                self.release()
+                return item
             if not taken.done():  # else its publisher was cancelled: withdrawn
                 taken.set_result(True)
                 return item
@@ -145,24 +223,70 @@ class Handoff(Generic[T]):
         if reader is not None and not reader.done():
             reader.set_result(_END)
 
+    def withdraw(self) -> None:
+        """Drop the items buffered by `put` (the producer failed: they are not delivered)."""
+        self._offers = deque(entry for entry in self._offers if entry[1] is not None)
+
     def close(self) -> None:
-        """The consumer's end is closed: publishers waiting now or later are refused."""
+        """The consumer's end is closed: producers waiting now or later are refused."""
         self.closed = True
-        offers = self._offers
-        while offers:
-            _, taken = offers.popleft()
-            if not taken.done():
+        offers, self._offers = self._offers, deque()
+        for _, taken in offers:
+            if taken is not None and not taken.done():
                 taken.set_result(False)
+        idle, self._idle = self._idle, deque()
+        for granted in idle:
+            if not granted.done():
+                granted.set_result(False)
+
+
+class Outlet(Protocol[T_contra]):
+    """A producer's end of a `Feed` (a `Handoff`, or `_StreamOutlet` on other backends)."""
+
+    async def publish(self, item: T_contra) -> None:
+        """Hand ``item`` over and wait until the consumer took it."""
+
+    async def reserve(self) -> None:
+        """Take one of the feed's slots (see `Handoff.reserve`)."""
+
+    def release(self) -> None:
+        """Free a slot that started nothing."""
+
+    def put(self, item: T_contra) -> bool:
+        """Hand over ``item`` made under a slot; True if the caller keeps its slot."""
+
+
+Produce = Callable[[Outlet[T]], Awaitable[None]]
+"""A feed's producer: ``produce(outlet)`` hands items over and returns when there are no more."""
+
+
+class _StreamOutlet(Generic[T]):
+    """`Outlet` over a memory object stream with a buffer of ``slots`` (other backends)."""
+
+    def __init__(self, send: MemoryObjectSendStream[T], slots: int) -> None:
+        self._send = send
+        self._slots = anyio.Semaphore(slots) if slots else None
+
+    async def publish(self, item: T) -> None:
+        await self._send.send(item)
+
+    async def reserve(self) -> None:
+        assert self._slots is not None
+        await self._slots.acquire()
+
+    def release(self) -> None:
+        if self._slots is not None:
+            self._slots.release()
+
+    def put(self, item: T) -> bool:
+        self._send.send_nowait(item)  # never full: at most ``slots`` items are buffered
+        return False
 
 
 class _Producer(Generic[T]):
     """The detached side of a `Feed`: it must hold no reference to the feed (see `Feed`)."""
 
-    def __init__(
-        self,
-        produce: Callable[[Callable[[T], Awaitable[None]]], Awaitable[None]],
-        handoff: Handoff[T],
-    ) -> None:
+    def __init__(self, produce: Produce[T], handoff: Handoff[T]) -> None:
         self.produce = produce
         self.handoff = handoff
         self.scope = anyio.CancelScope()
@@ -170,17 +294,17 @@ class _Producer(Generic[T]):
 
     async def run(self) -> None:
         try:
-            try:
-                with self.scope:
-                    await self.produce(self.handoff.publish)
-            finally:
-                self.handoff.end()
+            with self.scope:
+                await self.produce(self.handoff)
         except anyio.BrokenResourceError:
             pass  # the consumer closed its end: nothing more is wanted
-        except BaseException as exc:  # re-raised to the consumer
+        except BaseException as exc:  # re-raised to the consumer, after what was taken
             if isinstance(exc, BaseExceptionGroup):
                 exc = single_exception(exc)
             self.failure = exc
+            self.handoff.withdraw()
+        finally:
+            self.handoff.end()
 
 
 class Feed(Generic[T]):
@@ -191,14 +315,17 @@ class Feed(Generic[T]):
     producer.
 
     Args:
-        produce: ``produce(publish)`` publishes items with ``await publish(item)`` (which
-            waits until the consumer took the item) and returns when there are no more.
+        produce: ``produce(outlet)`` hands items over through its `Outlet` and returns when
+            there are no more: ``await outlet.publish(item)`` waits until the consumer took
+            the item; with ``slots``, ``await outlet.reserve()`` before starting an item and
+            ``outlet.put(item)`` when it is done never let more than ``slots`` items be
+            started and not yet taken (see `Handoff`).
+        slots: The bound for `reserve` (0: the producer only publishes).
     """
 
-    def __init__(
-        self, produce: Callable[[Callable[[T], Awaitable[None]]], Awaitable[None]]
-    ) -> None:
+    def __init__(self, produce: Produce[T], slots: int = 0) -> None:
         self._produce = produce
+        self._slots = slots
         self._receive: Handoff[T] | None = None
         self._producer: _Producer[T] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -277,7 +404,7 @@ class Feed(Generic[T]):
         if not on_asyncio:
             self._fallback = self._grouped()
             return
-        self._receive = handoff = Handoff[T](loop)
+        self._receive = handoff = Handoff[T](loop, self._slots)
         self._producer = producer = _Producer(self._produce, handoff)
         self._loop = loop
         task = loop.create_task(producer.run())
@@ -287,16 +414,18 @@ class Feed(Generic[T]):
 
     async def _grouped(self) -> AsyncGenerator[T, None]:
         """Other backends: a task group spanning the reads (close the feed when done)."""
-        send, receive = anyio.create_memory_object_stream[T](0)
+        send, receive = anyio.create_memory_object_stream[T](self._slots)
+        outlet = _StreamOutlet(send, self._slots)
 
         async def produce() -> None:
             async with send:
-                await self._produce(send.send)
+                await self._produce(outlet)
 
         async with receive, anyio.create_task_group() as tg:
             tg.start_soon(produce)
             try:
                 async for item in receive:
+                    outlet.release()  # a slot's item was taken (no-op without slots)
                     yield item
             except GeneratorExit:
                 tg.cancel_scope.cancel()

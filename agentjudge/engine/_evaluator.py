@@ -38,7 +38,7 @@ from agentjudge.engine._admission import Admission, AdmissionStatistics
 from agentjudge.engine._background import BackgroundEvaluator
 from agentjudge.engine._budget import Budget
 from agentjudge.engine._deadline import execute_until, resolve_timeouts
-from agentjudge.engine._detached import Feed, single_exception
+from agentjudge.engine._detached import Feed, Outlet, single_exception
 from agentjudge.engine._fastpath import FastPath, fast_path_default
 from agentjudge.engine._knobs import check_seconds, positive_int
 from agentjudge.engine._leaf import LeafRunner, ResultCallback
@@ -374,7 +374,7 @@ class Evaluator:
         are made here, when the stream is created.
         """
         run = self._new_run(self._context(context, context_fields))
-        return Feed(lambda publish: self._stream_run(run, publish))
+        return Feed(lambda outlet: self._stream_run(run, outlet.publish))
 
     async def _stream_run(
         self, run: RunState, publish: Callable[[JudgeResult], Awaitable[None]]
@@ -407,24 +407,29 @@ class Evaluator:
     ) -> Feed[CaseResult]:
         """Evaluate many contexts, yielding `CaseResult`s in completion order.
 
-        The input is pulled lazily and at most ``concurrency`` cases are in flight, so memory
-        stays flat however long the input is. Nothing is accumulated. Closing the iterator
+        The input is pulled lazily and at most ``concurrency`` cases are in flight or finished
+        and not yet read, so memory stays flat however long the input is (a reader that stops
+        reading stops the run once ``concurrency`` finished cases wait for it). Nothing else is
+        accumulated. Closing the iterator
         early (``async with``, ``aclosing``, or just breaking out) cancels the cases in
         flight, never the caller (see `stream`).
         """
         concurrency = positive_int("concurrency", concurrency)
-        return Feed(lambda publish: self._run_cases(contexts, concurrency, publish))
+        return Feed(lambda outlet: self._run_cases(contexts, concurrency, outlet), concurrency)
 
     async def _run_cases(
         self,
         contexts: Iterable[Context] | AsyncIterable[Context],
         concurrency: int,
-        publish: Callable[[CaseResult], Awaitable[None]],
+        outlet: Outlet[CaseResult],
     ) -> None:
         """The producer behind `run`: ``concurrency`` workers pulling contexts lazily.
 
-        ``publish`` waits until the consumer takes the case (no buffer), so at most
-        ``concurrency`` cases are pulled from the input ahead of what was read.
+        A worker takes one of the outlet's ``concurrency`` slots before it pulls a context and
+        leaves its finished case with the reader (who frees the slot by reading it), so at
+        most ``concurrency`` cases are pulled from the input ahead of what was read. It never
+        waits for its case to be read: a reader already waiting gets the case and the worker
+        goes on with its slot; otherwise the worker waits for a free slot, whichever case's.
         """
         if isinstance(contexts, AsyncIterable):
             source: Any = aiter(contexts)
@@ -433,19 +438,19 @@ class Evaluator:
             source, lock = iter(contexts), None
 
         async def worker() -> None:
+            held = False  # a slot, kept when the reader took the last case at once
             while True:
+                if not held:
+                    await outlet.reserve()
                 if lock is None:
                     ctx = next(source, PENDING)
                 else:
                     async with lock:
                         ctx = await anext(source, PENDING)
                 if ctx is PENDING:
+                    outlet.release()
                     return
-                if not isinstance(ctx, Context):
-                    ctx = Context.model_validate(ctx)
-                verdict = await self._execute(self._new_run(ctx))
-                case = CaseResult.fast(context=ctx, results=verdict.results, verdict=verdict)
-                await publish(case)
+                held = outlet.put(await self._case(ctx))
 
         try:
             async with anyio.create_task_group() as tg:
@@ -453,6 +458,12 @@ class Evaluator:
                     tg.start_soon(worker)
         except BaseExceptionGroup as group:
             raise single_exception(group) from None
+
+    async def _case(self, context: Context | Any) -> CaseResult:
+        """One case of `run`: ``context`` (validated here unless a `Context`) judged."""
+        ctx = context if isinstance(context, Context) else Context.model_validate(context)
+        verdict = await self._execute(self._new_run(ctx))
+        return CaseResult.fast(context=ctx, results=verdict.results, verdict=verdict)
 
     def evaluate_sync(
         self, context: Context | None = None, /, **context_fields: Any
