@@ -13,11 +13,12 @@ benchmarks/bench_llm.py --serve``) runs, in one process against that fake provid
 
 Per variant it prints CPU per call, the time spent in the garbage collector (timed with
 ``gc.callbacks``, per generation) and the collections run, and the loop callbacks per call.
-``--no-gc`` switches the collector off for the whole process. ``--handoff-no-wait`` is an
-experiment, not a proposal as it stands: `Evaluator.run`'s workers hand each finished case to
-the consumer without waiting until it is taken (an unbounded buffer: it breaks the documented
-bound on cases pulled ahead of what was read). The findings are in
-docs/reference/benchmarks.md ("Where a judged call's CPU goes in W4").
+``--no-gc`` switches the collector off for the whole process. ``--read-ahead K`` is an
+experiment, not a proposal as it stands: `Evaluator.run` may have ``K x concurrency`` cases
+started and not yet read (its `Handoff` gets K times the slots) instead of ``concurrency``,
+the documented bound, so up to ``(K - 1) x concurrency`` finished cases wait for the reader
+while ``concurrency`` keep running. The findings are in docs/reference/benchmarks.md ("Where
+a judged call's CPU goes in W4").
 """
 
 from __future__ import annotations
@@ -125,21 +126,16 @@ def report(name: str, cpu: float, total: int, timer: GcTimer) -> dict[str, Any]:
     }
 
 
-def handoff_without_waiting() -> None:
-    """Patch `Handoff.publish` to queue an item the consumer is not waiting for and return."""
+def read_ahead(factor: int) -> None:
+    """Patch `Handoff` to give ``factor`` times the slots it is asked for (the experiment)."""
     from agentjudge.engine import _detached
 
-    async def publish(self: Any, item: Any) -> None:
-        if self.closed:
-            raise anyio.BrokenResourceError
-        reader = self._reader
-        if reader is not None and not reader.done():
-            self._reader = None
-            reader.set_result(item)
-            return
-        self._offers.append((item, self._loop.create_future()))
+    init = _detached.Handoff.__init__
 
-    _detached.Handoff.publish = publish  # type: ignore[method-assign]
+    def patched(self: Any, loop: Any, slots: int = 0) -> None:
+        init(self, loop, slots * factor)
+
+    _detached.Handoff.__init__ = patched  # type: ignore[method-assign]
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -154,10 +150,10 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=3_000)
     parser.add_argument("--variants", default=VARIANTS)
     parser.add_argument("--no-gc", action="store_true", help="switch the collector off")
-    parser.add_argument("--handoff-no-wait", action="store_true", help="an experiment (above)")
+    parser.add_argument("--read-ahead", type=int, default=1, help="an experiment (above)")
     arguments = parser.parse_args()
-    if arguments.handoff_no_wait:
-        handoff_without_waiting()
+    if arguments.read_ahead != 1:
+        read_ahead(arguments.read_ahead)
     if arguments.no_gc:
         gc.disable()
     anyio.run(main, arguments)

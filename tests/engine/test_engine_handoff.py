@@ -13,6 +13,7 @@ promises (so the test describes the contract, not the implementation).
 from __future__ import annotations
 
 import asyncio
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from agentjudge import Context, Evaluator, Judgment
-from agentjudge.engine._detached import Handoff
+from agentjudge.engine._detached import Handoff, _StreamOutlet
 
 
 @dataclass
@@ -181,3 +182,310 @@ async def test_run_hands_every_case_to_the_reader_once() -> None:
     contexts = [Context(input=str(i), output="a") for i in range(300)]
     seen = [case.context.input async for case in Evaluator(judge).run(contexts, concurrency=7)]
     assert sorted(seen, key=int) == [str(i) for i in range(300)]
+
+
+# ---------------------------------------------------------------- slots: run()'s hand-over
+@dataclass(frozen=True)
+class SlotSchedule:
+    slots: int
+    items: tuple[int, ...]  # items per worker
+    pauses: tuple[int, ...]  # checkpoints each worker spends on each item
+    cancel_after: tuple[int | None, ...]  # checkpoints before a worker is cancelled
+    take: int | None  # items the reader takes before closing (None: until the end)
+    reader_pause: int  # checkpoints between two takes
+
+
+class _SlotStream:
+    """The portable path (`Feed` off asyncio): a memory stream of ``slots`` and a semaphore."""
+
+    def __init__(self, slots: int) -> None:
+        send, self.receive = anyio.create_memory_object_stream[Any](slots)
+        self.outlet = _StreamOutlet(send, slots)
+        self.reserve, self.put, self.release = (
+            self.outlet.reserve,
+            self.outlet.put,
+            self.outlet.release,
+        )
+        self.end = send.close
+        self.close = self.receive.close
+
+    async def take(self) -> Any:
+        item = await self.receive.receive()
+        self.outlet.release()
+        return item
+
+
+@dataclass
+class SlotOutcome(Outcome):
+    started: int = 0
+    worst_ahead: int = 0  # started and not yet taken, seen by the reader after each take
+
+
+async def _play_slots(schedule: SlotSchedule, channel: Any) -> SlotOutcome:
+    """Workers as `Evaluator._run_cases` drives them; a reader as `Feed` (closing stops them)."""
+    out = SlotOutcome()
+    producing = anyio.CancelScope()
+
+    async def worker(p: int, scope: anyio.CancelScope) -> None:
+        holding = making = False
+        try:
+            with scope:
+                for k in range(schedule.items[p]):
+                    if not holding:
+                        await channel.reserve()
+                        holding = True
+                    out.started += 1
+                    making = True
+                    out.attempted.append((p, k))
+                    await _pause(schedule.pauses[p])
+                    holding, making = channel.put((p, k)), False
+                    out.returned.append((p, k))
+        except anyio.BrokenResourceError:  # the reader closed its end
+            out.broken.append((p, -1))
+        finally:
+            out.started -= making  # cancelled while making an item: abandoned
+            if holding:
+                channel.release()
+
+    async def producer() -> None:
+        try:
+            with producing:
+                async with anyio.create_task_group() as tg:
+                    for p in range(len(schedule.items)):
+                        scope = anyio.CancelScope()
+                        tg.start_soon(worker, p, scope)
+                        after = schedule.cancel_after[p]
+                        if after is not None:
+                            tg.start_soon(_cancel_later, scope, after)
+        finally:
+            channel.end()
+
+    async def reader() -> None:
+        try:
+            while schedule.take is None or len(out.taken) < schedule.take:
+                try:
+                    out.taken.append(await channel.take())
+                except anyio.EndOfStream:
+                    out.ended = True
+                    return
+                out.worst_ahead = max(out.worst_ahead, out.started - len(out.taken))
+                await _pause(schedule.reader_pause)
+        finally:
+            channel.close()
+            producing.cancel()  # what closing a `Feed` does
+
+    async def watchdog() -> None:  # every task blocked and the play unfinished: a lost slot
+        while True:
+            await anyio.wait_all_tasks_blocked()
+            raise AssertionError("the hand-over stalled")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watchdog)
+        async with anyio.create_task_group() as play:
+            play.start_soon(producer)
+            play.start_soon(reader)
+        tg.cancel_scope.cancel()
+    return out
+
+
+slot_schedules = st.integers(1, 4).flatmap(
+    lambda n: st.builds(
+        SlotSchedule,
+        slots=st.integers(1, 3),
+        items=st.tuples(*[st.integers(0, 4)] * n),
+        pauses=st.tuples(*[st.integers(0, 2)] * n),
+        cancel_after=st.tuples(*[st.none() | st.integers(0, 6)] * n),
+        take=st.none() | st.integers(0, 6),
+        reader_pause=st.integers(0, 3),
+    )
+)
+
+
+def _check_slots(schedule: SlotSchedule, out: SlotOutcome) -> None:
+    assert set(out.taken) <= set(out.attempted)  # only what was made, each once
+    assert len(set(out.taken)) == len(out.taken)
+    assert set(out.returned) - set(out.taken) == set() or schedule.take is not None
+    for p in range(len(schedule.items)):  # each worker's items in its order
+        mine = [k for q, k in out.taken if q == p]
+        assert mine == sorted(mine)
+    assert out.worst_ahead <= schedule.slots  # the read-ahead bound, exactly
+    if schedule.take is None:
+        assert out.ended and not out.broken
+        if all(c is None for c in schedule.cancel_after):
+            assert len(out.taken) == sum(schedule.items)
+    else:
+        assert len(out.taken) <= schedule.take
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(slot_schedules)
+def test_slots_deliver_what_the_portable_stream_delivers(schedule: SlotSchedule) -> None:
+    """`reserve`/`put` against the memory stream `Feed` uses off asyncio, on random schedules.
+
+    Both keep at most ``slots`` items started and not yet read (as the reader sees it after
+    each take), lose no slot (the watchdog: no schedule stalls), deliver each item once and
+    in each worker's order, and deliver the same items when the reader reads to the end.
+    """
+
+    async def main() -> tuple[SlotOutcome, SlotOutcome]:
+        handoff = Handoff[Any](asyncio.get_running_loop(), schedule.slots)
+        return await _play_slots(schedule, handoff), await _play_slots(
+            schedule, _SlotStream(schedule.slots)
+        )
+
+    ours, streams = anyio.run(main)
+    _check_slots(schedule, ours)
+    _check_slots(schedule, streams)
+    if schedule.take is None and all(c is None for c in schedule.cancel_after):
+        assert sorted(ours.taken) == sorted(streams.taken)
+
+
+async def test_a_slot_granted_to_a_cancelled_waiter_passes_on() -> None:
+    """A waiter given a slot and cancelled before it resumed hands the slot to the next."""
+    handoff = Handoff[int](asyncio.get_running_loop(), 1)
+    await handoff.reserve()
+    assert handoff.put(1) is False  # nobody reads: buffered with its slot
+    first = asyncio.ensure_future(handoff.reserve())
+    second = asyncio.ensure_future(handoff.reserve())
+    await anyio.wait_all_tasks_blocked()
+    assert handoff.take_nowait() == 1  # the slot goes to the first waiter...
+    first.cancel()  # ...cancelled before it resumed: the second gets it
+    await second
+    with pytest.raises(asyncio.CancelledError):
+        await first
+
+
+async def test_closing_refuses_waiting_and_later_producers() -> None:
+    handoff = Handoff[int](asyncio.get_running_loop(), 1)
+    await handoff.reserve()
+    handoff.put(1)
+    refused: list[str] = []
+
+    async def waiter() -> None:
+        with pytest.raises(anyio.BrokenResourceError):
+            await handoff.reserve()
+        refused.append("reserve")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(waiter)
+        await anyio.wait_all_tasks_blocked()
+        handoff.close()
+    with pytest.raises(anyio.BrokenResourceError):
+        handoff.put(2)
+    with pytest.raises(anyio.BrokenResourceError):
+        await handoff.reserve()
+    assert refused == ["reserve"]
+
+
+# ---------------------------------------------------------------- Evaluator.run end to end
+async def _stalled_reader_sees(contexts: Any, concurrency: int, total: int) -> list[int]:
+    """Cases pulled minus cases read, each time every worker has stopped (a stalled reader)."""
+    pulled = [0]
+
+    async def judge(ctx: Context) -> Judgment:
+        await anyio.lowlevel.checkpoint()
+        return Judgment.passed("ok")
+
+    ahead = []
+    async with Evaluator(judge).run(contexts(pulled), concurrency=concurrency) as cases:
+        read = 0
+        async for _ in cases:
+            read += 1
+            await anyio.wait_all_tasks_blocked()  # the workers went as far as they may
+            ahead.append(pulled[0] - read)
+    assert read == total
+    return ahead
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_run_reads_exactly_concurrency_cases_ahead_of_a_stalled_reader(kind: str) -> None:
+    """Finished cases wait for the reader with their slots: with the reader stalled, exactly
+    ``concurrency`` cases are pulled ahead of what it read (never more, and no fewer while
+    input remains: the workers did not stop early)."""
+    total, concurrency = 12, 3
+
+    def plain(pulled: list[int]) -> Any:
+        for i in range(total):
+            pulled[0] += 1
+            yield Context(input=i, output="a")
+
+    async def lazy(pulled: list[int]) -> Any:
+        for i in range(total):
+            pulled[0] += 1
+            yield Context(input=i, output="a")
+
+    ahead = await _stalled_reader_sees(plain if kind == "sync" else lazy, concurrency, total)
+    assert ahead == [min(concurrency, total - read) for read in range(1, total + 1)]
+
+
+async def test_a_read_case_is_not_kept_alive_by_its_worker() -> None:
+    """A worker leaves its finished case with the reader and keeps no reference to it.
+
+    Before, the worker's frame held the case and its verdict until its next case finished
+    (it waited in the hand-over with them): a case the reader had read and dropped stayed
+    alive one case longer (issue 19.11).
+    """
+    total = 3
+    gates = [anyio.Event() for _ in range(total)]
+    started = [anyio.Event() for _ in range(total)]
+
+    async def judge(ctx: Context) -> Judgment:
+        started[ctx.input].set()
+        await gates[ctx.input].wait()
+        return Judgment.passed("ok")
+
+    gates[0].set()
+    alive: list[bool] = []
+    contexts = [Context(input=i, output="a") for i in range(total)]
+    async with Evaluator(judge).run(contexts, concurrency=1) as cases:
+        async for case in cases:
+            i = case.context.input
+            verdict = weakref.ref(case.verdict)
+            del case
+            if i + 1 < total:
+                await started[i + 1].wait()  # the worker is inside its next case
+                alive.append(verdict() is not None)
+                gates[i + 1].set()
+    assert alive == [False, False]
+
+
+@hsettings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 4),
+    st.lists(st.integers(0, 3), max_size=12),
+    st.lists(st.integers(0, 3), min_size=1, max_size=5),
+)
+def test_run_yields_what_evaluate_gives_on_random_schedules(
+    concurrency: int, steps: list[int], reader_pauses: list[int]
+) -> None:
+    """`run` against `evaluate` per case, judges and reader pausing at random: the same
+    judgments, every case once, and never more than ``concurrency`` cases ahead of the reader."""
+
+    async def judge(ctx: Context) -> Judgment:
+        await _pause(steps[ctx.input])
+        return Judgment.passed(f"case {ctx.input}") if ctx.input % 2 else Judgment.failed("odd")
+
+    async def main() -> None:
+        evaluator = Evaluator(judge)
+        pulled = 0
+
+        def contexts() -> Any:
+            nonlocal pulled
+            for i in range(len(steps)):
+                pulled += 1
+                yield Context(input=i, output="a")
+
+        got: dict[int, Any] = {}
+        async with evaluator.run(contexts(), concurrency=concurrency) as cases:
+            async for case in cases:
+                assert case.context.input not in got
+                got[case.context.input] = case.verdict.judgment
+                assert pulled - len(got) <= concurrency
+                await _pause(reader_pauses[len(got) % len(reader_pauses)])
+        expected = {
+            i: (await evaluator.evaluate(Context(input=i, output="a")))[0].judgment
+            for i in range(len(steps))
+        }
+        assert got == expected
+
+    anyio.run(main)
