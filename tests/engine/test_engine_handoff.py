@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,15 +87,35 @@ async def _play(schedule: Schedule, channel: Any) -> Outcome:
                     return
                 out.returned.append((p, k))
 
+    await _drive(schedule, channel, publisher, out)
+    return out
+
+
+async def _drive(
+    schedule: Schedule,
+    channel: Any,
+    publisher: Callable[[int, anyio.CancelScope], Coroutine[Any, Any, None]],
+    out: Outcome,
+    *,
+    after_take: Callable[[], None] = lambda: None,
+    stop_on_close: bool = False,
+) -> None:
+    """Run one publisher per schedule entry (some cancelled) against a reader that may close.
+
+    A watchdog fails the play if every task is blocked before it ends (a lost item or slot).
+    """
+    producing = anyio.CancelScope()
+
     async def producer() -> None:
         try:
-            async with anyio.create_task_group() as tg:
-                for p in range(len(schedule.items)):
-                    scope = anyio.CancelScope()
-                    tg.start_soon(publisher, p, scope)
-                    after = schedule.cancel_after[p]
-                    if after is not None:
-                        tg.start_soon(_cancel_later, scope, after)
+            with producing:
+                async with anyio.create_task_group() as tg:
+                    for p in range(len(schedule.items)):
+                        scope = anyio.CancelScope()
+                        tg.start_soon(publisher, p, scope)
+                        after = schedule.cancel_after[p]
+                        if after is not None:
+                            tg.start_soon(_cancel_later, scope, after)
         finally:
             channel.end()
 
@@ -106,14 +127,23 @@ async def _play(schedule: Schedule, channel: Any) -> Outcome:
                 except anyio.EndOfStream:
                     out.ended = True
                     return
+                after_take()
                 await _pause(schedule.reader_pause)
         finally:
             channel.close()
+            if stop_on_close:
+                producing.cancel()  # what closing a `Feed` does
+
+    async def watchdog() -> None:
+        await anyio.wait_all_tasks_blocked()
+        raise AssertionError("the hand-over stalled")
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(producer)
-        tg.start_soon(reader)
-    return out
+        tg.start_soon(watchdog)
+        async with anyio.create_task_group() as play:
+            play.start_soon(producer)
+            play.start_soon(reader)
+        tg.cancel_scope.cancel()
 
 
 async def _cancel_later(scope: anyio.CancelScope, after: int) -> None:
@@ -121,16 +151,23 @@ async def _cancel_later(scope: anyio.CancelScope, after: int) -> None:
     scope.cancel()
 
 
-schedules = st.integers(1, 3).flatmap(
-    lambda n: st.builds(
-        Schedule,
-        items=st.tuples(*[st.integers(0, 4)] * n),
-        pauses=st.tuples(*[st.integers(0, 2)] * n),
-        cancel_after=st.tuples(*[st.none() | st.integers(0, 6)] * n),
-        take=st.none() | st.integers(0, 6),
-        reader_pause=st.integers(0, 2),
+def _schedules(
+    kind: type[Schedule], publishers: int, reader_pause: int, **more: Any
+) -> st.SearchStrategy[Any]:
+    return st.integers(1, publishers).flatmap(
+        lambda n: st.builds(
+            kind,
+            items=st.tuples(*[st.integers(0, 4)] * n),
+            pauses=st.tuples(*[st.integers(0, 2)] * n),
+            cancel_after=st.tuples(*[st.none() | st.integers(0, 6)] * n),
+            take=st.none() | st.integers(0, 6),
+            reader_pause=st.integers(0, reader_pause),
+            **more,
+        )
     )
-)
+
+
+schedules = _schedules(Schedule, 3, 2)
 
 
 def _check(schedule: Schedule, out: Outcome) -> None:
@@ -152,13 +189,25 @@ def _check(schedule: Schedule, out: Outcome) -> None:
 @hsettings(max_examples=120, deadline=None)
 @given(schedules)
 def test_handoff_keeps_the_memory_streams_promises(schedule: Schedule) -> None:
-    async def main() -> tuple[Outcome, Outcome]:
-        handoff = Handoff[Any](asyncio.get_running_loop())
-        return await _play(schedule, handoff), await _play(schedule, _Stream())
+    _both_keep(schedule, _play, _check, 0, _Stream)
+
+
+def _both_keep(
+    schedule: Any,
+    play: Callable[[Any, Any], Coroutine[Any, Any, Any]],
+    check: Callable[[Any, Any], None],
+    slots: int,
+    stream: Callable[[], Any],
+) -> None:
+    """``check`` holds for a `Handoff` and the memory stream, and both deliver the same."""
+
+    async def main() -> tuple[Any, Any]:
+        handoff = Handoff[Any](asyncio.get_running_loop(), slots)
+        return await play(schedule, handoff), await play(schedule, stream())
 
     ours, streams = anyio.run(main)
-    _check(schedule, ours)
-    _check(schedule, streams)
+    check(schedule, ours)
+    check(schedule, streams)
     if schedule.take is None and all(c is None for c in schedule.cancel_after):
         assert sorted(ours.taken) == sorted(streams.taken)
 
@@ -186,13 +235,8 @@ async def test_run_hands_every_case_to_the_reader_once() -> None:
 
 # ---------------------------------------------------------------- slots: run()'s hand-over
 @dataclass(frozen=True)
-class SlotSchedule:
-    slots: int
-    items: tuple[int, ...]  # items per worker
-    pauses: tuple[int, ...]  # checkpoints each worker spends on each item
-    cancel_after: tuple[int | None, ...]  # checkpoints before a worker is cancelled
-    take: int | None  # items the reader takes before closing (None: until the end)
-    reader_pause: int  # checkpoints between two takes
+class SlotSchedule(Schedule):
+    slots: int  # items started and not yet taken, at most (pauses: per item, while making it)
 
 
 class _SlotStream:
@@ -224,7 +268,6 @@ class SlotOutcome(Outcome):
 async def _play_slots(schedule: SlotSchedule, channel: Any) -> SlotOutcome:
     """Workers as `Evaluator._run_cases` drives them; a reader as `Feed` (closing stops them)."""
     out = SlotOutcome()
-    producing = anyio.CancelScope()
 
     async def worker(p: int, scope: anyio.CancelScope) -> None:
         holding = making = False
@@ -247,58 +290,14 @@ async def _play_slots(schedule: SlotSchedule, channel: Any) -> SlotOutcome:
             if holding:
                 channel.release()
 
-    async def producer() -> None:
-        try:
-            with producing:
-                async with anyio.create_task_group() as tg:
-                    for p in range(len(schedule.items)):
-                        scope = anyio.CancelScope()
-                        tg.start_soon(worker, p, scope)
-                        after = schedule.cancel_after[p]
-                        if after is not None:
-                            tg.start_soon(_cancel_later, scope, after)
-        finally:
-            channel.end()
+    def seen_by_reader() -> None:
+        out.worst_ahead = max(out.worst_ahead, out.started - len(out.taken))
 
-    async def reader() -> None:
-        try:
-            while schedule.take is None or len(out.taken) < schedule.take:
-                try:
-                    out.taken.append(await channel.take())
-                except anyio.EndOfStream:
-                    out.ended = True
-                    return
-                out.worst_ahead = max(out.worst_ahead, out.started - len(out.taken))
-                await _pause(schedule.reader_pause)
-        finally:
-            channel.close()
-            producing.cancel()  # what closing a `Feed` does
-
-    async def watchdog() -> None:  # every task blocked and the play unfinished: a lost slot
-        while True:
-            await anyio.wait_all_tasks_blocked()
-            raise AssertionError("the hand-over stalled")
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(watchdog)
-        async with anyio.create_task_group() as play:
-            play.start_soon(producer)
-            play.start_soon(reader)
-        tg.cancel_scope.cancel()
+    await _drive(schedule, channel, worker, out, after_take=seen_by_reader, stop_on_close=True)
     return out
 
 
-slot_schedules = st.integers(1, 4).flatmap(
-    lambda n: st.builds(
-        SlotSchedule,
-        slots=st.integers(1, 3),
-        items=st.tuples(*[st.integers(0, 4)] * n),
-        pauses=st.tuples(*[st.integers(0, 2)] * n),
-        cancel_after=st.tuples(*[st.none() | st.integers(0, 6)] * n),
-        take=st.none() | st.integers(0, 6),
-        reader_pause=st.integers(0, 3),
-    )
-)
+slot_schedules = _schedules(SlotSchedule, 4, 3, slots=st.integers(1, 3))
 
 
 def _check_slots(schedule: SlotSchedule, out: SlotOutcome) -> None:
@@ -327,17 +326,9 @@ def test_slots_deliver_what_the_portable_stream_delivers(schedule: SlotSchedule)
     in each worker's order, and deliver the same items when the reader reads to the end.
     """
 
-    async def main() -> tuple[SlotOutcome, SlotOutcome]:
-        handoff = Handoff[Any](asyncio.get_running_loop(), schedule.slots)
-        return await _play_slots(schedule, handoff), await _play_slots(
-            schedule, _SlotStream(schedule.slots)
-        )
-
-    ours, streams = anyio.run(main)
-    _check_slots(schedule, ours)
-    _check_slots(schedule, streams)
-    if schedule.take is None and all(c is None for c in schedule.cancel_after):
-        assert sorted(ours.taken) == sorted(streams.taken)
+    _both_keep(
+        schedule, _play_slots, _check_slots, schedule.slots, lambda: _SlotStream(schedule.slots)
+    )
 
 
 async def test_a_slot_granted_to_a_cancelled_waiter_passes_on() -> None:
