@@ -25,7 +25,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from agentjudge import Context, Evaluator, Judgment
-from agentjudge.engine._detached import Handoff, _StreamOutlet
+from agentjudge.engine._detached import Feed, Handoff, _StreamOutlet
 
 
 @dataclass
@@ -388,11 +388,21 @@ async def _stalled_reader_sees(contexts: Any, concurrency: int, total: int) -> l
     return ahead
 
 
+@pytest.mark.parametrize("path", ["handoff", "portable"])
 @pytest.mark.parametrize("kind", ["sync", "async"])
-async def test_run_reads_exactly_concurrency_cases_ahead_of_a_stalled_reader(kind: str) -> None:
+async def test_run_reads_exactly_concurrency_cases_ahead_of_a_stalled_reader(
+    kind: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Finished cases wait for the reader with their slots: with the reader stalled, exactly
     ``concurrency`` cases are pulled ahead of what it read (never more, and no fewer while
-    input remains: the workers did not stop early)."""
+    input remains: the workers did not stop early). ``portable``: the memory-stream path
+    `Feed` takes off asyncio, forced here."""
+    if path == "portable":
+
+        def portable(feed: Feed[Any]) -> None:
+            feed._fallback = feed._grouped()
+
+        monkeypatch.setattr(Feed, "_start", portable)
     total, concurrency = 12, 3
 
     def plain(pulled: list[int]) -> Any:
