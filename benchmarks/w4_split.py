@@ -13,11 +13,12 @@ benchmarks/bench_llm.py --serve``) runs, in one process against that fake provid
 
 Per variant it prints CPU per call, the time spent in the garbage collector (timed with
 ``gc.callbacks``, per generation) and the collections run, and the loop callbacks per call.
-``--no-gc`` switches the collector off for the whole process. ``--read-ahead K`` is an
-experiment, not a proposal as it stands: `Evaluator.run` may have ``K x concurrency`` cases
-started and not yet read (its `Handoff` gets K times the slots) instead of ``concurrency``,
-the documented bound, so up to ``(K - 1) x concurrency`` finished cases wait for the reader
-while ``concurrency`` keep running. The findings are in docs/reference/benchmarks.md ("Where
+``--no-gc`` switches the collector off for the whole process. ``--read-ahead K`` lets
+`Evaluator.run` have ``K x concurrency`` cases started and not yet read (its `Handoff` gets
+``K / 2`` times the slots `run()` asks for): 2 is what `run()` does since 2026-11-26
+(``concurrency`` running, up to ``concurrency`` more finished and waiting for the reader), 1
+the exact bound of before (a finished worker waits for a read). The findings are in
+docs/reference/benchmarks.md ("Where
 a judged call's CPU goes in W4").
 """
 
@@ -127,13 +128,14 @@ def report(name: str, cpu: float, total: int, timer: GcTimer) -> dict[str, Any]:
 
 
 def read_ahead(factor: int) -> None:
-    """Patch `Handoff` to give ``factor`` times the slots it is asked for (the experiment)."""
+    """Patch `Handoff` to give ``factor / 2`` times the slots it is asked for (`run()` asks
+    for ``2 x concurrency``)."""
     from agentjudge.engine import _detached
 
     init = _detached.Handoff.__init__
 
     def patched(self: Any, loop: Any, slots: int = 0) -> None:
-        init(self, loop, slots * factor)
+        init(self, loop, slots * factor // 2)
 
     _detached.Handoff.__init__ = patched  # type: ignore[method-assign]
 
@@ -150,9 +152,9 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=3_000)
     parser.add_argument("--variants", default=VARIANTS)
     parser.add_argument("--no-gc", action="store_true", help="switch the collector off")
-    parser.add_argument("--read-ahead", type=int, default=1, help="an experiment (above)")
+    parser.add_argument("--read-ahead", type=int, default=2, help="cases started and unread, x concurrency")
     arguments = parser.parse_args()
-    if arguments.read_ahead != 1:
+    if arguments.read_ahead != 2:
         read_ahead(arguments.read_ahead)
     if arguments.no_gc:
         gc.disable()

@@ -407,15 +407,19 @@ class Evaluator:
     ) -> Feed[CaseResult]:
         """Evaluate many contexts, yielding `CaseResult`s in completion order.
 
-        The input is pulled lazily and at most ``concurrency`` cases are in flight or finished
-        and not yet read, so memory stays flat however long the input is (a reader that stops
-        reading stops the run once ``concurrency`` finished cases wait for it). Nothing else is
-        accumulated. Closing the iterator
+        The input is pulled lazily: at most ``concurrency`` cases are in flight, and at most
+        ``2 * concurrency`` are in flight or finished and not yet read, so memory stays flat
+        however long the input is (a reader that stops reading stops the run once its finished
+        cases fill those slots). The second ``concurrency`` slots let a worker go on while the
+        reader is busy: with exactly ``concurrency``, a finished worker waits for a read, which
+        in W4 cost about a third more garbage collection per case (docs/reference/benchmarks.md).
+        Nothing else is accumulated. Closing the iterator
         early (``async with``, ``aclosing``, or just breaking out) cancels the cases in
         flight, never the caller (see `stream`).
         """
         concurrency = positive_int("concurrency", concurrency)
-        return Feed(lambda outlet: self._run_cases(contexts, concurrency, outlet), concurrency)
+        slots = 2 * concurrency  # in flight (at most concurrency workers) + read ahead
+        return Feed(lambda outlet: self._run_cases(contexts, concurrency, outlet), slots)
 
     async def _run_cases(
         self,
@@ -425,9 +429,10 @@ class Evaluator:
     ) -> None:
         """The producer behind `run`: ``concurrency`` workers pulling contexts lazily.
 
-        A worker takes one of the outlet's ``concurrency`` slots before it pulls a context and
-        leaves its finished case with the reader (who frees the slot by reading it), so at
-        most ``concurrency`` cases are pulled from the input ahead of what was read. It never
+        ``concurrency`` workers, so at most that many cases run. A worker takes one of the
+        outlet's ``2 * concurrency`` slots before it pulls a context and leaves its finished
+        case with the reader (who frees the slot by reading it), so at most ``2 *
+        concurrency`` cases are pulled from the input ahead of what was read. It never
         waits for its case to be read: a reader already waiting gets the case and the worker
         goes on with its slot; otherwise the worker waits for a free slot, whichever case's.
         """

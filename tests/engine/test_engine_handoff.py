@@ -369,12 +369,19 @@ async def test_closing_refuses_waiting_and_later_producers() -> None:
 
 
 # ---------------------------------------------------------------- Evaluator.run end to end
-async def _stalled_reader_sees(contexts: Any, concurrency: int, total: int) -> list[int]:
-    """Cases pulled minus cases read, each time every worker has stopped (a stalled reader)."""
+async def _stalled_reader_sees(
+    contexts: Any, concurrency: int, total: int
+) -> tuple[list[int], int]:
+    """Cases pulled minus cases read, each time every worker has stopped (a stalled reader),
+    and the most cases judged at once."""
     pulled = [0]
+    running = [0, 0]  # now, most
 
     async def judge(ctx: Context) -> Judgment:
+        running[0] += 1
+        running[1] = max(running)
         await anyio.lowlevel.checkpoint()
+        running[0] -= 1
         return Judgment.passed("ok")
 
     ahead = []
@@ -385,18 +392,19 @@ async def _stalled_reader_sees(contexts: Any, concurrency: int, total: int) -> l
             await anyio.wait_all_tasks_blocked()  # the workers went as far as they may
             ahead.append(pulled[0] - read)
     assert read == total
-    return ahead
+    return ahead, running[1]
 
 
 @pytest.mark.parametrize("path", ["handoff", "portable"])
 @pytest.mark.parametrize("kind", ["sync", "async"])
-async def test_run_reads_exactly_concurrency_cases_ahead_of_a_stalled_reader(
+async def test_run_reads_exactly_twice_concurrency_cases_ahead_of_a_stalled_reader(
     kind: str, path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Finished cases wait for the reader with their slots: with the reader stalled, exactly
-    ``concurrency`` cases are pulled ahead of what it read (never more, and no fewer while
-    input remains: the workers did not stop early). ``portable``: the memory-stream path
-    `Feed` takes off asyncio, forced here."""
+    ``2 * concurrency`` cases are pulled ahead of what it read (never more, and no fewer while
+    input remains: the workers did not stop early), and never more than ``concurrency`` are
+    judged at once. ``portable``: the memory-stream path `Feed` takes off asyncio, forced
+    here."""
     if path == "portable":
 
         def portable(feed: Feed[Any]) -> None:
@@ -415,8 +423,11 @@ async def test_run_reads_exactly_concurrency_cases_ahead_of_a_stalled_reader(
             pulled[0] += 1
             yield Context(input=i, output="a")
 
-    ahead = await _stalled_reader_sees(plain if kind == "sync" else lazy, concurrency, total)
-    assert ahead == [min(concurrency, total - read) for read in range(1, total + 1)]
+    ahead, most = await _stalled_reader_sees(
+        plain if kind == "sync" else lazy, concurrency, total
+    )
+    assert ahead == [min(2 * concurrency, total - read) for read in range(1, total + 1)]
+    assert most <= concurrency
 
 
 async def test_a_read_case_is_not_kept_alive_by_its_worker() -> None:
@@ -460,7 +471,8 @@ def test_run_yields_what_evaluate_gives_on_random_schedules(
     concurrency: int, steps: list[int], reader_pauses: list[int]
 ) -> None:
     """`run` against `evaluate` per case, judges and reader pausing at random: the same
-    judgments, every case once, and never more than ``concurrency`` cases ahead of the reader."""
+    judgments, every case once, and never more than ``2 * concurrency`` cases ahead of the
+    reader."""
 
     async def judge(ctx: Context) -> Judgment:
         await _pause(steps[ctx.input])
@@ -481,7 +493,7 @@ def test_run_yields_what_evaluate_gives_on_random_schedules(
             async for case in cases:
                 assert case.context.input not in got
                 got[case.context.input] = case.verdict.judgment
-                assert pulled - len(got) <= concurrency
+                assert pulled - len(got) <= 2 * concurrency
                 await _pause(reader_pauses[len(got) % len(reader_pauses)])
         expected = {
             i: (await evaluator.evaluate(Context(input=i, output="a")))[0].judgment
