@@ -73,21 +73,26 @@ def _optional_scope(node: ast.AST, body_of: ast.AST | None) -> bool:
     return isinstance(node, ast.If) and _is_type_checking(node) and body_of in node.body
 
 
+def _import_nodes(node: ast.AST, optional: bool) -> Iterator[tuple[ast.AST, bool]]:
+    """Every import statement under ``node``, and whether it runs only on demand (one walk, each
+    scope's rule applied on the way down)."""
+    for child in ast.iter_child_nodes(node):
+        inner = optional or _optional_scope(node, child)
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child, inner
+        else:
+            yield from _import_nodes(child, inner)
+
+
 def _imports(file: Path, root: Path = ROOT) -> Iterator[Imported]:
     tree = ast.parse(file.read_text(encoding="utf-8"), filename=str(file))
-    parent = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(tree):
+    for node, optional in _import_nodes(tree, False):
         if isinstance(node, ast.Import):
             modules = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             modules = [node.module]
         else:
             continue
-        optional = False
-        inner: ast.AST = node
-        while inner in parent and not optional:
-            optional = _optional_scope(parent[inner], inner)
-            inner = parent[inner]
         where = f"{file.relative_to(root)}:{node.lineno}"
         for module in modules:
             top = module.partition(".")[0]

@@ -75,19 +75,41 @@ def outcome_space(strategy: VotingStrategy) -> tuple[Judgment, ...]:
     return OUTCOMES
 
 
-class StatusCache:
-    """Memoised aggregate status of full (no running slot) lists for one configuration."""
+RUNNING = len(OUTCOMES)
+"""A running slot in an index population (indices below it are `OUTCOMES`)."""
+SLOT_INDEX = {id(j): OUTCOMES.index(j) if j is not None else RUNNING for j in SLOTS}
 
-    def __init__(self, strategy: VotingStrategy, weights: Sequence[float] | None) -> None:
+
+class Reachable:
+    """Memoised statuses a population can still end in, for one configuration.
+
+    A population is a tuple of indices into `OUTCOMES` (`RUNNING` for a running slot). Its
+    reachable statuses are the aggregate statuses of all its completions (every running slot
+    filled from the configuration's outcome space), computed as the union over the first running
+    slot's outcomes: the same set as enumerating every completion, with each partial population
+    done once for every population that shares it.
+    """
+
+    def __init__(
+        self, strategy: VotingStrategy, weights: Sequence[float] | None, space: Sequence[Judgment]
+    ) -> None:
         self.strategy = strategy
         self.weights = weights
-        self.cache: dict[tuple[int, ...], Status] = {}
+        self.space = tuple(OUTCOMES.index(j) for j in space)
+        self.memo: dict[tuple[int, ...], frozenset[Status]] = {}
 
-    def status(self, judgments: tuple[Judgment, ...]) -> Status:
-        key = tuple(id(j) for j in judgments)
-        if key not in self.cache:
-            self.cache[key] = self.strategy.aggregate(judgments, self.weights).status
-        return self.cache[key]
+    def statuses(self, population: tuple[int, ...]) -> frozenset[Status]:
+        found = self.memo.get(population)
+        if found is None:
+            if RUNNING in population:
+                i = population.index(RUNNING)
+                head, tail = population[:i], population[i + 1 :]
+                found = frozenset().union(*(self.statuses((*head, x, *tail)) for x in self.space))
+            else:
+                full = [OUTCOMES[k] for k in population]
+                found = frozenset({self.strategy.aggregate(full, self.weights).status})
+            self.memo[population] = found
+        return found
 
 
 def completions(
@@ -119,7 +141,7 @@ def test_decided_is_sound_and_prompt_exhaustively(
     decisions = 0
     for n in range(1, 6):
         weights = weights_for(weight_kind, n)
-        cache = StatusCache(strategy, weights)
+        reachable = Reachable(strategy, weights, space)
         for done in itertools.product(SLOTS, repeat=n):
             result = strategy.decided(done, weights)
             running = done.count(None)
@@ -129,7 +151,7 @@ def test_decided_is_sound_and_prompt_exhaustively(
             if result is None and not (counting and not propagate):
                 statuses: set[Status] = set()  # nothing to check against completions
             else:
-                statuses = {cache.status(full) for full in completions(done, space)}
+                statuses = set(reachable.statuses(tuple(SLOT_INDEX[id(j)] for j in done)))
             if result is not None:
                 decisions += 1
                 # Sound: every completion gives the decided status.

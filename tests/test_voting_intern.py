@@ -73,8 +73,11 @@ def golden(strategy: VotingStrategy, done: list[Judgment | None]) -> Judgment | 
 
 
 def dump(j: Judgment | None) -> str:
-    """The judgment's dump with value types visible (3 and 3.0 differ)."""
-    return "None" if j is None else repr(j.model_dump())
+    """The judgment's fields with value types visible (3 and 3.0, str and enum, tuple and list
+    differ). Its stored fields as they are, not ``model_dump()``: that is every field (the model
+    forbids extras and has no computed ones), each value's type is kept rather than converted,
+    and it costs a third as much (the dumps were half of these tests' CPU)."""
+    return "None" if j is None else repr(j.__dict__)
 
 
 def ballots(rng: random.Random, count: int) -> Iterator[tuple[list[Judgment], list[float] | None]]:

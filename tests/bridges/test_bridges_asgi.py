@@ -7,17 +7,25 @@ import json
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-import uvicorn
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
+from sdk_support import sdk
 
 from agentjudge import Context, Evaluator, Judgment, Jury
 from agentjudge.bridges import cancel_on_disconnect
+
+if TYPE_CHECKING:
+    import fastapi
+    import uvicorn
+    from fastapi import responses
+else:  # fastapi and uvicorn cost ~0.8 s of CPU to import: only the worker running "asgi" pays
+    fastapi = sdk("fastapi")
+    responses = sdk("fastapi.responses")
+    uvicorn = sdk("uvicorn")
+pytestmark = pytest.mark.xdist_group("asgi")
 
 REQUESTS = 30
 JUDGES = 3
@@ -38,7 +46,7 @@ class GradeRequest(BaseModel):
     answer: str
 
 
-def make_app(counters: Counters, *, guarded: bool) -> FastAPI:
+def make_app(counters: Counters, *, guarded: bool) -> fastapi.FastAPI:
     async def slow_judge(ctx: Context) -> Judgment:
         counters.started += 1
         if counters.started == REQUESTS * JUDGES:
@@ -56,31 +64,31 @@ def make_app(counters: Counters, *, guarded: bool) -> FastAPI:
     jury = Jury([slow_judge] * JUDGES)
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: fastapi.FastAPI) -> AsyncIterator[None]:
         async with Evaluator(jury, max_concurrency=256, timeout=60) as evaluator:
             app.state.evaluator = evaluator
             yield
 
-    app = FastAPI(lifespan=lifespan)
+    app = fastapi.FastAPI(lifespan=lifespan)
 
     @app.post("/grade")
-    async def grade(body: GradeRequest, request: Request) -> Response:
+    async def grade(body: GradeRequest, request: fastapi.Request) -> responses.Response:
         evaluator: Evaluator = request.app.state.evaluator
         context = Context(input=body.question, output=body.answer)
         if not guarded:  # the pattern the docs used to show
             verdict = await evaluator.verdict(context)
-            return JSONResponse({"status": verdict.judgment.status.value})
+            return responses.JSONResponse({"status": verdict.judgment.status.value})
         async with cancel_on_disconnect(request.receive) as client:
             verdict = await evaluator.verdict(context)
         if client.disconnected:
-            return Response(status_code=499)
-        return JSONResponse({"status": verdict.judgment.status.value})
+            return responses.Response(status_code=499)
+        return responses.JSONResponse({"status": verdict.judgment.status.value})
 
     return app
 
 
 @asynccontextmanager
-async def serving(app: FastAPI) -> AsyncIterator[int]:
+async def serving(app: fastapi.FastAPI) -> AsyncIterator[int]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)

@@ -7,27 +7,36 @@ from __future__ import annotations
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
-import uvicorn
-from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+import pytest
+from sdk_support import sdk
 
 from agentjudge import BackgroundEvaluator, CorrectnessJudge, ErrorPolicy, Evaluator, Jury, Majority
 from agentjudge.bridges import cancel_on_disconnect
 from agentjudge.models import OpenAIChat
 from agentjudge.testing import FakeModelServer, FakeResponse, ScriptedJudge
 
+if TYPE_CHECKING:
+    import fastapi
+    import uvicorn
+    from fastapi import responses
+else:  # fastapi and uvicorn cost ~0.8 s of CPU to import: only the worker running "asgi" pays
+    fastapi = sdk("fastapi")
+    responses = sdk("fastapi.responses")
+    uvicorn = sdk("uvicorn")
+pytestmark = pytest.mark.xdist_group("asgi")
+
 TERMINAL = ("sampled_out", "shed", "completed", "errored", "cancelled")
 
 
-def make_app(background: BackgroundEvaluator) -> FastAPI:
-    app = FastAPI(lifespan=background.lifespan)
+def make_app(background: BackgroundEvaluator) -> fastapi.FastAPI:
+    app = fastapi.FastAPI(lifespan=background.lifespan)
 
     @app.post("/chat")
-    async def chat(body: dict[str, str], request: Request) -> dict[str, str]:
+    async def chat(body: dict[str, str], request: fastapi.Request) -> dict[str, str]:
         answer = f"echo: {body['question']}"
         request.state.background.offer(
             input=body["question"], output=answer, key=body["trace"], route="/chat"
@@ -42,7 +51,7 @@ def make_app(background: BackgroundEvaluator) -> FastAPI:
 
 
 @asynccontextmanager
-async def serving(app: FastAPI) -> AsyncIterator[str]:
+async def serving(app: fastapi.FastAPI) -> AsyncIterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(256)
@@ -129,10 +138,10 @@ async def test_an_awaited_handler_answers_within_its_deadline() -> None:
             voting=Majority(errors=ErrorPolicy.IGNORE),
         )
         evaluator = Evaluator(jury, timeout=None)
-        app = FastAPI()
+        app = fastapi.FastAPI()
 
         @app.post("/grade")
-        async def grade(body: dict[str, str], request: Request) -> dict[str, Any]:
+        async def grade(body: dict[str, str], request: fastapi.Request) -> dict[str, Any]:
             async with cancel_on_disconnect(request.receive):
                 verdict = await evaluator.verdict(input=body["q"], output="a", deadline=0.2)
             return {
@@ -157,16 +166,16 @@ async def test_an_awaited_handler_with_a_deadline_is_cancelled_when_the_client_l
     jury = Jury([stuck, ScriptedJudge(True, name="quick")])
     evaluator = Evaluator(jury, timeout=None)
     outcome: dict[str, Any] = {}
-    app = FastAPI()
+    app = fastapi.FastAPI()
 
     @app.post("/grade")
-    async def grade(body: dict[str, str], request: Request) -> Response:
+    async def grade(body: dict[str, str], request: fastapi.Request) -> responses.Response:
         async with cancel_on_disconnect(request.receive) as client:
             verdict = await evaluator.verdict(input=body["q"], output="a", deadline=30)
         outcome["disconnected"] = client.disconnected
         if client.disconnected:
-            return Response(status_code=499)
-        return JSONResponse({"status": verdict.judgment.status.value})
+            return responses.Response(status_code=499)
+        return responses.JSONResponse({"status": verdict.judgment.status.value})
 
     with anyio.fail_after(20):  # far below the 30 s deadline
         async with serving(app) as base:

@@ -55,6 +55,12 @@ LAST = WARM
 """``ctx.input`` of the measured run."""
 TIMEOUT = 0.5
 """Per attempt; generous so that a loaded machine never times out an instant judge."""
+HANG_TIMEOUT = 0.1
+"""Per attempt of a ``then_hang`` judge (its own ``attempt_timeout``). Its measured run waits
+this long for every attempt to time out (50 of them in the derandomized examples, both paths:
+at `TIMEOUT` that was 25 s of an otherwise 2 s test, holding an xdist worker idle); its warm-up
+runs return in their first step, microseconds, so even this bound is never overrun there.
+"""
 
 INSTANT = (
     "pass",
@@ -113,6 +119,8 @@ def make_judge(behaviour: str, name: str, resource: str | None) -> Callable[...,
 
     judge.__name__ = name
     judge.resource = resource  # type: ignore[attr-defined]
+    if behaviour == "then_hang":
+        judge.attempt_timeout = HANG_TIMEOUT  # type: ignore[attr-defined]
     return judge
 
 
