@@ -152,7 +152,7 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=3_000)
     parser.add_argument("--variants", default=VARIANTS)
     parser.add_argument("--no-gc", action="store_true", help="switch the collector off")
-    parser.add_argument("--read-ahead", type=int, default=2, help="cases started and unread, x concurrency")
+    parser.add_argument("--read-ahead", type=int, default=2, help="unread x concurrency")
     arguments = parser.parse_args()
     if arguments.read_ahead != 2:
         read_ahead(arguments.read_ahead)
