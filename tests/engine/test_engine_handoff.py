@@ -423,9 +423,7 @@ async def test_run_reads_exactly_twice_concurrency_cases_ahead_of_a_stalled_read
             pulled[0] += 1
             yield Context(input=i, output="a")
 
-    ahead, most = await _stalled_reader_sees(
-        plain if kind == "sync" else lazy, concurrency, total
-    )
+    ahead, most = await _stalled_reader_sees(plain if kind == "sync" else lazy, concurrency, total)
     assert ahead == [min(2 * concurrency, total - read) for read in range(1, total + 1)]
     assert most <= concurrency
 
