@@ -1,6 +1,8 @@
 """The plugin in real pytest processes: across xdist workers, and the docs page's example.
 
-These tests start interpreters (``runpytest_subprocess``), so conftest marks them ``slow``.
+These tests start interpreters (xdist's workers, ``sys.executable``), so conftest marks them
+``slow``. Each run's controller is this process (``runpytest_inprocess``); its workers are real
+interpreters, so the outcomes still cross process boundaries.
 """
 
 from __future__ import annotations
@@ -38,16 +40,18 @@ async def test_rows(case, agentjudge_evaluator):
 def _run(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *args: str, asyncio: bool = False
 ) -> pytest.RunResult:
-    """``pytest -n 2 ARGS`` in a subprocess loading only the plugins the test uses.
+    """``pytest -n 2 ARGS`` loading only the plugins the test uses.
 
-    With every installed plugin autoloaded (hypothesis, pytest-asyncio, platformdirs, timeout)
-    each of the run's three interpreters (controller and two workers) costs about 2.5 times
-    the CPU at start-up; xdist's workers inherit the environment and the ``-p`` options.
+    The controller runs in this process; its two workers are new interpreters, as in any
+    ``pytest -n 2`` (a controller of its own cost another ~1.5 s of CPU per run). With every
+    installed plugin autoloaded (hypothesis, pytest-asyncio, platformdirs, timeout) each worker
+    costs about 2.5 times the CPU at start-up; they inherit the environment and the ``-p``
+    options.
     """
     plugins = ["xdist", "_agentjudge_pytest", "anyio"] + (["pytest_asyncio.plugin"] * asyncio)
     loads = [arg for plugin in plugins for arg in ("-p", plugin)]
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
-    return pytester.runpytest_subprocess(*loads, "-n", "2", *args)
+    return pytester.runpytest_inprocess(*loads, "-n", "2", *args)
 
 
 def _blocks(lang: str) -> list[str]:
