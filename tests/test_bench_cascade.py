@@ -171,3 +171,20 @@ def test_main_exits_1_for_a_broken_calibrator(capsys: pytest.CaptureFixture[str]
     assert bench.main(argv) == 1
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert summary["check"]["verdict"] == "FAIL" and "lowered by 0.2" in summary["rule"]
+
+
+def test_exact_pairs_are_taken_as_they_are_and_anything_else_is_checked() -> None:
+    """The tables are validated with a fast path for ``(float, bool)`` tuples (the benchmark's
+    hundreds of thousands of cases); other pairs are converted or named, as before."""
+    exact = [(0.9, True), (0.8, False), (1.0, True), (0.7, True)]
+    mixed = [(0.9, True), [0.8, False], (1, True), (0.7, True)]
+    assert evaluate_thresholds([mixed], (0.75,)) == evaluate_thresholds([exact], (0.75,))
+    for bad, fragment in (
+        ((1.5, True), "confidence must be within"),
+        ((float("nan"), True), "confidence must be within"),
+        ((0.5, 1), "must be a bool"),
+        ((0.5, True, 0), "must be a pair"),
+    ):
+        with pytest.raises(ValueError, match=fragment) as raised:
+            evaluate_thresholds([[(0.5, True), bad]], (0.5,))
+        assert str(raised.value).startswith("tiers[0][1]")

@@ -29,7 +29,7 @@ from output_files import OutputFiles
 __all__ = ["Zygote", "python_c"]
 
 _SERVER = r"""
-import json, os, signal, sys, traceback, types
+import gc, json, os, signal, sys, traceback, types
 
 for name in sys.argv[1:]:
     try:
@@ -73,6 +73,10 @@ def child(request):
         except Exception:
             pass
     os._exit(code)
+
+# The preloaded objects move to the collector's permanent generation: a child's collections
+# then skip them instead of walking (and so copying, page by page) the parent's whole heap.
+gc.freeze()
 
 for line in sys.stdin:
     request = json.loads(line)
