@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from zygote_support import python_c
 
 import agentjudge.agreement
 import agentjudge.calibration
@@ -20,18 +19,14 @@ def _blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, re.S)
 
 
+@pytest.mark.slow  # the page's last example runs the CLI four times (`make quick` skips it)
+@pytest.mark.xdist_group("docs-examples")  # the docs examples' preloaded interpreter
 def test_trust_page_examples_run(tmp_path: Path) -> None:
-    """The page's examples run in order in one fresh interpreter, their asserts holding."""
+    """The page's examples run in order as one ``python -c`` program (its own process and
+    ``__main__``, forked from the docs examples' preloaded interpreter), their asserts holding."""
     blocks = _blocks(PAGE.read_text("utf-8"))
     assert len(blocks) >= 3
-    proc = subprocess.run(
-        [sys.executable, "-c", "\n\n".join(blocks)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        check=False,
-    )
+    proc = python_c("\n\n".join(blocks), tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from docs_support import DOCS, ROOT, Block, blocks
-from zygote_support import python_c
+from zygote_support import SDKS, python_c
 
 # One worker runs them all, so one preloaded interpreter serves every example.
 pytestmark = pytest.mark.xdist_group("docs-examples")
@@ -97,5 +97,5 @@ def test_standalone_blocks_are_collected() -> None:
 @pytest.mark.parametrize("code", STANDALONE)
 def test_docs_example_runs(code: str, tmp_path: Path) -> None:
     """The example runs to completion without errors."""
-    proc = python_c(code, tmp_path)
+    proc = python_c(code, tmp_path, imports=SDKS)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -9,17 +9,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from zygote_support import python_c
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_readme_example_runs() -> None:
-    """The fifteen-line example in README.md runs and prints a passing verdict."""
+@pytest.mark.xdist_group("docs-examples")  # the docs examples' preloaded interpreter
+def test_readme_example_runs(tmp_path: Path) -> None:
+    """The fifteen-line example in README.md runs as ``python -c`` (forked from the docs
+    examples' preloaded interpreter) and prints a passing verdict."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks, "README has no python example"
-    proc = subprocess.run(
-        [sys.executable, "-c", blocks[0]], capture_output=True, text=True, timeout=60, check=False
-    )
+    proc = python_c(blocks[0], tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("pass"), proc.stdout
     assert "('not_empty', <Status.PASS: 'pass'>)" in proc.stdout

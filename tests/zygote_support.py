@@ -9,6 +9,9 @@ modules once and forks a child per program; the child sets up what ``python -c``
 empty, stdout and stderr to files), runs the code and exits with the code ``python`` would
 (0, the ``SystemExit`` code, or 1 after printing the traceback of an uncaught exception).
 
+The tests that run programs this way (the docs examples, the README's example, the trust page's
+examples) are one ``xdist_group``, so one worker's zygote serves them all.
+
 What differs from ``python -c``: modules the zygote preloaded are already imported (an example
 that forgets an import still fails: its namespace is new), and the child does not join
 non-daemon threads at exit. Tests that check what importing loads keep using ``sys.executable``.
@@ -31,11 +34,18 @@ __all__ = ["Zygote", "python_c"]
 _SERVER = r"""
 import gc, json, os, signal, sys, traceback, types
 
-for name in sys.argv[1:]:
-    try:
-        __import__(name)
-    except ImportError:
-        pass  # an optional SDK that is not installed: the example needing it says so itself
+def preload(names):
+    for name in names:
+        try:
+            __import__(name)
+        except ImportError:
+            pass  # an optional SDK that is not installed: the example needing it says so itself
+    # The preloaded objects move to the collector's permanent generation: a child's
+    # collections then skip them instead of walking (and so copying, page by page) the
+    # parent's whole heap.
+    gc.freeze()
+
+preload(sys.argv[1:])
 
 def child(request):
     os.chdir(request["cwd"])
@@ -74,12 +84,9 @@ def child(request):
             pass
     os._exit(code)
 
-# The preloaded objects move to the collector's permanent generation: a child's collections
-# then skip them instead of walking (and so copying, page by page) the parent's whole heap.
-gc.freeze()
-
 for line in sys.stdin:
     request = json.loads(line)
+    preload(request["imports"])  # those already imported cost nothing
     pid = os.fork()
     if pid == 0:
         child(request)
@@ -111,11 +118,21 @@ class Zygote:
         return self._process
 
     def run(
-        self, code: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: int = 120
+        self,
+        code: str,
+        cwd: Path,
+        env: Mapping[str, str] | None = None,
+        timeout: int = 120,
+        imports: Sequence[str] = (),
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``code`` as ``python -c code`` in ``cwd`` (killed by SIGALRM past ``timeout``)."""
+        """Run ``code`` as ``python -c code`` in ``cwd`` (killed by SIGALRM past ``timeout``).
+
+        ``imports`` are modules the interpreter imports (once, if not yet) before forking: the
+        programs that share them pay for them once, and the others not at all.
+        """
         files = OutputFiles(prefix="zygote-")
         request = {
+            "imports": list(imports),
             "code": code,
             "cwd": str(Path(cwd).resolve()),
             "env": dict(os.environ if env is None else env),
@@ -154,17 +171,22 @@ _DEFAULT = Zygote(
         "agentjudge.models._openai",
         "agentjudge.models._anthropic",
         "agentjudge.harness._run",
-        # The SDKs the bridges' examples call (each costs 1-3 s of CPU to import):
-        "openai",
-        "anthropic",
-        "pydantic_ai",
-        "agents",
     ]
 )
 
+SDKS = ("openai", "anthropic", "pydantic_ai", "agents")
+"""The SDKs the bridges' examples call (each costs 1-3 s of CPU to import; the last three
+import much of the first and of each other, so importing them once is cheaper than in each
+example). Programs that need none of them (the README's, the trust page's) do not ask."""
+
 
 def python_c(
-    code: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: int = 120
+    code: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    timeout: int = 120,
+    imports: Sequence[str] = (),
 ) -> subprocess.CompletedProcess[str]:
-    """``python -c code`` in ``cwd``, forked from the shared preloaded interpreter."""
-    return _DEFAULT.run(code, cwd, env, timeout)
+    """``python -c code`` in ``cwd``, forked from the shared preloaded interpreter (after it
+    imported ``imports``)."""
+    return _DEFAULT.run(code, cwd, env, timeout, imports)
