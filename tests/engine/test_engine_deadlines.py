@@ -144,7 +144,10 @@ async def test_submit_deadline_cuts_a_hanging_judge_short_and_names_the_deadline
         (result,) = await handle
     assert result.status is Status.ERROR and result.error_type == "TimeoutError"
     assert "ran out of the evaluation's deadline (0.02 s)" in (result.reasoning or "")
-    assert judge.cancelled == 1
+    # The judge started and was cut short -- or, on a loaded machine, the deadline passed
+    # before it could start (the backstop above then gives the same TimeoutError; seen once
+    # in CI): either way nothing of it is left running.
+    assert judge.calls <= 1 and judge.cancelled == judge.calls
 
 
 async def test_submit_deadline_bounds_retry_waits() -> None:

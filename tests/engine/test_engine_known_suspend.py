@@ -77,6 +77,10 @@ async def _evaluate(script: list[tuple[str, int]]) -> list[tuple[Any, ...]]:
     return [_seen((await evaluator.evaluate(CTX))[0]) for _ in script]
 
 
+# A timing test: the evaluators' 0.05 s timeouts are wall-clock, and a judge that only
+# passes checkpoints overran one in a loaded full run (the process was descheduled), so the
+# two ways differed for a reason that is not theirs. It runs with the timing tests, alone.
+@pytest.mark.timing
 @hsettings(max_examples=40, deadline=None)
 @given(
     st.lists(behaviours, min_size=1, max_size=5).filter(
