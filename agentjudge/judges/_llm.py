@@ -76,10 +76,16 @@ def calls_metadata(client: str, responses: Sequence[ModelResponse]) -> dict[str,
             metadata["warnings"] = warnings
         metadata["cached"] = all(r.cached for r in responses)
         metadata["calls"] = len(responses)
-    costs = [response_cost(client, r) for r in responses]
-    known = [c for c in costs if c is not None]
-    if len(known) == len(costs):
-        metadata["cost_usd"] = round(sum(known), 10)
+    spent: float = 0  # summed as sum() would: left to right, starting from 0
+    priced = True
+    for response in responses:
+        cost = response_cost(client, response)
+        if cost is None:
+            priced = False  # never guessed
+        else:
+            spent += cost
+    if priced:
+        metadata["cost_usd"] = round(spent, 10)
     return metadata
 
 
