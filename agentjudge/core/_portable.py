@@ -55,10 +55,12 @@ def _freeze_plain(value: object, nulls: bool) -> Any:
         for key, item in value.items():  # type: ignore[attr-defined]
             if type(key) is not str:
                 raise _Unusual
-            # an ASCII str (most metadata values) is kept as it is, without a call
-            frozen[key] = (
-                item if type(item) is str and item.isascii() else _freeze_plain(item, nulls)
-            )
+            # an ASCII str or a bool (most metadata values) is kept as it is, without a call
+            held = type(item)
+            if (held is str and item.isascii()) or held is bool:
+                frozen[key] = item
+            else:
+                frozen[key] = _freeze_plain(item, nulls)
         return MappingProxyType(frozen)
     if kind is tuple or kind is list:
         return tuple([_freeze_plain(item, nulls) for item in value])  # type: ignore[attr-defined]
