@@ -24,7 +24,7 @@ from typing import Any, cast
 import anyio
 from anyio.lowlevel import cancel_shielded_checkpoint
 
-from agentjudge.core import JudgeResult, Judgment, TierAttempt, TierPolicy, Verdict
+from agentjudge.core import Judgment, TierAttempt, TierPolicy, Verdict
 from agentjudge.engine._admission import Admission
 from agentjudge.engine._detached import single_exception
 from agentjudge.engine._fastpath import FastPath, OnDone
@@ -89,7 +89,7 @@ class Scheduler:
         return Verdict.fast(
             judgment=judgment,
             # Every leaf stored a result (the common case) when as many completed.
-            results=tuple(cast("list[JudgeResult]", results))
+            results=tuple(results)  # type: ignore[arg-type]  # no None left
             if len(run.completed) == len(results)
             else tuple(r for r in results if r is not None),
             tiers=tuple(run.tiers) if run.tiers else (),
