@@ -241,7 +241,7 @@ class Scheduler:
             judgment, stopped, failure = await self.run_tier(tier, run, cascade.short_circuit)
             deciding = chosen is None and stopped and judgment is not None
             if record:
-                run.tiers.append(_tier_attempt(tier, run, judgment, deciding, failure))
+                run.add_tier(_tier_attempt(tier, run, judgment, deciding, failure))
             if deciding:
                 chosen = judgment
             elif chosen is None and failure is not None and tier.policy is TierPolicy.FINAL:
