@@ -201,22 +201,30 @@ async def cpu_us(name: str, reps: int) -> float:
     return best / CASES * 1e6
 
 
-async def once(name: str, n: int) -> None:
+async def once(name: str, n: int, collector: bool = True) -> None:
     """``--once``: warm up, then run ``n`` cases (what valgrind counts)."""
     run = VARIANTS[name]()
     await run(contexts(200))
     batch = contexts(n)
     gc.collect()
+    if not collector:
+        gc.disable()
     await run(batch)
 
 
-def instructions(name: str) -> int:
-    """Instructions per case: valgrind's count at 1,500 cases minus 500, over 1,000."""
+def instructions(name: str, collector: bool = True) -> int:
+    """Instructions per case: valgrind's count at 1,500 cases minus 500, over 1,000.
+
+    With the collector a full collection (the whole heap) falling in one of the two runs and
+    not the other moves the result by up to ~20k per case; ``collector=False`` (``--no-gc``)
+    counts the code alone, the same from one run to the next.
+    """
     counts = []
     for n in (500, 1500):
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
         command += ["--cachegrind-out-file=/dev/null", sys.executable, __file__]
         command += ["--variants", name, "--once", str(n)]
+        command += [] if collector else ["--no-gc"]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
         assert found, done.stderr[-2000:]
@@ -231,10 +239,11 @@ def main() -> None:
     parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--alive", action="store_true", help="objects alive per case in flight")
     parser.add_argument("--once", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--no-gc", action="store_true", help="--instructions without the GC")
     args = parser.parse_args()
     names = args.variants.split(",")
     if args.once:
-        anyio.run(once, names[0], args.once)
+        anyio.run(once, names[0], args.once, not args.no_gc)
         return
     print(f"# {agentjudge.__file__}")
     for name in names:
@@ -245,7 +254,8 @@ def main() -> None:
         elif args.instructions:
             if shutil.which("valgrind") is None:
                 sys.exit("--instructions needs valgrind")
-            print(f"{name}: {instructions(name)} instructions per case", flush=True)
+            count = instructions(name, not args.no_gc)
+            print(f"{name}: {count} instructions per case", flush=True)
         else:
             print(f"{name}: {anyio.run(cpu_us, name, args.reps):.1f} us CPU per case", flush=True)
 
