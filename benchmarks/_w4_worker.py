@@ -7,6 +7,9 @@ only the public API that every measured commit has, and prints one JSON line per
 
     {"variant": ..., "wall_s": ..., "cpu_s": ..., "package": <agentjudge path>}
 
+``gc_s`` is the CPU time the garbage collector ran (timed with ``gc.callbacks``), ``gc_young``
+and ``gc_older`` its collections of generation 0 and of the older ones (collections follow
+the objects allocated and kept alive, so they count allocations without slowing the calls).
 ``loop_passes`` and ``loop_callbacks`` count the passes through the asyncio event loop and the
 callbacks (task steps, I/O events) it ran during the measured calls: unlike time, they do not
 depend on the machine's load. ``cpu_s`` is this process's CPU time over the measured calls: on
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -72,6 +76,21 @@ def _counted_run_once(loop: Any) -> None:
 
 asyncio.base_events.BaseEventLoop._run_once = _counted_run_once  # type: ignore[attr-defined]
 
+GC = {"gc_s": 0.0, "gc_young": 0, "gc_older": 0}
+"""CPU seconds the garbage collector ran, and its young (generation 0) and older collections."""
+_gc_started = [0.0]
+
+
+def _on_gc(phase: str, info: dict[str, int]) -> None:
+    if phase == "start":
+        _gc_started[0] = time.process_time()
+        return
+    GC["gc_s"] += time.process_time() - _gc_started[0]
+    GC["gc_young" if info["generation"] == 0 else "gc_older"] += 1
+
+
+gc.callbacks.append(_on_gc)
+
 
 class Clock:
     """Wall and CPU time, loop passes and callbacks of what runs inside ``with Clock():``."""
@@ -79,13 +98,15 @@ class Clock:
     def __enter__(self) -> Clock:
         self.wall, self.cpu = time.perf_counter(), time.process_time()
         self.loop = dict(LOOP)
+        self.gc = dict(GC)
         return self
 
     def __exit__(self, *_: object) -> None:
         self.timing: Timing = (time.perf_counter() - self.wall, time.process_time() - self.cpu)
         Clock.last = {k: LOOP[k] - self.loop[k] for k in LOOP}
+        Clock.last.update({k: GC[k] - self.gc[k] for k in GC})
 
-    last: dict[str, int] = {}
+    last: dict[str, float] = {}
     """The loop counts of the last measured stretch."""
 
 
@@ -173,6 +194,9 @@ async def main(args: argparse.Namespace) -> None:
             "cpu_s": round(cpu, 4),
             "loop_passes": Clock.last.get("passes", 0),
             "loop_callbacks": Clock.last.get("handles", 0),
+            "gc_s": round(Clock.last.get("gc_s", 0.0), 5),
+            "gc_young": Clock.last.get("gc_young", 0),
+            "gc_older": Clock.last.get("gc_older", 0),
             "package": agentjudge.__file__,
         }
         print(json.dumps(line), flush=True)

@@ -12,13 +12,17 @@ concurrency 100 each):
 * ``eval_bare``: `Evaluator.run` of the bare judge (the engine alone, minus ``floor``);
 * ``eval_plain`` / ``eval_struct``: `Evaluator.run` of the LLM judges (engine plus judge).
 
-Two measures: ``--reps R`` prints the least CPU time (``time.process_time``) per case over R
-repetitions, in microseconds; ``--instructions`` runs each variant under valgrind (cachegrind,
-no cache simulation) for 500 and 1,500 cases and prints the instructions per case of the
-difference, which does not depend on the machine's load (about 2.5-4k instructions per us
-here). ``PYTHONPATH=<another tree>`` measures another commit's package.
+``--alive`` holds ``CONCURRENCY`` calls at the client and counts the objects the garbage
+collector tracks that are alive per case in flight (the ``eval_*`` and ``judge_*`` variants;
+what each collection walks). Two more measures: ``--reps R`` prints the least CPU time
+(``time.process_time``) per case over R repetitions, in microseconds; ``--instructions``
+runs each variant under valgrind (cachegrind, no cache simulation) for 500 and 1,500 cases
+and prints the instructions per case of the difference, which does not depend on the
+machine's load (about 2.5-4k instructions per us here). ``PYTHONPATH=<another tree>``
+measures another commit's package.
 
-Run: ``uv run python benchmarks/bench_cpu.py [--variants a,b] [--reps 7] [--instructions]``.
+Run: ``uv run python benchmarks/bench_cpu.py [--variants a,b] [--reps 7 | --instructions |
+--alive]``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -64,13 +69,62 @@ class AtOnce:
         self.structured = structured
 
     async def complete(self, request: Any) -> ModelResponse:
-        await asyncio.sleep(0)
+        if HELD.gate is None:
+            await asyncio.sleep(0)
+        else:  # --alive: every call waits until CONCURRENCY of them are in flight
+            HELD.waiting += 1
+            if HELD.waiting == CONCURRENCY:
+                HELD.full.set()
+            await HELD.gate.wait()
         usage = Usage(input_tokens=10, output_tokens=5, total_tokens=15)
         if self.structured:
             grade = {"passed": True, "reasoning": "matches"}
             text = '{"passed": true, "reasoning": "matches"}'
             return ModelResponse(text=text, parsed=grade, model="judge", usage=usage)
         return ModelResponse(text=ANSWER, model="judge", finish_reason="stop", usage=usage)
+
+
+class Held:
+    """``--alive``: the calls in flight are held at the client until counted."""
+
+    def __init__(self) -> None:
+        self.gate: asyncio.Event | None = None
+        self.full = asyncio.Event()
+        self.waiting = 0
+
+
+HELD = Held()
+
+
+def _kind(obj: object) -> str:
+    kind = type(obj)
+    if kind.__name__ == "coroutine":
+        return "coroutine " + obj.cr_code.co_qualname  # type: ignore[attr-defined]
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+async def alive(name: str) -> tuple[float, list[tuple[str, float]]]:
+    """Objects the collector tracks, alive per case while ``CONCURRENCY`` calls are in flight.
+
+    What the collector walks in each collection: fewer objects kept across the model call
+    mean cheaper and fewer collections. Returns the total and the ten most common kinds.
+    """
+    run = VARIANTS[name]()
+    await run(contexts(200))
+    batch = contexts(CONCURRENCY)
+    HELD.gate, HELD.full, HELD.waiting = asyncio.Event(), asyncio.Event(), 0
+    gc.collect()
+    before = Counter(map(_kind, gc.get_objects()))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(run, batch)
+        await HELD.full.wait()
+        gc.collect()
+        during = Counter(map(_kind, gc.get_objects()))
+        HELD.gate.set()
+    HELD.gate = None
+    grown = {k: (during[k] - before[k]) / CONCURRENCY for k in during if during[k] > before[k]}
+    top = sorted(grown.items(), key=lambda kv: -kv[1])[:10]
+    return sum(grown.values()), top
 
 
 async def bare(ctx: Context) -> Judgment:
@@ -147,22 +201,30 @@ async def cpu_us(name: str, reps: int) -> float:
     return best / CASES * 1e6
 
 
-async def once(name: str, n: int) -> None:
+async def once(name: str, n: int, collector: bool = True) -> None:
     """``--once``: warm up, then run ``n`` cases (what valgrind counts)."""
     run = VARIANTS[name]()
     await run(contexts(200))
     batch = contexts(n)
     gc.collect()
+    if not collector:
+        gc.disable()
     await run(batch)
 
 
-def instructions(name: str) -> int:
-    """Instructions per case: valgrind's count at 1,500 cases minus 500, over 1,000."""
+def instructions(name: str, collector: bool = True) -> int:
+    """Instructions per case: valgrind's count at 1,500 cases minus 500, over 1,000.
+
+    With the collector a full collection (the whole heap) falling in one of the two runs and
+    not the other moves the result by up to ~20k per case; ``collector=False`` (``--no-gc``)
+    counts the code alone, the same from one run to the next.
+    """
     counts = []
     for n in (500, 1500):
         command = ["valgrind", "--tool=cachegrind", "--cache-sim=no"]
         command += ["--cachegrind-out-file=/dev/null", sys.executable, __file__]
         command += ["--variants", name, "--once", str(n)]
+        command += [] if collector else ["--no-gc"]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
         assert found, done.stderr[-2000:]
@@ -175,18 +237,25 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--instructions", action="store_true")
+    parser.add_argument("--alive", action="store_true", help="objects alive per case in flight")
     parser.add_argument("--once", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--no-gc", action="store_true", help="--instructions without the GC")
     args = parser.parse_args()
     names = args.variants.split(",")
     if args.once:
-        anyio.run(once, names[0], args.once)
+        anyio.run(once, names[0], args.once, not args.no_gc)
         return
     print(f"# {agentjudge.__file__}")
     for name in names:
-        if args.instructions:
+        if args.alive:
+            total, top = anyio.run(alive, name)
+            kinds = ", ".join(f"{k} {v:.2f}" for k, v in top)
+            print(f"{name}: {total:.1f} tracked objects alive per case in flight ({kinds})")
+        elif args.instructions:
             if shutil.which("valgrind") is None:
                 sys.exit("--instructions needs valgrind")
-            print(f"{name}: {instructions(name)} instructions per case", flush=True)
+            count = instructions(name, not args.no_gc)
+            print(f"{name}: {count} instructions per case", flush=True)
         else:
             print(f"{name}: {anyio.run(cpu_us, name, args.reps):.1f} us CPU per case", flush=True)
 

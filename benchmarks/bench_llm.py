@@ -190,13 +190,15 @@ def _worker(tree: Path, base_url: str, total: int, variants: list[str]) -> dict[
     return {
         variant: {
             key: statistics.mean(r.get(key, 0) for r in rows)
-            for key in ("wall_s", "cpu_s", "loop_passes", "loop_callbacks")
+            for key in ("wall_s", "cpu_s", "loop_passes", "loop_callbacks", *W4_GC)
         }
         for variant, rows in got.items()
     }
 
 
 Samples = dict[tuple[str, str], list[float]]
+W4_GC = ("gc_s", "gc_young", "gc_older")
+"""The worker's garbage-collector columns: CPU seconds, young and older collections."""
 
 
 def w4(total: int, rounds: int, baseline_ref: str | None) -> None:
@@ -205,6 +207,7 @@ def w4(total: int, rounds: int, baseline_ref: str | None) -> None:
         trees = measured_trees(stack, baseline_ref)
         base_url = stack.enter_context(provider_process())
         samples: dict[str, Samples] = {"wall": {}, "ratio": {}, "cpu": {}, "passes": {}, "cb": {}}
+        samples.update({key: {} for key in ("cpu_ratio", *W4_GC)})
         for r in range(rounds):
             order = list(trees.items()) if r % 2 == 0 else list(reversed(trees.items()))
             variants = list(W4_VARIANTS[1:])
@@ -212,12 +215,17 @@ def w4(total: int, rounds: int, baseline_ref: str | None) -> None:
             for name, tree in order:
                 got = _worker(tree, base_url, total, ["raw_aiohttp", *variants, "raw_aiohttp"])
                 raw = got["raw_aiohttp"]["wall_s"]
+                raw_cpu = got["raw_aiohttp"]["cpu_s"]
                 for variant, timing in got.items():
                     samples["wall"].setdefault((name, variant), []).append(timing["wall_s"])
                     samples["ratio"].setdefault((name, variant), []).append(timing["wall_s"] / raw)
                     samples["cpu"].setdefault((name, variant), []).append(timing["cpu_s"])
+                    cpu_ratio = timing["cpu_s"] / raw_cpu
+                    samples["cpu_ratio"].setdefault((name, variant), []).append(cpu_ratio)
                     samples["passes"].setdefault((name, variant), []).append(timing["loop_passes"])
                     samples["cb"].setdefault((name, variant), []).append(timing["loop_callbacks"])
+                    for key in W4_GC:
+                        samples[key].setdefault((name, variant), []).append(timing[key])
                 walls = {k: round(v["wall_s"], 3) for k, v in got.items()}
                 emit(bench="W4", round=r + 1, tree=name, wall_s=walls)
     _w4_report(list(trees), samples, total, rounds)
@@ -248,8 +256,17 @@ def _w4_report(trees: list[str], samples: dict[str, Samples], total: int, rounds
                 median_wall_s=round(wall, 3),
                 median_ratio_vs_raw_aiohttp=round(ratio, 2),
                 median_cpu_ms_per_call=round(cpu_ms, 3),
+                # CPU per call over raw aiohttp's in the same process: steadier than the walls
+                median_cpu_vs_raw_aiohttp=round(median(samples["cpu_ratio"][(tree, variant)]), 2),
                 loop_passes_per_call=round(passes, 3),
                 loop_callbacks_per_call=round(callbacks, 2),
+                gc_us_per_call=round(median(samples["gc_s"][(tree, variant)]) / calls * 1e6, 1),
+                gc_young_per_1k_calls=round(
+                    median(samples["gc_young"][(tree, variant)]) / calls * 1000, 1
+                ),
+                gc_older_per_1k_calls=round(
+                    median(samples["gc_older"][(tree, variant)]) / calls * 1000, 1
+                ),
                 rounds=rounds,
             )
         print(f"# | {W4_LABELS[variant]} | " + " | ".join(cells) + " |")

@@ -43,7 +43,8 @@ def _freeze_plain(value: object, nulls: bool) -> Any:
     """
     kind = type(value)
     if kind is str:
-        value.encode("utf-8")  # type: ignore[attr-defined]  # a lone surrogate: ValueError
+        if not value.isascii():  # type: ignore[attr-defined]  # ASCII: no surrogate, no copy
+            value.encode("utf-8")  # type: ignore[attr-defined]  # a lone surrogate: ValueError
         return value
     if kind is bool or (kind is int and -MAX_SAFE_INT <= value <= MAX_SAFE_INT):  # type: ignore[operator]
         return value
@@ -54,7 +55,12 @@ def _freeze_plain(value: object, nulls: bool) -> Any:
         for key, item in value.items():  # type: ignore[attr-defined]
             if type(key) is not str:
                 raise _Unusual
-            frozen[key] = _freeze_plain(item, nulls)
+            # an ASCII str or a bool (most metadata values) is kept as it is, without a call
+            held = type(item)
+            if (held is str and item.isascii()) or held is bool:
+                frozen[key] = item
+            else:
+                frozen[key] = _freeze_plain(item, nulls)
         return MappingProxyType(frozen)
     if kind is tuple or kind is list:
         return tuple([_freeze_plain(item, nulls) for item in value])  # type: ignore[attr-defined]

@@ -297,7 +297,8 @@ class LeafRunner:
                     first, value = self._first_step(leaf, coro)
                 if value is _SUSPENDED:
                     if scope is not None:
-                        arm(scope, cast(float, timeout), began)
+                        assert timeout is not None  # a scope is made only for a timeout
+                        arm(scope, timeout, began)
                     try:
                         value = await (coro if first is _UNSTEPPED else Resume(coro, first))
                     except BaseException as exc:
@@ -311,10 +312,10 @@ class LeafRunner:
             # blocked past the deadline without suspending: an attempt that overran its
             # timeout is a TimeoutError whatever the judge returned.
             if scope is not None and (
-                scope.cancel_called or perf_counter() - began > cast(float, timeout)
+                scope.cancel_called or perf_counter() - began > timeout  # type: ignore[operator]
             ):
                 raise self.timed_out(leaf, stats.attempts)
-            return cast(Judgment, judgment)
+            return judgment  # a judgment, coerced or returned
         finally:
             queue_clock.reset(token)
             stats.working += perf_counter() - began - clock.seconds

@@ -24,7 +24,7 @@ from typing import Any, cast
 import anyio
 from anyio.lowlevel import cancel_shielded_checkpoint
 
-from agentjudge.core import JudgeResult, Judgment, TierAttempt, TierPolicy, Verdict
+from agentjudge.core import Judgment, TierAttempt, TierPolicy, Verdict
 from agentjudge.engine._admission import Admission
 from agentjudge.engine._detached import single_exception
 from agentjudge.engine._fastpath import FastPath, OnDone
@@ -89,7 +89,7 @@ class Scheduler:
         return Verdict.fast(
             judgment=judgment,
             # Every leaf stored a result (the common case) when as many completed.
-            results=tuple(cast("list[JudgeResult]", results))
+            results=tuple(results)  # type: ignore[arg-type]  # no None left
             if len(run.completed) == len(results)
             else tuple(r for r in results if r is not None),
             tiers=tuple(run.tiers) if run.tiers else (),
@@ -241,7 +241,7 @@ class Scheduler:
             judgment, stopped, failure = await self.run_tier(tier, run, cascade.short_circuit)
             deciding = chosen is None and stopped and judgment is not None
             if record:
-                run.tiers.append(_tier_attempt(tier, run, judgment, deciding, failure))
+                run.add_tier(_tier_attempt(tier, run, judgment, deciding, failure))
             if deciding:
                 chosen = judgment
             elif chosen is None and failure is not None and tier.policy is TierPolicy.FINAL:

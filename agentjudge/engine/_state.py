@@ -7,7 +7,7 @@ waiting for a global slot without a task; `PENDING` marks a member that has not 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from typing import Any
 
 import anyio
@@ -95,7 +95,7 @@ class RunState:
         self.sampled = sampled
         self.results: list[JudgeResult | None] = [None] * len(sampled)
         self.completed: list[JudgeResult] = []
-        self.tiers: list[TierAttempt] = []
+        self.tiers: Sequence[TierAttempt] = ()  # a list only once a cascade records a tier
         self.verdict: Verdict | None = None
         self.finished = False
         self.deadline: float | None = None
@@ -112,6 +112,10 @@ class RunState:
         if self._changed is not None:
             self._changed.set()
             self._changed = None
+
+    def add_tier(self, attempt: TierAttempt) -> None:
+        """Record a cascade tier's attempt (most evaluations have none: no list per case)."""
+        self.tiers = [*self.tiers, attempt]
 
     def finish(self) -> None:
         """Mark the evaluation over (finished or cancelled)."""

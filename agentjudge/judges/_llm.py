@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from agentjudge._compat import build_model
 from agentjudge.core import Context, Judgment, Message, Status
 from agentjudge.exceptions import TemplateError
 from agentjudge.judges._classifier import LabelClassifier
@@ -49,7 +50,7 @@ from agentjudge.models._prices import response_cost
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse
 from agentjudge.models._usage import add_usage
 
-__all__ = ["LLMJudge", "ModelJudgeBase", "calls_metadata"]
+__all__ = ["LLMJudge", "ModelJudgeBase", "calls_metadata", "request_at_once"]
 
 
 def calls_metadata(client: str, responses: Sequence[ModelResponse]) -> dict[str, Any]:
@@ -75,11 +76,59 @@ def calls_metadata(client: str, responses: Sequence[ModelResponse]) -> dict[str,
             metadata["warnings"] = warnings
         metadata["cached"] = all(r.cached for r in responses)
         metadata["calls"] = len(responses)
-    costs = [response_cost(client, r) for r in responses]
-    known = [c for c in costs if c is not None]
-    if len(known) == len(costs):
-        metadata["cost_usd"] = round(sum(known), 10)
+    spent: float = 0  # summed as sum() would: left to right, starting from 0
+    priced = True
+    for response in responses:
+        cost = response_cost(client, response)
+        if cost is None:
+            priced = False  # never guessed
+        else:
+            spent += cost
+    if priced:
+        metadata["cost_usd"] = round(spent, 10)
     return metadata
+
+
+_USER_FIELDS = {"role", "content"}
+_REQUEST_FIELDS = {"messages", "temperature", "max_tokens", "response_schema"}
+_STR = frozenset((str,))
+
+
+def request_at_once(
+    system: Message | None,
+    prompt: object,
+    temperature: object,
+    max_tokens: object,
+    schema: object,
+) -> ModelRequest | None:
+    """``build_request``'s `ModelRequest`, built without validation, or None to validate.
+
+    Only values validation keeps unchanged take this way: an exact ``str`` prompt, a finite
+    ``float`` temperature >= 0 or None, an ``int`` token cap >= 1 or None, and a ``dict``
+    schema with ``str`` keys (copied, as validation copies it) or None. ``system`` is an
+    already validated `Message`. Anything else returns None and is validated as always.
+    """
+    if not (
+        type(prompt) is str
+        and (temperature is None or (type(temperature) is float and 0.0 <= temperature < math.inf))
+        and (max_tokens is None or (type(max_tokens) is int and max_tokens >= 1))
+        and (schema is None or (type(schema) is dict and {*map(type, schema)} <= _STR))
+    ):
+        return None
+    user = build_model(
+        Message,
+        {"role": "user", "content": prompt, "tool_calls": (), "tool_call_id": None},
+        _USER_FIELDS,
+    )
+    values = {
+        "messages": (user,) if system is None else (system, user),
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "response_schema": None if schema is None else dict(schema),
+        "sample_index": 0,
+        "logprobs": None,
+    }
+    return build_model(ModelRequest, values, _REQUEST_FIELDS)
 
 
 def _check_client(model: object) -> ModelClient:
@@ -157,6 +206,7 @@ class ModelJudgeBase:
         if system is not None and not isinstance(system, str):
             raise TypeError(f"system must be a str or None, got {type(system).__name__}")
         self.system = system
+        self._system_cache: tuple[str, Message] | None = None
         self.temperature = (
             None if temperature is None else _check_real("temperature", temperature, low=0.0)
         )
@@ -168,7 +218,23 @@ class ModelJudgeBase:
         self.confidence = check_confidence(confidence, self.model)
 
     def build_request(self, prompt: str, schema: dict[str, Any] | None = None) -> ModelRequest:
-        """The request for one judgment: an optional system message, then the prompt."""
+        """The request for one judgment: an optional system message, then the prompt.
+
+        Built once per call, so a prompt, temperature, token cap and schema of exactly the
+        types validation keeps are assembled without validating them again (`request_at_once`,
+        equal to the validated build: `tests/judges/test_judges_request_fast.py`); the system
+        message is validated once per text.
+        """
+        system = self.system
+        fast = request_at_once(
+            self._system_message(system) if system else None,
+            prompt,
+            self.temperature,
+            self.max_tokens,
+            schema,
+        )
+        if fast is not None:
+            return fast
         messages: list[Message] = []
         if self.system:
             messages.append(Message(role="system", content=self.system))
@@ -179,6 +245,15 @@ class ModelJudgeBase:
             max_tokens=self.max_tokens,
             response_schema=schema,
         )
+
+    def _system_message(self, system: str) -> Message:
+        """The system `Message` of ``system``, validated once per text (``system`` may change)."""
+        cached = self._system_cache
+        if cached is not None and cached[0] is system:
+            return cached[1]
+        message = Message(role="system", content=system)
+        self._system_cache = (system, message)
+        return message
 
     def finish(
         self,

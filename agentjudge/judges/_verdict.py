@@ -70,7 +70,7 @@ def with_metadata(judgment: Judgment, extra: Mapping[str, Any]) -> Judgment:
         # a sound judgment keeps its fields: only the merged metadata needs checking, and a
         # frozen copy of it is what validation would store (~4x cheaper than re-validating)
         try:
-            metadata = freeze_metadata({**dict(extra), **judgment.metadata})
+            metadata = freeze_metadata({**extra, **judgment.metadata})
         except (TypeError, ValueError):
             pass  # validation below raises the error it always did
         else:
@@ -211,7 +211,7 @@ def verdict_with_metadata(verdict: Verdict, extra: Mapping[str, Any]) -> Judgmen
     status, reasoning, label = verdict
     if extra:
         try:
-            metadata = freeze_metadata(dict(extra))
+            metadata = freeze_metadata(extra)  # a fresh frozen copy either way
         except (TypeError, ValueError):
             pass  # the general way below raises the error it always did
         else:
