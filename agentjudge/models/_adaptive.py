@@ -282,15 +282,17 @@ class AdaptiveController:
             return start
         return await self._queued(deadline)
 
-    def _admit_now(self) -> float | None:
+    def _admit_now(self, now: float | None = None) -> float | None:
         """The fast path: take capacity when it is free and nobody is queued (None: queue).
 
         The queued way admits such a request without suspending too, at the same time and
         with the same effect (pinned by a property test); this only skips its bookkeeping.
+        ``now``: the loop's time, when the caller read it in this same step.
         """
         if self._queue:
             return None
-        now = loop_time()
+        if now is None:
+            now = loop_time()
         return self._take(now) if self._wait_needed(now) <= 0 else None
 
     async def _queued(self, deadline: float) -> float:
@@ -635,17 +637,18 @@ class AdaptiveController:
         self._latency = latency if self._latency == 0 else 0.8 * self._latency + 0.2 * latency
 
 
-def admit_at_once(control: Controller) -> float | None:
+def admit_at_once(control: Controller, now: float | None = None) -> float | None:
     """The start time ``control.admit(deadline)`` returns at once for any deadline, or None.
 
     An `AdaptiveController` with capacity free and nobody queued admits without suspending and
     whatever the deadline (a deadline only refuses a pause, and there is none): the caller
     then need not read its deadline (~2 us) nor await ``admit``. None: call ``admit`` (nothing
-    was taken). Equal to ``admit`` pinned by a property test
+    was taken). ``now`` is the loop's time when the caller read it in the same step (not
+    read again); None reads it. Equal to ``admit`` pinned by a property test
     (``tests/models/test_models_admit_at_once.py``).
     """
     if isinstance(control, AdaptiveController):
-        return control._admit_now()
+        return control._admit_now(now)
     return None
 
 

@@ -288,9 +288,9 @@ def header_signals(headers: Mapping[str, str]) -> CapacitySignals:
     they read (most answers of most servers) gets the empty signals at once: the same value
     (pinned by a property test, ``tests/models/test_models_header_signals.py``).
     """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    if _SIGNAL_HEADERS.isdisjoint(lowered):
+    if _SIGNAL_HEADERS.isdisjoint(map(str.lower, headers)):  # no dict built for most answers
         return _NO_SIGNALS
+    lowered = {k.lower(): v for k, v in headers.items()}
     return CapacitySignals(_retry_after(lowered), _rate_hints(lowered))
 
 

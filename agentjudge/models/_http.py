@@ -332,13 +332,17 @@ class HTTPModelClient(ProviderHooks):
         warnings: list[str] = []
         gate = spend_gate.get()  # a Budget's, inside an Evaluator attempt; None without one
         for _ in range(rounds):
-            body = self.request_body(request, messages, plain_schema)
-            estimate = self._estimate(request, messages, plain_schema)
+            # the body is encoded here and not kept while the request is in flight (fewer
+            # live objects per call: the collector's work grows with them); the token
+            # estimate only matters to a RateLimit with a budget
+            content = json.dumps(self.request_body(request, messages, plain_schema)).encode()
+            limited = self.rate_limit.enabled
+            estimate = self._estimate(request, messages, plain_schema) if limited else 0
             if gate is None:
-                reply, made, waited = await self._send(body, estimate)
+                reply, made, waited = await self._send(content, estimate)
             else:
                 pricing = self.pricing(request, messages, plain_schema)
-                send = partial(self._send, body, estimate)
+                send = partial(self._send, content, estimate)
                 sent = await metered(gate, pricing, send, _sent_reply)
                 reply, made, waited = sent
             attempts += made
@@ -395,14 +399,13 @@ class HTTPModelClient(ProviderHooks):
     def _output_allowance(self, request: ModelRequest) -> int | None:
         return request.max_tokens
 
-    async def _send(self, body: dict[str, Any], estimate: int) -> tuple[Reply, int, float]:
-        """POST ``body`` with the retries; (reply, HTTP requests made, seconds queued).
+    async def _send(self, content: bytes, estimate: int) -> tuple[Reply, int, float]:
+        """POST ``content`` (the encoded body) with the retries; (reply, requests, seconds queued).
 
         The first attempt is made directly (the common case: it succeeds); only when it fails
         does the retry machinery start (`_retried`), exactly where ``call_with_retry`` would
-        take over.
+        take over. ``estimate`` is the tokens a `RateLimit` with a budget charges (else unused).
         """
-        content = json.dumps(body).encode()
         headers = self._request_headers()
         tally = _Tally()
         try:
@@ -462,28 +465,48 @@ class HTTPModelClient(ProviderHooks):
     async def _once(
         self, content: bytes, headers: Mapping[str, str], estimate: int, tally: _Tally
     ) -> Reply:
-        """One HTTP request: a concurrency slot, the controller's and the rate limit's capacity."""
+        """One HTTP request: a concurrency slot, the controller's and the rate limit's capacity.
+
+        The POST is awaited here (one coroutine per request fewer than a separate exchange
+        step); what the answer says is read by `_answered`. A request that fails to send
+        settles its lease at the estimate and releases the controller's capacity.
+        """
         session = self._session.get()
         started = loop_time()
-        if not session.take_slot_now():  # each step takes free capacity without awaiting
+        waited = not session.take_slot_now()  # each step takes free capacity without awaiting
+        if waited:
             await session.take_slot()
         try:
             control = session.controller if self.adaptive else None
             begun = started
             if control is not None:
-                at_once = admit_at_once(control)  # free capacity: no deadline read, no await
+                # free capacity: no deadline read, no await (and, when nothing waited yet, the
+                # clock read above is the time of admission: the same step)
+                at_once = admit_at_once(control, None if waited else started)
+                waited = waited or at_once is None
                 begun = at_once if at_once is not None else await self._admit(control)
             try:
                 limit = self.rate_limit
-                lease = limit.unlimited_lease() or await limit.acquire(estimate)
+                lease = limit.unlimited_lease()
+                if lease is None:
+                    waited = True
+                    lease = await limit.acquire(estimate)
             except BaseException:
                 if control is not None:
                     control.finished()
                 raise
-            waited = loop_time() - started
-            tally.queued += waited
-            add_queued(waited)  # waiting for capacity is queueing, not the judge's work
-            return await self._exchange(content, headers, session, control, begun, lease)
+            if waited:  # else nothing was awaited: no time queued (and no clock read)
+                queued = loop_time() - started
+                tally.queued += queued
+                add_queued(queued)  # waiting for capacity is queueing, not the judge's work
+            try:
+                response = await self._post(session.poster, content, headers)
+            except BaseException:
+                lease.settle(None)  # not answered: the estimate stands
+                if control is not None:
+                    control.finished()
+                raise
+            return self._answered(response, control, begun, lease)
         finally:
             session.limiter.release()
 
@@ -522,20 +545,13 @@ class HTTPModelClient(ProviderHooks):
             and _time_left() < math.inf
         )
 
-    async def _exchange(
-        self,
-        content: bytes,
-        headers: Mapping[str, str],
-        session: Session,
-        control: Controller | None,
-        begun: float,
-        lease: RateLease,
+    def _answered(
+        self, response: Response, control: Controller | None, begun: float, lease: RateLease
     ) -> Reply:
-        """POST once and tell the controller and the rate limit how it went."""
+        """Tell the controller and the rate limit how the POST went; the reply, or its error."""
         billed: int | None = None  # the estimate, unless usage says otherwise
         told = control is None
         try:
-            response = await self._post(session.poster, content, headers)
             status = response.status_code
             ok = 200 <= status < 300
             signals = None

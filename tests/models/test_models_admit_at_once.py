@@ -62,17 +62,20 @@ def _state(control: AdaptiveController) -> tuple[Any, ...]:
 
 
 @settings(max_examples=200)
-@given(state=STATE, deadline=OFFSETS)
+@given(state=STATE, deadline=OFFSETS, given_now=st.booleans())
 def test_admit_at_once_equals_admit_whatever_the_deadline(
-    state: dict[str, Any], deadline: float
+    state: dict[str, Any], deadline: float, given_now: bool
 ) -> None:
-    """Admitted: same start and state as admit(deadline). Not admitted: nothing changed."""
+    """Admitted: same start and state as admit(deadline). Not admitted: nothing changed.
+
+    Either reading the clock itself or given the time the caller read in the same step.
+    """
 
     async def main() -> None:
         now = loop_time()
         fast, general = _controller(state, now), _controller(state, now)
         before = _state(fast)
-        start = admit_at_once(fast)
+        start = admit_at_once(fast, now if given_now else None)
         if start is None:
             assert _state(fast) == before
             return

@@ -41,10 +41,7 @@ ANSWERS = {
 class GeneralPath(OpenAIChat):
     """`_send` as it was: every attempt, the first included, inside ``call_with_retry``."""
 
-    async def _send(self, body: dict[str, Any], estimate: int) -> tuple[Reply, int, float]:
-        import json
-
-        content = json.dumps(body).encode()
+    async def _send(self, content: bytes, estimate: int) -> tuple[Reply, int, float]:
         headers = self._request_headers()
         tally = _Tally()
 
