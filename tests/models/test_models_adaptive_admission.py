@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import random
 from dataclasses import dataclass
+from unittest import mock
 
 import anyio
 import pytest
@@ -19,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from virtual_clock import run_virtual
 
+from agentjudge.models import _adaptive
 from agentjudge.models._adaptive import AdaptiveController, CapacityDeadline, feedback
 from agentjudge.models._headers import (
     _INTEGER,
@@ -76,7 +78,7 @@ CALLS = st.lists(
 class GeneralOnly(AdaptiveController):
     """The controller with its fast path switched off: every request takes the queued way."""
 
-    def _admit_now(self) -> float | None:
+    def _admit_now(self, now: float | None = None) -> float | None:
         return None
 
 
@@ -139,6 +141,23 @@ def test_the_fast_path_admits_exactly_as_the_queued_way(
 
 @settings(max_examples=60, deadline=None)
 @given(calls=CALLS, ceiling=st.integers(1, 8), initial=st.integers(1, 8))
+def test_a_queued_request_woken_by_a_future_is_admitted_as_by_an_anyio_event(
+    calls: list[Call], ceiling: int, initial: int
+) -> None:
+    """Same admissions, order, times and state whether a queued request waits on a bare future
+    (`_Wake`, asyncio) or on an `anyio.Event` (as before, and on other backends), callers giving
+    up at any moment included."""
+    fast = AdaptiveController(ceiling, initial=initial)
+    general = AdaptiveController(ceiling, initial=initial)
+    woken = drive(fast, calls)
+    with mock.patch.object(_adaptive, "_wake", anyio.Event):
+        assert drive(general, calls) == woken
+    assert (fast.window, fast.rate, fast.in_flight) == (general.window, general.rate, 0)
+    assert not fast._queue and not general._queue
+
+
+@settings(max_examples=60, deadline=None)
+@given(calls=CALLS, ceiling=st.integers(1, 8), initial=st.integers(1, 8))
 def test_admission_is_first_come_first_served_and_never_leaks(
     calls: list[Call], ceiling: int, initial: int
 ) -> None:
@@ -186,6 +205,7 @@ async def test_a_request_cancelled_after_its_capacity_was_taken_gives_it_back() 
     await control.admit()
     waiting = asyncio.ensure_future(control.admit())
     await anyio.wait_all_tasks_blocked()
+    assert isinstance(control._queue[0].event, _adaptive._Wake)  # asyncio: a bare future
     control.finished()  # takes the slot for the queued request...
     assert control.in_flight == 1
     waiting.cancel()  # ...which is cancelled before it runs again
