@@ -49,16 +49,14 @@ import logging
 import math
 import random
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from collections.abc import Callable
+from typing import NamedTuple, Protocol
 
 import anyio
 
-from agentjudge._compat import loop_time, running_loop
+from agentjudge._compat import loop_time
 from agentjudge.models._headers import CapacitySignals, RateHints, fraction
-
-if TYPE_CHECKING:
-    import asyncio
+from agentjudge.models._loop import new_wake
 
 __all__ = [
     "MAX_RATE",
@@ -204,46 +202,13 @@ def new_controller(key: str, ceiling: int) -> Controller:
     return _source(key, ceiling)
 
 
-class _Wake:
-    """One queued request's wake-up on asyncio: `anyio.Event`'s ``set`` and ``wait``, on a future.
-
-    An `anyio.Event` wraps an ``asyncio.Event``, a deque of waiters and two coroutines per wait:
-    a bare future leaves fewer objects alive per queued request (fewer for the collector to
-    count).
-    """
-
-    __slots__ = ("_future",)
-
-    def __init__(self, future: asyncio.Future[None]) -> None:
-        self._future = future
-
-    def set(self) -> None:
-        """Wake the waiter (once; a cancelled wait stays cancelled)."""
-        if not self._future.done():
-            self._future.set_result(None)
-
-    def wait(self) -> Awaitable[None]:
-        """Awaitable until `set` (cancellation cancels the future, as the event's wait)."""
-        return self._future
-
-
-def _wake() -> _Wake | anyio.Event:
-    """A wake-up for one queued request: a `_Wake` on asyncio, else an `anyio.Event`."""
-    import asyncio  # here, not at the top: importing the models starts no event loop
-
-    loop = running_loop()
-    if isinstance(loop, asyncio.AbstractEventLoop):
-        return _Wake(loop.create_future())
-    return anyio.Event()
-
-
 class _Waiter:
     """One request queued for a controller's capacity."""
 
     __slots__ = ("event", "start")
 
     def __init__(self) -> None:
-        self.event = _wake()
+        self.event = new_wake()
         self.start: float | None = None
         """The start time once capacity was taken for it (by `AdaptiveController._dispatch`)."""
 
@@ -361,7 +326,7 @@ class AdaptiveController:
                 else:
                     await waiter.event.wait()
                 if waiter.start is None:
-                    waiter.event = _wake()
+                    waiter.event = new_wake()
             return waiter.start
         except BaseException:
             if waiter.start is not None:  # capacity was taken for it, but it will not send

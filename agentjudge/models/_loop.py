@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+import anyio
 
 from agentjudge._compat import running_loop
 
-__all__ = ["LoopLocal", "current_loop"]
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["LoopLocal", "Wake", "current_loop", "new_wake"]
 
 T = TypeVar("T")
 
@@ -54,3 +59,36 @@ class LoopLocal(Generic[T]):
         """Forget the held value."""
         self._loop = None
         self._value = None
+
+
+class Wake:
+    """One waiter's wake-up on asyncio: `anyio.Event`'s ``set`` and ``wait``, on a future.
+
+    An `anyio.Event` wraps an ``asyncio.Event``, a deque of waiters and two coroutines per wait:
+    a bare future leaves fewer objects alive per waiting request (fewer for the collector to
+    count). For one waiter that awaits it at most once (make a new one to wait again).
+    """
+
+    __slots__ = ("_future",)
+
+    def __init__(self, future: asyncio.Future[None]) -> None:
+        self._future = future
+
+    def set(self) -> None:
+        """Wake the waiter (once; a cancelled wait stays cancelled)."""
+        if not self._future.done():
+            self._future.set_result(None)
+
+    def wait(self) -> Awaitable[None]:
+        """Awaitable until `set` (cancelling the waiter cancels the future, as the event's)."""
+        return self._future
+
+
+def new_wake() -> Wake | anyio.Event:
+    """A wake-up for one waiter: a `Wake` on asyncio, else an `anyio.Event` (e.g. on trio)."""
+    import asyncio  # here, not at the top: importing the models starts no event loop
+
+    loop = running_loop()
+    if isinstance(loop, asyncio.AbstractEventLoop):
+        return Wake(loop.create_future())
+    return anyio.Event()

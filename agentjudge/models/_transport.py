@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import httpx
 
 from agentjudge.models._adaptive import Controller, new_controller
+from agentjudge.models._loop import new_wake
 
 __all__ = [
     "TRANSPORTS",
@@ -38,6 +39,7 @@ __all__ = [
     "Poster",
     "Response",
     "Session",
+    "Slots",
     "aiohttp_error_map",
     "default_transport",
     "make_http_client",
@@ -394,10 +396,73 @@ def make_poster(max_connections: int) -> Poster:
     return HttpxPoster(httpx.AsyncClient(limits=limits), owned=True)
 
 
+class _SlotWaiter:
+    """One request waiting for a concurrency slot."""
+
+    __slots__ = ("event", "granted")
+
+    def __init__(self) -> None:
+        self.event = new_wake()
+        self.granted = False
+        """True once a released slot was handed to it (it must use or give it back)."""
+
+
+class Slots:
+    """A client's ``max_concurrency`` slots, taken first come, first served; none ever leaked.
+
+    What `anyio.CapacityLimiter` did for the client, without tracking which task holds a slot
+    (its acquire and release took ~4-12 us per request, most of that bookkeeping the client
+    does not need): a count of free slots and a FIFO of waiters, each handed the slot that a
+    release frees. Equal to the limiter on random schedules with waiters giving up at any
+    moment (``tests/models/test_models_slots.py``).
+
+    Args:
+        total: Slots in all.
+    """
+
+    __slots__ = ("_queue", "free")
+
+    def __init__(self, total: int) -> None:
+        self.free = total
+        """Slots nobody holds (none while anyone waits)."""
+        self._queue: deque[_SlotWaiter] = deque()
+
+    def take_now(self) -> bool:
+        """Take a free slot (nobody queued) without awaiting; False: none free, nothing taken."""
+        if self.free > 0 and not self._queue:
+            self.free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Take a slot, waiting in line for one when none is free."""
+        if self.take_now():
+            return
+        waiter = _SlotWaiter()
+        self._queue.append(waiter)
+        try:
+            await waiter.event.wait()
+        except BaseException:
+            if waiter.granted:  # handed a slot, but it will not be used: the next one gets it
+                self.release()
+            else:
+                self._queue.remove(waiter)
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first waiter in line, else to the free ones."""
+        if self._queue:
+            waiter = self._queue.popleft()
+            waiter.granted = True
+            waiter.event.set()
+        else:
+            self.free += 1
+
+
 class Session:
     """A client's state that belongs to one event loop of one process: never pickled.
 
-    Holds the poster (connections) and the concurrency limiter; built lazily on first use in
+    Holds the poster (connections) and the concurrency slots; built lazily on first use in
     each loop (see `agentjudge.models._loop.LoopLocal`), so a client copied to a worker
     process, or reused by a later ``anyio.run``, starts with fresh ones. The client's
     `AdaptiveController` lives here too (one per client and loop; or one shared by the
@@ -411,25 +476,20 @@ class Session:
 
     def __init__(self, poster: Poster, max_concurrency: int, key: str = "") -> None:
         self.poster = poster
-        self.limiter = anyio.CapacityLimiter(max_concurrency)
+        self.limiter = Slots(max_concurrency)
         self.controller: Controller = new_controller(key, max_concurrency)
 
     async def take_slot(self) -> None:
         """Take one of the ``max_concurrency`` slots; give it back with ``limiter.release()``.
 
-        A free slot (nobody queued) is taken at once, without the limiter's two trips through
-        the event loop: a request suspends soon enough when it is sent.
+        A free slot (nobody queued) is taken at once, without a trip through the event loop: a
+        request suspends soon enough when it is sent.
         """
-        if not self.take_slot_now():
-            await self.limiter.acquire()
+        await self.limiter.take()
 
     def take_slot_now(self) -> bool:
         """Take a free slot (nobody queued) without awaiting; False: none free, nothing taken."""
-        try:
-            self.limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            return False
-        return True
+        return self.limiter.take_now()
 
     async def aclose(self) -> None:
         """Close the connections this session opened (an injected client stays open)."""

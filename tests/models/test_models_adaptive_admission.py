@@ -30,6 +30,7 @@ from agentjudge.models._headers import (
     parse_rate_hints,
     parse_reset,
 )
+from agentjudge.models._loop import Wake
 
 MAX_WAIT = 2.0
 HEADERS = [
@@ -145,12 +146,12 @@ def test_a_queued_request_woken_by_a_future_is_admitted_as_by_an_anyio_event(
     calls: list[Call], ceiling: int, initial: int
 ) -> None:
     """Same admissions, order, times and state whether a queued request waits on a bare future
-    (`_Wake`, asyncio) or on an `anyio.Event` (as before, and on other backends), callers giving
+    (`Wake`, asyncio) or on an `anyio.Event` (as before, and on other backends), callers giving
     up at any moment included."""
     fast = AdaptiveController(ceiling, initial=initial)
     general = AdaptiveController(ceiling, initial=initial)
     woken = drive(fast, calls)
-    with mock.patch.object(_adaptive, "_wake", anyio.Event):
+    with mock.patch.object(_adaptive, "new_wake", anyio.Event):
         assert drive(general, calls) == woken
     assert (fast.window, fast.rate, fast.in_flight) == (general.window, general.rate, 0)
     assert not fast._queue and not general._queue
@@ -205,7 +206,7 @@ async def test_a_request_cancelled_after_its_capacity_was_taken_gives_it_back() 
     await control.admit()
     waiting = asyncio.ensure_future(control.admit())
     await anyio.wait_all_tasks_blocked()
-    assert isinstance(control._queue[0].event, _adaptive._Wake)  # asyncio: a bare future
+    assert isinstance(control._queue[0].event, Wake)  # asyncio: a bare future
     control.finished()  # takes the slot for the queued request...
     assert control.in_flight == 1
     waiting.cancel()  # ...which is cancelled before it runs again
