@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from unittest import mock
 
 import anyio
 import pytest
@@ -20,7 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from virtual_clock import run_virtual
 
-from agentjudge.models._loop import Wake
+from agentjudge.models import _transport
+from agentjudge.models._loop import Wake, new_wake
 from agentjudge.models._transport import Slots
 
 
@@ -82,13 +84,17 @@ def drive(slots: Slots, total: int, holders: list[Holder]) -> list[int]:
 
 
 @settings(max_examples=80, deadline=None)
-@given(holders=HOLDERS, total=st.integers(1, 6))
+@given(holders=HOLDERS, total=st.integers(1, 6), event=st.booleans())
 def test_slots_are_handed_in_order_never_exceeded_and_never_leaked(
-    holders: list[Holder], total: int
+    holders: list[Holder], total: int, event: bool
 ) -> None:
-    """At most ``total`` held; arrival order; every patient request served; all free after."""
+    """At most ``total`` held; arrival order; every patient request served; all free after.
+
+    With a bare future per waiter (asyncio) or an `anyio.Event` (other backends).
+    """
     slots = Slots(total)
-    order = drive(slots, total, holders)
+    with mock.patch.object(_transport, "new_wake", anyio.Event if event else new_wake):
+        order = drive(slots, total, holders)
     assert order == sorted(order)
     assert {i for i, h in enumerate(holders) if h.patience is None} <= set(order)
     assert slots.free == total
