@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -87,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 gates passed, 1 a gate, baseline or trust check failed, "
         "2 usage/configuration/dataset error, 3 run aborted (or --max-cost budget exhausted).",
     )
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show program's version number and exit"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
@@ -242,7 +243,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed version, looked up (importlib.metadata) only when asked."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
+        """Print the version line and exit 0."""
+        parser.exit(message=_version() + "\n")
+
+
 def _version() -> str:
+    import importlib.metadata
+
     try:
         version = importlib.metadata.version("agentjudge")
     except importlib.metadata.PackageNotFoundError:  # run from a source tree, not installed

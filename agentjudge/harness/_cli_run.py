@@ -129,7 +129,6 @@ def run_command(args: argparse.Namespace) -> int:
     import anyio
     from pydantic import ValidationError
 
-    from agentjudge.harness._report import cases_text, format_summary
     from agentjudge.harness._run import RunAborted, default_out
     from agentjudge.harness._suite import describe_validation_error
 
@@ -168,13 +167,20 @@ def run_command(args: argparse.Namespace) -> int:
         print(summary.model_dump_json(indent=2))
     else:
         if not args.quiet:
-            print(format_summary(summary, args.cases) + "\n")
-            if args.cases != 0 and (listed := cases_text(out, summary, args.cases)):
-                print(listed + "\n")
+            _print_report(summary, out, args.cases)
         print(f"results: {out / 'results.jsonl'}\nsummary: {out / 'summary.json'}")
     if summary.budget is not None and summary.budget.exhausted:
         return _aborted(f"run aborted ({summary.budget.message})", out)
     return EXIT_OK if summary.passed else EXIT_FAILED
+
+
+def _print_report(summary: Any, out: Path, cases: int) -> None:
+    """The summary table, then the cases needing attention (the report is imported here only)."""
+    from agentjudge.harness._report import cases_text, format_summary
+
+    print(format_summary(summary, cases) + "\n")
+    if cases != 0 and (listed := cases_text(out, summary, cases)):
+        print(listed + "\n")
 
 
 def _dry_run(suite: Any, as_json: bool) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 
 from agentjudge.harness._text import did_you_mean
 from agentjudge.models import known_providers
+from agentjudge.models._registry import is_provider
 
 __all__ = ["add_sys_path", "load_object", "names_model", "takes_no_arguments"]
 
@@ -48,7 +49,7 @@ def names_model(ref: str) -> bool:
     prefix, rest = prefix.strip(), rest.strip()
     if not colon or not prefix or not rest:
         return False
-    if prefix.lower() in known_providers():
+    if is_provider(prefix):
         return True
     looks_like_module = any(c in prefix for c in "./\\")  # a dotted module or a path
     return not looks_like_module and not _is_attribute_path(rest)

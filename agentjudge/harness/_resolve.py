@@ -10,7 +10,6 @@ import random
 from typing import Any
 
 from agentjudge.engine import Budget, Evaluator, Jury, RetryPolicy
-from agentjudge.harness._calibrate import cascade_settings
 from agentjudge.harness._clients import missing_keys
 from agentjudge.harness._loading import load_object, names_model, takes_no_arguments
 from agentjudge.harness._suite import RunConfigError, Suite
@@ -76,11 +75,18 @@ def resolve_judges(suite: Suite) -> Any:
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
 
+    judges: Any
     if isinstance(spec, str):
-        return cascade_settings(suite, one(spec))
-    if isinstance(spec, list):
-        return cascade_settings(suite, [one(ref) for ref in spec])
-    return cascade_settings(suite, {name: one(ref) for name, ref in spec.items()})
+        judges = one(spec)
+    elif isinstance(spec, list):
+        judges = [one(ref) for ref in spec]
+    else:
+        judges = {name: one(ref) for name, ref in spec.items()}
+    if not suite.calibrated:
+        return judges
+    from agentjudge.harness._calibrate import cascade_settings  # calibrated suites only
+
+    return cascade_settings(suite, judges)
 
 
 def resolve_task(suite: Suite) -> Any:

@@ -35,7 +35,6 @@ from agentjudge.harness._batch_mode import (
     online_resume_warnings,
     remove_state_files,
 )
-from agentjudge.harness._calibrate import cascade_settings, check_labelled, with_provenance
 from agentjudge.harness._case import Case
 from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._cost import budget_outcome, rerun_for_budget
@@ -166,7 +165,9 @@ class _Run:
         # A parallel run's workers resolve the suite's references themselves; objects given
         # here reach them pickled (checked now, so an unpicklable one is a config error).
         self.task_blob = self.judges_blob = None
-        if judges is not None:  # the suite's calibration / thresholds settings apply to them too
+        if judges is not None and suite.calibrated:  # the suite's settings apply to them too
+            from agentjudge.harness._calibrate import cascade_settings  # calibrated suites only
+
             judges = cascade_settings(suite, judges)
         try:
             if suite.out_of_process and task is not None:
@@ -227,7 +228,10 @@ class _Run:
         assert suite.dataset is not None
         self.dataset = Dataset.open(suite.path(suite.dataset), format=suite.dataset_format)
         self.dataset.require_cases()
-        check_labelled(suite, self.dataset)  # a calibration run needs human labels
+        if suite.calibration:  # a calibration run needs human labels
+            from agentjudge.harness._calibrate import check_labelled
+
+            check_labelled(suite, self.dataset)
         if self.out.exists() and not self.out.is_dir():
             raise RunConfigError(f"output path exists and is not a folder: {self.out}")
         if self.results_path.exists():
@@ -475,6 +479,8 @@ class _Run:
             ),
         )
         if suite.thresholds is not None and status != "running":  # coverage, agreement
+            from agentjudge.harness._calibrate import with_provenance
+
             block = self.aggregate.cascade.summary()
             summary.cascade = with_provenance(block, suite.path(suite.thresholds))
         if status != "completed":

@@ -180,6 +180,11 @@ class Suite(BaseModel):
         """True when cases run outside this process (``workers > 1`` or the Ray backend)."""
         return self.workers > 1 or self.backend == "ray"
 
+    @property
+    def calibrated(self) -> bool:
+        """True when ``calibration`` or ``thresholds`` is set (the cascade is rebuilt for it)."""
+        return self.calibration or self.thresholds is not None
+
     def path(self, value: Path) -> Path:
         """``value`` resolved against `base_dir` when relative."""
         return value if value.is_absolute() else self.base_dir / value

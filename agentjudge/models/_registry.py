@@ -23,7 +23,6 @@ win over an entry point of the same name.
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +30,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
+    import importlib.metadata
+
     from agentjudge.models._http import HTTPModelClient
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "PROVIDERS",
     "OpenAIPreset",
     "counts_cache_apart",
+    "is_provider",
     "known_providers",
     "model_from_string",
     "provider_class",
@@ -107,6 +109,8 @@ _plugin_cache: tuple[tuple[str, ...], dict[str, importlib.metadata.EntryPoint]] 
 
 def _plugins() -> dict[str, importlib.metadata.EntryPoint]:
     """The ``agentjudge.providers`` entry points installed (re-read when ``sys.path`` changes)."""
+    import importlib.metadata  # only when a name is not a built-in provider (~50 ms)
+
     global _plugin_cache
     key = tuple(sys.path)
     if _plugin_cache is None or _plugin_cache[0] != key:
@@ -202,6 +206,15 @@ def reports_cost(provider: str) -> bool:
     except ValueError:
         return False
     return bool(getattr(entry, "reports_cost", False))
+
+
+def is_provider(prefix: str) -> bool:
+    """True when ``prefix`` (any case) is a registered provider.
+
+    The installed entry points are read only for a name that is not built in.
+    """
+    name = prefix.lower()
+    return name in PROVIDERS or name in _plugins()
 
 
 def known_providers() -> tuple[str, ...]:
