@@ -7,8 +7,10 @@ every public name now loads its own subpackage on first use. Timings are in
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,6 +56,83 @@ def test_a_public_name_still_loads_on_first_use() -> None:
         "assert 'pydantic' in sys.modules and 'httpx' not in sys.modules\n"
         "from agentjudge.harness import Suite\n"
         "assert Suite.__module__ == 'agentjudge.harness._suite'\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+# A real ``python -m agentjudge ARGS`` whose interpreter writes, at exit, which of the modules
+# a run needs only on some paths it imported (issue 19.25: ~0.5 s of CPU per CLI process).
+_AT_EXIT_PROBE = """
+import atexit, json, runpy, sys
+OPTIONAL = {optional!r}
+def _write():
+    with open({out!r}, "w", encoding="utf-8") as f:
+        json.dump(sorted(m for m in OPTIONAL if m in sys.modules), f)
+atexit.register(_write)
+sys.argv = ["agentjudge", *{args!r}]
+runpy.run_module("agentjudge", run_name="__main__", alter_sys=True)
+"""
+
+OPTIONAL_MODULES = (
+    "agentjudge.harness._report",
+    "agentjudge.harness._agreement_report",
+    "agentjudge.harness._case_report",
+    "agentjudge.harness._calibrate",
+    "agentjudge.calibration",
+)
+
+
+def _suite(folder: Path) -> Path:
+    """A two-case suite: a module task, a function judge, a gate."""
+    (folder / "task.py").write_text("def answer(case):\n    return case.input\n", "utf-8")
+    (folder / "judges.py").write_text("def same(ctx):\n    return ctx.output == 'a'\n", "utf-8")
+    rows = [{"id": "1", "input": "a"}, {"id": "2", "input": "b"}]
+    (folder / "data.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    suite = folder / "agentjudge.toml"
+    suite.write_text(
+        'dataset = "data.jsonl"\ntask = "task:answer"\njudges = "judges:same"\n'
+        'gates = ["same.mean>=0.5"]\n',
+        "utf-8",
+    )
+    return suite
+
+
+def _cli_imports(folder: Path, *args: str) -> list[str]:
+    """Which `OPTIONAL_MODULES` ``python -m agentjudge ARGS`` (run in ``folder``) imported."""
+    out = folder / "imported.json"
+    code = _AT_EXIT_PROBE.format(optional=OPTIONAL_MODULES, out=str(out), args=list(args))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    imported: list[str] = json.loads(out.read_text("utf-8"))
+    return imported
+
+
+def test_cli_run_and_report_import_only_what_they_use(tmp_path: Path) -> None:
+    """``run --quiet`` prints no report: neither it nor calibration (an uncalibrated suite) is
+    imported; ``run`` imports the report to print it; ``report`` skips calibration."""
+    suite = _suite(tmp_path)
+    quiet = _cli_imports(tmp_path, "run", str(suite), "--out", "out", "--quiet")
+    assert quiet == []
+    loud = _cli_imports(tmp_path, "run", str(suite), "--out", "out", "--overwrite")
+    assert "agentjudge.harness._report" in loud
+    assert "agentjudge.harness._calibrate" not in loud
+    report = _cli_imports(tmp_path, "report", "out")
+    assert "agentjudge.harness._report" in report
+    assert "agentjudge.harness._calibrate" not in report
+
+
+def test_a_built_in_provider_name_reads_no_entry_points() -> None:
+    """Deciding that ``openai:...`` names a model does not scan the installed entry points."""
+    code = (
+        "from agentjudge.models import _registry\n"
+        "from agentjudge.harness._loading import names_model\n"
+        "assert names_model('OpenAI:gpt-4o-mini')\n"
+        "assert _registry._plugin_cache is None, 'entry points read'\n"
+        "assert not names_model('task:answer')\n"
+        "assert _registry._plugin_cache is not None\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
