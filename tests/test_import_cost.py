@@ -136,3 +136,16 @@ def test_a_built_in_provider_name_reads_no_entry_points() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_judges_package_loads_packaging_only_to_compare_requirements() -> None:
+    """``packaging`` (~25 ms) is imported by the first requirement comparison, not before."""
+    code = (
+        "import sys\n"
+        "from agentjudge.judges import normalize_requirement\n"
+        "assert 'packaging' not in sys.modules\n"
+        "assert normalize_requirement('My_Pkg >= 1.0.0') == 'my-pkg>=1'\n"
+        "assert 'packaging' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr

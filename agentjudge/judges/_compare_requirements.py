@@ -7,9 +7,6 @@ import re
 import tomllib
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name, canonicalize_version
-
 from agentjudge.judges._compare_base import (
     TOO_DEEP,
     ParseFailure,
@@ -26,10 +23,14 @@ _ZERO_INSENSITIVE = frozenset({"==", "!=", "<=", ">=", "<", ">"})
 
 def canonical_name(name: str) -> str:
     """PEP 503 name normalisation: lower case, runs of ``-``, ``_``, ``.`` become ``-``."""
+    from packaging.utils import canonicalize_name  # packaging: ~25 ms, only when comparing
+
     return str(canonicalize_name(name))
 
 
 def _specifier(operator: str, version: str) -> str:
+    from packaging.utils import canonicalize_version
+
     if operator == "===":
         return operator + version
     strip = operator in _ZERO_INSENSITIVE
@@ -45,6 +46,8 @@ def normalize_requirement(requirement: str) -> str:
     quotes). A string that is not a valid PEP 508 requirement comes back whitespace-collapsed,
     so it still compares equal only to the same text.
     """
+    from packaging.requirements import InvalidRequirement, Requirement
+
     text = requirement.strip()
     try:
         parsed = Requirement(text)
