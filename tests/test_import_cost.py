@@ -80,6 +80,7 @@ OPTIONAL_MODULES = (
     "agentjudge.harness._case_report",
     "agentjudge.harness._calibrate",
     "agentjudge.calibration",
+    "opentelemetry.trace",
 )
 
 
@@ -146,6 +147,23 @@ def test_the_judges_package_loads_packaging_only_to_compare_requirements() -> No
         "assert 'packaging' not in sys.modules\n"
         "assert normalize_requirement('My_Pkg >= 1.0.0') == 'my-pkg>=1'\n"
         "assert 'packaging' in sys.modules\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_telemetry_imports_opentelemetry_only_when_a_provider_may_be_set() -> None:
+    """No global provider can exist before OpenTelemetry is imported (or named in the
+    environment): a run then skips it; one set by the program still gets spans."""
+    code = (
+        "import sys\n"
+        "from agentjudge.harness._telemetry import Telemetry\n"
+        "assert Telemetry.create() is None\n"
+        "assert 'opentelemetry.trace' not in sys.modules\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "assert Telemetry.create() is not None\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -16,12 +16,29 @@ without one the harness does not even create no-op spans, so telemetry costs not
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from typing import Any
 
 from agentjudge.core import JudgeResult, Verdict
 
 __all__ = ["Telemetry"]
+
+
+_PROVIDER_VARIABLES = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
+"""Environment variables naming a global provider OpenTelemetry loads on first use."""
+
+
+def _global_providers_possible() -> bool:
+    """False when no global provider can exist, so OpenTelemetry need not even be imported.
+
+    A program sets one with ``opentelemetry.trace`` / ``opentelemetry.metrics`` (imported then,
+    as ``opentelemetry-instrument`` does before the program starts), or names one in the
+    environment.
+    """
+    imported = any(m in sys.modules for m in ("opentelemetry.trace", "opentelemetry.metrics"))
+    return imported or any(os.environ.get(name) for name in _PROVIDER_VARIABLES)
 
 
 def _global_providers_configured() -> tuple[Any, Any] | None:
@@ -67,11 +84,14 @@ class Telemetry:
 
         Returns None when OpenTelemetry is not installed or nothing would be recorded.
         """
+        explicit = tracer_provider is not None or meter_provider is not None
+        if not explicit and not _global_providers_possible():
+            return None
         try:
             import opentelemetry.trace  # noqa: F401
         except ImportError:
             return None
-        if tracer_provider is None and meter_provider is None:
+        if not explicit:
             found = _global_providers_configured()
             if found is None:
                 return None
