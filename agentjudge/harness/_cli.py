@@ -248,7 +248,8 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> NoReturn:
         """Print the version line and exit 0."""
-        parser.exit(message=_version() + "\n")
+        print(_version())
+        parser.exit()
 
 
 def _version() -> str:
