@@ -81,7 +81,11 @@ OPTIONAL_MODULES = (
     "agentjudge.harness._calibrate",
     "agentjudge.calibration",
     "opentelemetry.trace",
+    "agentjudge.harness._run",
+    "agentjudge.engine",
 )
+RUNNING = ["agentjudge.engine", "agentjudge.harness._run"]
+"""What a run needs and ``agentjudge report`` does not (the end of the CLI used to import it)."""
 
 
 def _suite(folder: Path) -> Path:
@@ -113,16 +117,16 @@ def _cli_imports(folder: Path, *args: str) -> list[str]:
 
 def test_cli_run_and_report_import_only_what_they_use(tmp_path: Path) -> None:
     """``run --quiet`` prints no report: neither it nor calibration (an uncalibrated suite) is
-    imported; ``run`` imports the report to print it; ``report`` skips calibration."""
+    imported; ``run`` imports the report to print it; ``report`` neither runs nor calibrates."""
     suite = _suite(tmp_path)
     quiet = _cli_imports(tmp_path, "run", str(suite), "--out", "out", "--quiet")
-    assert quiet == []
+    assert quiet == RUNNING
     loud = _cli_imports(tmp_path, "run", str(suite), "--out", "out", "--overwrite")
     assert "agentjudge.harness._report" in loud
     assert "agentjudge.harness._calibrate" not in loud
     report = _cli_imports(tmp_path, "report", "out")
-    assert "agentjudge.harness._report" in report
-    assert "agentjudge.harness._calibrate" not in report
+    reporting = ("_agreement_report", "_case_report", "_report")
+    assert report == [f"agentjudge.harness.{name}" for name in reporting]
 
 
 def test_a_built_in_provider_name_reads_no_entry_points() -> None:

@@ -26,6 +26,8 @@ import os
 import platform
 import re
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -457,6 +459,25 @@ def _flush_telemetry() -> None:
                 flush(timeout_millis=5000)
 
 
+def lingering_threads(grace: float) -> list[threading.Thread]:
+    """Non-daemon threads (other than the main thread) still running after ``grace`` seconds.
+
+    A sync task or judge abandoned at its timeout keeps its thread until it returns, which may
+    be never (a deadlock); the interpreter waits for such threads before it exits. Threads that
+    are only winding down (idle worker threads told to stop) are given ``grace`` to finish.
+    """
+    deadline = time.monotonic() + grace
+    skip = {threading.main_thread(), threading.current_thread()}
+    left = []
+    for thread in threading.enumerate():
+        if thread in skip or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            left.append(thread)
+    return left
+
+
 def exit_now(code: int) -> NoReturn:
     """End the process with ``code``, without waiting for threads a run abandoned.
 
@@ -467,8 +488,6 @@ def exit_now(code: int) -> NoReturn:
     when other threads are still running after `THREAD_GRACE` seconds it ends the process at
     once with ``os._exit`` (``atexit`` handlers do not run then); otherwise it exits normally.
     """
-    from agentjudge.harness._task import lingering_threads
-
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()

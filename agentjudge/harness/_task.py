@@ -20,8 +20,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +36,6 @@ __all__ = [
     "TaskInterrupted",
     "TaskRunner",
     "describe_error",
-    "lingering_threads",
     "task_error",
 ]
 
@@ -192,22 +189,3 @@ class TaskRunner:
         except (KeyboardInterrupt, SystemExit) as exc:
             raise TaskInterrupted(f"the task raised {describe_error(exc)}") from exc
         return None, self.timeout_error()
-
-
-def lingering_threads(grace: float) -> list[threading.Thread]:
-    """Non-daemon threads (other than the main thread) still running after ``grace`` seconds.
-
-    A sync task or judge abandoned at its timeout keeps its thread until it returns, which may
-    be never (a deadlock); the interpreter waits for such threads before it exits. Threads that
-    are only winding down (idle worker threads told to stop) are given ``grace`` to finish.
-    """
-    deadline = time.monotonic() + grace
-    skip = {threading.main_thread(), threading.current_thread()}
-    left = []
-    for thread in threading.enumerate():
-        if thread in skip or thread.daemon:
-            continue
-        thread.join(max(0.0, deadline - time.monotonic()))
-        if thread.is_alive():
-            left.append(thread)
-    return left
