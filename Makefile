@@ -29,9 +29,12 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # and the Ray tests (marker `ray`: one local Ray instance, itself several processes) run on
 # their own, so a busy neighbour test cannot make them miss their bounds or time out.
 # `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
-# `xdist_group` on one worker. Two workers per core: many tests wait (on subprocesses, servers,
-# timeouts), and on this 2-core machine 4 workers took the parallel part from 196 s to 151 s.
-TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(2 * (os.cpu_count() or 1))")
+# `xdist_group` on one worker. One worker per core. Two per core once won (196 -> 151 s, when
+# many tests waited on subprocesses and servers), but since the suite's waits were cut it only
+# costs: on this quiet 2-core machine (2026-11-26, same tree, back to back) the parallel part
+# took 164 s and 244 s of CPU with 2 workers, 169 s and 303 s with 3, 185 s and 350 s with 4
+# (each worker collects the suite and starts its own helpers; contention inflates the rest).
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(os.cpu_count() or 1)")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
 # The Ray tests' cost is mostly Ray's: each actor process takes ~1-1.5 s of CPU to start and
