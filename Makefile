@@ -34,6 +34,8 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # costs: on this quiet 2-core machine (2026-11-26, same tree, back to back) the parallel part
 # took 164 s and 244 s of CPU with 2 workers, 169 s and 303 s with 3, 185 s and 350 s with 4
 # (each worker collects the suite and starts its own helpers; contention inflates the rest).
+# In two whole .ci/run runs the wall times were within noise (174 s with 2, 165 s with 4), so
+# the gain is the CPU: about 30% less, which is what a shared or busy machine feels.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(os.cpu_count() or 1)")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 
