@@ -7,24 +7,16 @@ import json
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import pytest
+from asgi_support import fastapi, responses, uvicorn
 from pydantic import BaseModel
-from sdk_support import sdk
 
 from agentjudge import Context, Evaluator, Judgment, Jury
 from agentjudge.bridges import cancel_on_disconnect
 
-if TYPE_CHECKING:
-    import fastapi
-    import uvicorn
-    from fastapi import responses
-else:  # fastapi and uvicorn cost ~0.8 s of CPU to import: only the worker running "asgi" pays
-    fastapi = sdk("fastapi")
-    responses = sdk("fastapi.responses")
-    uvicorn = sdk("uvicorn")
 pytestmark = pytest.mark.xdist_group("asgi")
 
 REQUESTS = 30

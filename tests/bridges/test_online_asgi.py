@@ -7,26 +7,18 @@ from __future__ import annotations
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import httpx
 import pytest
-from sdk_support import sdk
+from asgi_support import fastapi, responses, uvicorn
 
 from agentjudge import BackgroundEvaluator, CorrectnessJudge, ErrorPolicy, Evaluator, Jury, Majority
 from agentjudge.bridges import cancel_on_disconnect
 from agentjudge.models import OpenAIChat
 from agentjudge.testing import FakeModelServer, FakeResponse, ScriptedJudge
 
-if TYPE_CHECKING:
-    import fastapi
-    import uvicorn
-    from fastapi import responses
-else:  # fastapi and uvicorn cost ~0.8 s of CPU to import: only the worker running "asgi" pays
-    fastapi = sdk("fastapi")
-    responses = sdk("fastapi.responses")
-    uvicorn = sdk("uvicorn")
 pytestmark = pytest.mark.xdist_group("asgi")
 
 TERMINAL = ("sampled_out", "shed", "completed", "errored", "cancelled")
