@@ -30,6 +30,12 @@ def _imported(*args: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
     return modules, proc
 
 
+def _passes_in_a_fresh_interpreter(code: str) -> None:
+    """Run ``code`` (its own asserts) with ``python -c``; fail with its stderr if it fails."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -57,8 +63,7 @@ def test_a_public_name_still_loads_on_first_use() -> None:
         "from agentjudge.harness import Suite\n"
         "assert Suite.__module__ == 'agentjudge.harness._suite'\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    _passes_in_a_fresh_interpreter(code)
 
 
 # A real ``python -m agentjudge ARGS`` whose interpreter writes, at exit, which of the modules
@@ -139,8 +144,7 @@ def test_a_built_in_provider_name_reads_no_entry_points() -> None:
         "assert not names_model('task:answer')\n"
         "assert _registry._plugin_cache is not None\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    _passes_in_a_fresh_interpreter(code)
 
 
 def test_the_judges_package_loads_packaging_only_to_compare_requirements() -> None:
@@ -152,8 +156,7 @@ def test_the_judges_package_loads_packaging_only_to_compare_requirements() -> No
         "assert normalize_requirement('My_Pkg >= 1.0.0') == 'my-pkg>=1'\n"
         "assert 'packaging' in sys.modules\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    _passes_in_a_fresh_interpreter(code)
 
 
 def test_telemetry_imports_opentelemetry_only_when_a_provider_may_be_set() -> None:
@@ -169,5 +172,4 @@ def test_telemetry_imports_opentelemetry_only_when_a_provider_may_be_set() -> No
         "trace.set_tracer_provider(TracerProvider())\n"
         "assert Telemetry.create() is not None\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    _passes_in_a_fresh_interpreter(code)
