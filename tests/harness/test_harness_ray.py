@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import anyio
+import harness_workers_support as support
 import pytest
 from test_harness_workers import by_id, make_suite, rows
 
@@ -134,27 +135,6 @@ def _ray_logs_when_a_test_fails(request: pytest.FixtureRequest) -> Iterator[None
         print(f"the Ray instance's logs end with:\n{_log_tails(_RAY_TEMP[-1])}")
 
 
-LOGGED_TASK = """
-import os
-from pathlib import Path
-
-HERE = Path(__file__).parent
-
-
-async def answer(case):
-    with open(HERE / "calls.log", "a") as log:
-        log.write(f"{case.id} {os.getpid()}\\n")
-    if case.input == "boom":
-        raise RuntimeError("kaboom")
-    if case.input == "kill" and not (HERE / "killed").exists():
-        (HERE / "killed").write_text("once")
-        import ray
-
-        ray.kill(ray.get_runtime_context().current_actor)
-    return case.input.upper()
-"""
-
-
 LLM_JUDGES = """
 from agentjudge.judges import LLMJudge
 from agentjudge.models import OpenAIChat
@@ -166,22 +146,6 @@ def build():
     model = OpenAIChat("judge-model", base_url=URL, api_key="k")
     return [LLMJudge("correct", model, PROMPT)]
 """
-
-
-async def test_ray_llm_judge_rows_match_an_in_process_run(tmp_path: Path, ray_address: str) -> None:
-    """An LLM judge calling a FakeModelServer: the same rows on Ray as in process."""
-    usage = {"prompt_tokens": 10, "completion_tokens": 5}
-    yes = FakeResponse(text="Answer: YES\nReasoning: fine", usage=usage)
-    async with FakeModelServer(default=yes) as server:
-        judges = f"URL = {server.base_url!r}\n" + textwrap.dedent(LLM_JUDGES)
-        (tmp_path / "llm.py").write_text(judges, encoding="utf-8")
-        data = rows(60)
-        base = make_suite(tmp_path, data).with_overrides(judges="llm.py:build")
-        one = await run_suite(base, out=tmp_path / "one")
-        two = await run_suite(base, out=tmp_path / "two", backend="ray")
-        assert len(server.requests) == 120
-    assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
-    assert two.judges == one.judges and two.cost == one.cost
 
 
 MIXED_JUDGES = """
@@ -234,10 +198,30 @@ def _without_elapsed(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
     return rows
 
 
-async def test_a_2000_case_suite_with_instant_llm_and_command_judges_matches_in_process(
-    tmp_path: Path, ray_address: str, brokers: list[bool]
-) -> None:
-    """2,000 cases, an instant, an LLM (fake server) and a command judge: same rows on Ray."""
+class MixedRun(NamedTuple):
+    folder: Path
+    one: RunSummary
+    """The run in process."""
+    two: RunSummary
+    """The run on Ray (two actors)."""
+    calls: int
+    """Model calls the server received from the run in process."""
+    received: int
+    """Model calls the server received from both runs."""
+    broker: bool
+    """Whether the Ray run started a broker actor."""
+
+
+@pytest.fixture(scope="module")
+def mixed_run(
+    tmp_path_factory: pytest.TempPathFactory, ray_address: str, brokers: list[bool]
+) -> MixedRun:
+    """The 2,000-case suite (instant, LLM and command judges), in process and on two actors.
+
+    Two tests read it (each Ray run starts two actors and a broker, about 4 s of CPU): the
+    whole rows and aggregates, and the LLM judge's judgments, calls and cost.
+    """
+    tmp_path = tmp_path_factory.mktemp("mixed")
 
     async def answer(body: Any) -> FakeResponse:  # the verdict depends on the case
         verdict = "NO" if "Q12" in json.dumps(body) else "YES"
@@ -245,23 +229,58 @@ async def test_a_2000_case_suite_with_instant_llm_and_command_judges_matches_in_
             text=f"Answer: {verdict}", usage={"prompt_tokens": 9, "completion_tokens": 2}
         )
 
-    async with FakeModelServer(answer) as server:
-        judges = f"URL = {server.base_url!r}\n" + textwrap.dedent(MIXED_JUDGES)
-        (tmp_path / "mixed.py").write_text(judges, encoding="utf-8")
-        (tmp_path / "code").write_text("0")
-        suite = make_suite(tmp_path, rows(2000, {7: "boom"}))
-        suite = suite.with_overrides(judges="mixed.py:judges", concurrency=16)
-        one = await run_suite(suite, out=tmp_path / "one")
-        calls = len(server.requests)
-        ray_suite = suite.with_overrides(workers=2, backend="ray")
-        two = await run_suite(ray_suite, out=tmp_path / "two")
-        assert calls >= 200 and len(server.requests) == 2 * calls
+    async def both() -> MixedRun:
+        async with FakeModelServer(answer) as server:
+            judges = f"URL = {server.base_url!r}\n" + textwrap.dedent(MIXED_JUDGES)
+            (tmp_path / "mixed.py").write_text(judges, encoding="utf-8")
+            (tmp_path / "code").write_text("0")
+            suite = make_suite(tmp_path, rows(2000, {7: "boom"}))
+            suite = suite.with_overrides(judges="mixed.py:judges", concurrency=16)
+            one = await run_suite(suite, out=tmp_path / "one")
+            calls = len(server.requests)
+            ray_suite = suite.with_overrides(workers=2, backend="ray")
+            two = await run_suite(ray_suite, out=tmp_path / "two")
+            return MixedRun(tmp_path, one, two, calls, len(server.requests), brokers[-1])
+
+    return anyio.run(both)
+
+
+def test_a_2000_case_suite_with_instant_llm_and_command_judges_matches_in_process(
+    mixed_run: MixedRun,
+) -> None:
+    """2,000 cases, an instant, an LLM (fake server) and a command judge: same rows on Ray."""
+    tmp_path, one, two = mixed_run.folder, mixed_run.one, mixed_run.two
+    assert mixed_run.calls >= 200 and mixed_run.received == 2 * mixed_run.calls
     assert _without_elapsed(by_id(tmp_path / "one")) == _without_elapsed(by_id(tmp_path / "two"))
     assert two.cases == one.cases and two.cases.total == 2000 and two.cases.errors == 1
     assert two.judges == one.judges and two.verdict == one.verdict and two.cost == one.cost
     assert one.judges["command"].count == 1999 and two.status == "completed"
     assert two.config["backend"] == "ray" and two.config["workers"] == 2
-    assert brokers[-1]  # no limits: started when the LLM judge's client first asked
+    assert mixed_run.broker  # no limits: started when the LLM judge's client first asked
+
+
+def test_ray_llm_judge_rows_match_an_in_process_run(mixed_run: MixedRun) -> None:
+    """An LLM judge calling a FakeModelServer: the same judgments, calls and cost on Ray.
+
+    It reads the 2,000-case run (its LLM judge asks the server for one case in ten, both
+    verdicts), which a run of its own would only repeat at the price of an actor and a broker.
+    """
+
+    def judged(folder: Path) -> dict[str, Any]:
+        return {
+            case_id: [r for r in row["results"] if r["name"] == "correct"]
+            for case_id, row in by_id(folder).items()
+        }
+
+    one, two = mixed_run.one, mixed_run.two
+    on_ray = judged(mixed_run.folder / "two")
+    assert on_ray == judged(mixed_run.folder / "one")
+    verdicts = Counter(r["judgment"]["status"] for results in on_ray.values() for r in results)
+    assert verdicts["pass"] and verdicts["fail"]  # the server's answers, case by case
+    assert one.cost is not None and two.cost is not None
+    assert one.cost.calls == mixed_run.calls and one.cost.input_tokens == 9 * mixed_run.calls
+    assert two.cost.by_judge["correct"] == one.cost.by_judge["correct"]
+    assert two.judges["correct"] == one.judges["correct"]
 
 
 class KilledRun(NamedTuple):
@@ -280,20 +299,23 @@ def killed_actor_run(
 ) -> KilledRun:
     """One 200-case run on two actors, one of them killed mid-case, and the same in process.
 
-    Two tests assert different things about it (each Ray run starts its actors, about a
-    second of CPU each): the rows, and which cases ran again. Both runs use the same folder
-    (tracebacks name the task's file): in process first, with the kill already done.
+    Four tests assert different things about it (each Ray run starts its actors, about a
+    second of CPU each): the rows, which cases ran again, no broker, and that a task and
+    judges passed as objects (module-level, so pickled) run on the actors. Both runs log to
+    the same folder: in process first, with the kill already done.
     """
     tmp_path = tmp_path_factory.mktemp("killed")
-    suite = make_suite(tmp_path, rows(200, {5: "boom", 17: "boom", 60: "kill"}))
-    (tmp_path / "task.py").write_text(textwrap.dedent(LOGGED_TASK), encoding="utf-8")
+    data = rows(200, {5: "boom", 17: "boom", 60: "kill"})
+    for row in data:
+        row["metadata"]["folder"] = str(tmp_path)  # where `support.logged` logs its calls
+    suite = make_suite(tmp_path, data)
+    objects: dict[str, Any] = {"task": support.logged, "judges": [support.exact, support.half]}
     (tmp_path / "killed").write_text("in process: nothing to kill")
-    one = anyio.run(lambda: run_suite(suite, out=tmp_path / "one"))
+    one = anyio.run(lambda: run_suite(suite, out=tmp_path / "one", **objects))
     (tmp_path / "killed").unlink()
     (tmp_path / "calls.log").unlink()
-    two = anyio.run(
-        lambda: run_suite(suite.with_overrides(workers=2, backend="ray"), out=tmp_path / "two")
-    )
+    on_ray = suite.with_overrides(workers=2, backend="ray")
+    two = anyio.run(lambda: run_suite(on_ray, out=tmp_path / "two", **objects))
     return KilledRun(tmp_path, one, two, brokers[-1])
 
 
@@ -336,8 +358,8 @@ def test_a_run_without_model_calls_limits_or_budget_starts_no_broker(
     assert killed_actor_run.broker is False
 
 
-SLOW_TASK = """
-import time
+HELD_TASK = """
+import threading
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -346,8 +368,8 @@ HERE = Path(__file__).parent
 def answer(case):
     if case.input == "boom":
         raise RuntimeError("kaboom")
-    if (HERE / "slow").exists():
-        time.sleep(0.05)
+    if (HERE / "hold").exists() and int(case.id[1:]) >= 20:
+        threading.Event().wait()  # held until the driver (and with it its actor) is killed
     return case.input.upper()
 """
 
@@ -355,27 +377,31 @@ def answer(case):
 def test_a_killed_driver_leaves_a_run_that_resume_completes(
     tmp_path: Path, ray_address: str
 ) -> None:
-    """kill -9 of the driver (the CLI, joined to the cluster), then --resume: every case once."""
+    """kill -9 of the driver (the CLI, joined to the cluster), then --resume: every case once.
+
+    The first driver gets the first 20 rows and no more (the later cases wait for the kill,
+    however slow the machine), so it is killed mid-run. One actor per driver: what is tested
+    is the driver's death, and each actor is an interpreter to start.
+    """
     data = rows(200, {3: "boom"})
     make_suite(tmp_path, data)
-    (tmp_path / "task.py").write_text(textwrap.dedent(SLOW_TASK), encoding="utf-8")
-    (tmp_path / "slow").write_text("")
+    (tmp_path / "task.py").write_text(textwrap.dedent(HELD_TASK), encoding="utf-8")
+    (tmp_path / "hold").write_text("")
     args = ["--dataset", "data.jsonl", "--task", "task.py:answer", "--judges", "judges.py:judges"]
-    args += ["--out", "o", "--progress", "off", "--workers", "2", "--backend", "ray"]
+    args += ["--out", "o", "--progress", "off", "--workers", "1", "--backend", "ray"]
     args += ["--ray-address", ray_address, "--concurrency", "2"]
     command = [sys.executable, "-m", "agentjudge", "run", *args]
     proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.DEVNULL)
     results = tmp_path / "o" / "results.jsonl"
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 180  # a hang guard, not a bound on speed
     while not (results.exists() and len(results.read_bytes().splitlines()) >= 20):
         assert proc.poll() is None, "the driver ended before it was killed"
         assert time.monotonic() < deadline, "no rows within 180 s"
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    written = len(list(iter_rows(results)))
-    assert written < 200
-    (tmp_path / "slow").unlink()
+    assert len(list(iter_rows(results))) == 20  # the held cases never finished
+    (tmp_path / "hold").unlink()
     resumed = subprocess.run(
         [*command, "--resume"], cwd=tmp_path, capture_output=True, text=True, check=False
     )
@@ -570,15 +596,12 @@ def test_a_task_from_main_is_refused_before_the_run_on_ray(
         anyio.run(lambda: run_suite(suite, out=tmp_path / "o", task=from_script))
 
 
-def test_objects_reach_the_actors_pickled(tmp_path: Path, ray_address: str) -> None:
-    """A task and judges passed as module-level objects run on the actors."""
-    import harness_workers_support as support
-
-    suite = make_suite(tmp_path, rows(20, {3: "boom"}), workers=1, backend="ray")  # one is proof
-    summary = anyio.run(
-        lambda: run_suite(
-            suite, out=tmp_path / "o", task=support.upper, judges=[support.exact, support.half]
-        )
-    )
-    assert summary.cases.total == 20 and summary.cases.errors == 1
-    assert summary.judges["half"].mean == 0.5
+def test_objects_reach_the_actors_pickled(killed_actor_run: KilledRun) -> None:
+    """A task and judges passed as module-level objects run on the actors (the killed-actor
+    run passes them: its replacement actor gets them too)."""
+    summary = killed_actor_run.two
+    assert summary.status == "completed" and summary.config["backend"] == "ray"
+    assert summary.cases.total == 200 and summary.cases.errors == 2
+    assert summary.judges["half"].mean == 0.5 and summary.judges["exact"].count == 198
+    rows_on_ray = by_id(killed_actor_run.folder / "two")
+    assert rows_on_ray["r0060"]["output"] == "KILL"  # the task object, on the new actor
