@@ -3,6 +3,12 @@
 One local Ray instance serves every test of this module (`ray_address`); the runs join it,
 so none pays Ray's start-up, and it stops with the module, before the timing tests that
 `make test` runs after it. Skipped where the ``ray`` extra is not installed.
+
+A Ray run costs mostly Ray's start-up of its processes (each actor and broker an interpreter
+importing Ray, ~1-1.5 s of CPU), so where one run can show what several tests assert, a
+module fixture holds it (`mixed_run`, `killed_actor_run`), and a run has two actors only
+where two are the point. No test asserts on wall-clock time: the waits below are bounds for
+a hang, and the killed driver is held by a file until the kill, not raced.
 """
 
 from __future__ import annotations
