@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import anyio
 import pytest
 from aws_support import fake_aws_environment
 from batch_rows_support import comparable, rows_by_id
-from cli_support import cli_async
+from cli_support import cli_async, start_cli
 
 from agentjudge.testing import FakeModelServer, FakeResponse
 
@@ -150,20 +149,34 @@ async def test_a_failed_record_is_an_error_judgment_the_others_are_judged(tmp_pa
 async def test_killed_bedrock_batch_run_resumes_the_job_without_resubmitting(
     tmp_path: Path,
 ) -> None:
-    """kill -9 while the job runs; --resume polls the saved job ARN: no second job."""
+    """kill -9 while the job runs; --resume polls the saved job ARN: no second job.
+
+    The killed run is a CLI process forked from the preloaded interpreter (`start_cli`), not
+    ``python -m agentjudge``: that start-up (and botocore's import in it) cost ~0.8 s of CPU, and
+    the batch run killed as a shell starts it is `test_killed_batch_run_resumes_polling...`.
+    """
     project = make_project(tmp_path)
     async with FakeModelServer(default=respond) as server:
         server.batches.complete_after = 10**6
-        command = [sys.executable, "-m", "agentjudge", "run", "--progress", "off"]
-        command += ["--out", "out", "--batch"]
-        env = _env(server, project)
-        async with await anyio.open_process(command, cwd=project, env=env) as proc:
+        run = start_cli(
+            project,
+            "run",
+            "--progress",
+            "off",
+            "--out",
+            "out",
+            "--batch",
+            env=_env(server, project),
+        )
+        try:
             with anyio.fail_after(30):  # generous bound for start-up and the first poll
                 await server.batches.wait_created()
                 while server.batches.polls < 1:  # the state file is written before it
                     await anyio.sleep(0.01)
-            proc.send_signal(signal.SIGKILL)
-            await proc.wait()
+        finally:
+            os.kill(run.process.pid, signal.SIGKILL)
+            killed = await anyio.to_thread.run_sync(run.wait)
+        assert killed.returncode == -signal.SIGKILL
         assert not rows_by_id(project / "out")
         server.batches.complete_after = server.batches.polls + 1
         code, stderr = await _cli(project, server, "--out", "out", "--batch", "--resume")
