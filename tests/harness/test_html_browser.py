@@ -71,6 +71,7 @@ class Page:
         self.errors: list[str] = []
         self.requests: list[str] = []
         self.page = tab
+        self.path = report
         self._listeners = {
             "console": self._console,
             "pageerror": lambda exc: self.errors.append(f"pageerror: {exc}"),
@@ -104,23 +105,72 @@ class Page:
         return text
 
 
+class Tab:
+    """The module's one tab and the report load in it.
+
+    A test that changes the page (clicks, filters, opens a case) gets a fresh load; a test that
+    only reads what a fresh load shows (``read_only``) leaves it untouched, so the next test on
+    the same report takes that load instead of loading it again (a navigation costs ~0.3 s of
+    CPU in Chromium and the Playwright driver). Read-only tests come first in this module.
+    """
+
+    def __init__(self, tab: Any) -> None:
+        self.tab = tab
+        self._current: Page | None = None
+        self._untouched = False
+
+    def open(self, report: Path, *, read_only: bool = False) -> Page:
+        """``report`` as a fresh load shows it (its console errors and requests since then)."""
+        current = self._current
+        if current is None or not self._untouched or current.path != report:
+            if current is not None:
+                current.close()
+            current = self._current = Page(self.tab, report)
+        self._untouched = read_only
+        return current
+
+    def close(self) -> None:
+        """Stop recording the last load's messages."""
+        if self._current is not None:
+            self._current.close()
+
+
 @pytest.fixture(scope="module")
-def tab(browser: Any) -> Iterator[Any]:
-    """One tab for the module's tests: each test loads its report into it afresh (`Page`)."""
+def tab(browser: Any) -> Iterator[Tab]:
+    """One tab for the module's tests: each test opens its report in it (`Tab.open`)."""
     opened = browser.new_page(viewport={"width": 1280, "height": 900})
-    yield opened
+    shared = Tab(opened)
+    yield shared
+    shared.close()
     opened.close()
 
 
 @pytest.fixture
-def page(tab: Any, report: Path) -> Iterator[Page]:
-    loaded = Page(tab, report)
-    yield loaded
-    loaded.close()
+def page(tab: Tab, report: Path) -> Page:
+    """The report as loaded, for a test that changes the page."""
+    return tab.open(report)
+
+
+@pytest.fixture
+def overview(tab: Tab, report: Path) -> Page:
+    """The report as loaded, for a test that only reads it (the load stays untouched)."""
+    return tab.open(report, read_only=True)
+
+
+def _add_bytes(a: bytes, b: bytes) -> bytes:
+    """``a`` and ``b`` added byte by byte, modulo 256 (one big-integer sum, no carries across)."""
+    n = len(a)
+    low = int.from_bytes(b"\x7f" * n, "big")
+    x, y = int.from_bytes(a, "big"), int.from_bytes(b, "big")
+    return (((x & low) + (y & low)) ^ ((x ^ y) & ~low & ((1 << 8 * n) - 1))).to_bytes(n, "big")
 
 
 def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
-    """Decode an 8-bit, non-interlaced RGB/RGBA PNG: (width, channels, rows of pixel bytes)."""
+    """Decode an 8-bit, non-interlaced RGB/RGBA PNG: (width, channels, rows of pixel bytes).
+
+    Rows filtered with "up" (most of Chromium's) are undone in one step (`_add_bytes`), the
+    others byte by byte.
+    """
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, header = 8, b"", b""
     while pos < len(data):
@@ -134,44 +184,62 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     channels = 3 if colour == 2 else 4
     raw, stride = zlib.decompress(idat), width * channels
     rows: list[bytes] = []
-    prev = bytearray(stride)
+    prev = bytes(stride)
     for y in range(height):
-        kind, line = (
-            raw[y * (stride + 1)],
-            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
-        )
-        for i in range(stride):
-            left = line[i - channels] if i >= channels else 0
-            up, corner = prev[i], prev[i - channels] if i >= channels else 0
-            if kind == 1:
-                line[i] = (line[i] + left) & 255
-            elif kind == 2:
-                line[i] = (line[i] + up) & 255
-            elif kind == 3:
-                line[i] = (line[i] + (left + up) // 2) & 255
-            elif kind == 4:
-                p = left + up - corner
-                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
-                pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
-                line[i] = (line[i] + pred) & 255
-        rows.append(bytes(line))
+        start = y * (stride + 1)
+        kind, line = raw[start], raw[start + 1 : start + 1 + stride]
+        if kind == 2:
+            line = _add_bytes(line, prev)
+        elif kind != 0:
+            line = _unfilter(kind, bytearray(line), prev, channels)
+        rows.append(line)
         prev = line
     return width, channels, rows
 
 
-def test_page_loads_without_errors_or_requests_and_renders(page: Page, tmp_path: Path) -> None:
+def _unfilter(kind: int, line: bytearray, prev: bytes, channels: int) -> bytes:
+    """Undo filter ``kind`` (1 sub, 3 average, 4 Paeth) of one row, given the row above."""
+    assert kind in (1, 3, 4)
+    for i in range(len(line)):
+        left = line[i - channels] if i >= channels else 0
+        up, corner = prev[i], prev[i - channels] if i >= channels else 0
+        if kind == 1:
+            line[i] = (line[i] + left) & 255
+        elif kind == 3:
+            line[i] = (line[i] + (left + up) // 2) & 255
+        else:
+            p = left + up - corner
+            pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+            pred = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+            line[i] = (line[i] + pred) & 255
+    return bytes(line)
+
+
+def test_page_loads_without_errors_or_requests_and_renders(overview: Page, tmp_path: Path) -> None:
     """No console errors, no request but the file itself; the screenshot is not blank."""
+    page = overview
     assert page.errors == []
     assert page.requests == [page.page.url]
     assert page.page.locator("svg[role=img]").count() >= 3  # per-judge charts and the tag chart
     shot = page.page.screenshot(clip={"x": 0, "y": 0, "width": 400, "height": 300})
     (tmp_path / "shot.png").write_bytes(shot)
     width, channels, rows = png_pixels(shot)
-    colours = {row[i : i + 3] for row in rows for i in range(0, width * channels, channels)}
-    lum = [sum(row[i : i + 3]) / 3 for row in rows for i in range(0, width * channels, channels)]
+    colours: set[tuple[int, int, int]] = set()
+    lum: list[float] = []
+    for row in rows:
+        pixels = list(zip(row[0::channels], row[1::channels], row[2::channels], strict=True))
+        colours.update(pixels)
+        lum.extend((r + g + b) / 3 for r, g, b in pixels)
+    assert len(lum) == width * len(rows)
     mean = sum(lum) / len(lum)
     variance = sum((v - mean) ** 2 for v in lum) / len(lum)
     assert len(colours) > 20 and variance > 50
+
+
+def test_no_confusion_matrix_without_human_labels(overview: Page) -> None:
+    """A run without human labels shows no agreement section."""
+    assert overview.page.locator("table.confusion").count() == 0
+    assert "Agreement with human labels" not in overview.page.locator("#view-overview").inner_text()
 
 
 def test_filters_and_sorting_change_the_visible_rows(page: Page) -> None:
@@ -238,91 +306,74 @@ def test_comparison_view_highlights_each_judges_flips(page: Page) -> None:
     assert page.errors == []
 
 
-def test_case_view_shows_a_failing_trajectorys_tool_call_diff(tab: Any, report: Path) -> None:
+def test_case_view_shows_a_failing_trajectorys_tool_call_diff(tab: Tab, report: Path) -> None:
     """The case view of a failing trajectory has a table of expected vs actual tool calls."""
-    page = Page(tab, report.with_name("trajectory.html"))
-    try:
-        page.page.click("#tab-cases")
-        page.page.click("button[data-sort=id]")
-        page.page.locator(".grow", has_text="bad").click()
-        table = page.page.locator(
-            "table[aria-label='Tool calls of TrajectoryMatch: expected vs actual']"
-        )
-        assert table.is_visible()
-        rows = table.locator("tbody tr")
-        assert rows.count() == 3
-        assert [rows.nth(k).get_attribute("class") for k in range(3)] == [
-            "d-arguments",
-            "d-extra",
-            "d-missing",
-        ]
-        first = rows.nth(0).inner_text()
-        assert (
-            "other arguments (unit)" in first and '"unit": "C"' in first and '"unit": "F"' in first
-        )
-        assert 'delete_booking({"id": 7})' in rows.nth(1).inner_text()
-        assert "book_table(" in rows.nth(2).inner_text()
-        missing = rows.nth(2).locator("td").nth(2)
-        colour = missing.evaluate("node => getComputedStyle(node).backgroundColor")
-        assert colour not in ("rgba(0, 0, 0, 0)", "transparent")  # the kinds stand out
-        assert page.errors == [] and page.requests == [page.page.url]
-    finally:
-        page.close()
+    page = tab.open(report.with_name("trajectory.html"))
+    page.page.click("#tab-cases")
+    page.page.click("button[data-sort=id]")
+    page.page.locator(".grow", has_text="bad").click()
+    table = page.page.locator(
+        "table[aria-label='Tool calls of TrajectoryMatch: expected vs actual']"
+    )
+    assert table.is_visible()
+    rows = table.locator("tbody tr")
+    assert rows.count() == 3
+    assert [rows.nth(k).get_attribute("class") for k in range(3)] == [
+        "d-arguments",
+        "d-extra",
+        "d-missing",
+    ]
+    first = rows.nth(0).inner_text()
+    assert "other arguments (unit)" in first and '"unit": "C"' in first and '"unit": "F"' in first
+    assert 'delete_booking({"id": 7})' in rows.nth(1).inner_text()
+    assert "book_table(" in rows.nth(2).inner_text()
+    missing = rows.nth(2).locator("td").nth(2)
+    colour = missing.evaluate("node => getComputedStyle(node).backgroundColor")
+    assert colour not in ("rgba(0, 0, 0, 0)", "transparent")  # the kinds stand out
+    assert page.errors == [] and page.requests == [page.page.url]
 
 
-def test_overview_shows_a_confusion_matrix_per_labelled_judge(tab: Any, report: Path) -> None:
+def test_overview_shows_a_confusion_matrix_per_labelled_judge(tab: Tab, report: Path) -> None:
     """With human labels, each judge and the verdict get a matrix; the diagonal is marked."""
-    loaded = Page(tab, report.parent / "labelled.html")
-    try:
-        overview = loaded.page.locator("#view-overview")
-        assert "Agreement with human labels" in overview.inner_text()
-        matrices = overview.locator("table.confusion")
-        labels = [matrices.nth(i).get_attribute("aria-label") for i in range(matrices.count())]
-        assert labels == [
-            f"Confusion matrix of {name} (rows: human label, columns: judge)"
-            for name in ("exact", "length", "(verdict)")
-        ]
-        exact = matrices.first
-        assert exact.locator("thead th").all_inner_texts() == [
-            "human \\ judge",
-            "fail",
-            "pass",
-            "total",
-        ]
-        assert exact.locator("tbody th").all_inner_texts() == ["fail", "pass"]
-        assert exact.locator("tbody td").all_inner_texts() == ["2", "1", "3", "1", "5", "6"]
-        assert exact.locator("td.agree").all_inner_texts() == ["2", "5"]
-        assert exact.locator("td.disagree").all_inner_texts() == ["1", "1"]
-        jury = overview.locator("table[aria-label='Per-jury agreement'] tbody td")
-        assert jury.all_inner_texts()[-1] == "exact ~ length: 0.556 [0.267, 0.811] (n 9)"
-        assert loaded.errors == []
-    finally:
-        loaded.close()
+    loaded = tab.open(report.parent / "labelled.html", read_only=True)
+    overview = loaded.page.locator("#view-overview")
+    assert "Agreement with human labels" in overview.inner_text()
+    matrices = overview.locator("table.confusion")
+    labels = [matrices.nth(i).get_attribute("aria-label") for i in range(matrices.count())]
+    assert labels == [
+        f"Confusion matrix of {name} (rows: human label, columns: judge)"
+        for name in ("exact", "length", "(verdict)")
+    ]
+    exact = matrices.first
+    assert exact.locator("thead th").all_inner_texts() == [
+        "human \\ judge",
+        "fail",
+        "pass",
+        "total",
+    ]
+    assert exact.locator("tbody th").all_inner_texts() == ["fail", "pass"]
+    assert exact.locator("tbody td").all_inner_texts() == ["2", "1", "3", "1", "5", "6"]
+    assert exact.locator("td.agree").all_inner_texts() == ["2", "5"]
+    assert exact.locator("td.disagree").all_inner_texts() == ["1", "1"]
+    jury = overview.locator("table[aria-label='Per-jury agreement'] tbody td")
+    assert jury.all_inner_texts()[-1] == "exact ~ length: 0.556 [0.267, 0.811] (n 9)"
+    assert loaded.errors == []
 
 
-def test_no_confusion_matrix_without_human_labels(page: Page) -> None:
-    """A run without human labels shows no agreement section."""
-    assert page.page.locator("table.confusion").count() == 0
-    assert "Agreement with human labels" not in page.page.locator("#view-overview").inner_text()
-
-
-def test_case_view_highlights_the_users_frames_in_a_traceback(tab: Any, report: Path) -> None:
+def test_case_view_highlights_the_users_frames_in_a_traceback(tab: Tab, report: Path) -> None:
     """The task error's traceback marks the user's own frame (task.py), not the library's."""
-    loaded = Page(tab, report.parent / "labelled.html")
-    try:
-        loaded.page.click("#tab-cases")
-        loaded.page.fill("input[name=q]", "kaboom")
-        loaded.wait_count("1 of 10 cases")
-        loaded.page.click(".grow")
-        dialog = loaded.page.locator("dialog#case")
-        assert "Traceback (innermost last; highlighted: your code)" in dialog.inner_text()
-        marked = dialog.locator("pre.tb mark.user").all_inner_texts()
-        assert len(marked) == 1 and marked[0].startswith("> ")
-        assert marked[0].endswith("task.py:4 in answer")
-        assert "agentjudge/" in dialog.locator("pre.tb").inner_text()  # library frames stay
-        assert loaded.errors == []
-    finally:
-        loaded.close()
+    loaded = tab.open(report.parent / "labelled.html")
+    loaded.page.click("#tab-cases")
+    loaded.page.fill("input[name=q]", "kaboom")
+    loaded.wait_count("1 of 10 cases")
+    loaded.page.click(".grow")
+    dialog = loaded.page.locator("dialog#case")
+    assert "Traceback (innermost last; highlighted: your code)" in dialog.inner_text()
+    marked = dialog.locator("pre.tb mark.user").all_inner_texts()
+    assert len(marked) == 1 and marked[0].startswith("> ")
+    assert marked[0].endswith("task.py:4 in answer")
+    assert "agentjudge/" in dialog.locator("pre.tb").inner_text()  # library frames stay
+    assert loaded.errors == []
 
 
 def test_comparison_lists_each_flips_reasoning_before_and_after(page: Page) -> None:
