@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import pytest
@@ -259,16 +260,42 @@ async def test_batch_retry_online_answers_the_expired_request_online(tmp_path: P
     assert result["online_after_batch"] == 1
 
 
-async def test_batch_mode_runs_in_one_process_and_says_so(tmp_path: Path) -> None:
+class BatchRun(NamedTuple):
+    """A finished ``--batch --workers 2`` run of the single judge: its project, stderr, batches."""
+
+    project: Path
+    stderr: str
+    batches: int
+
+
+@pytest.fixture(scope="module")
+def batch_run(tmp_path_factory: pytest.TempPathFactory) -> BatchRun:
+    """One batch run shared by the tests that check it or start from its folder (a copy each).
+
+    Run once for the module: three tests each made the same run before their own step.
+    """
+
+    async def run() -> BatchRun:
+        project = make_project(tmp_path_factory.mktemp("batch_run"), judges="single")
+        async with FakeModelServer(default=respond) as server:
+            code, stderr = await _cli(project, server, "--out", "out", "--batch", "--workers", "2")
+        assert code == 0, stderr
+        return BatchRun(project, stderr, len(server.batches.created))
+
+    return anyio.run(run)
+
+
+def _copy(done: BatchRun, folder: Path) -> Path:
+    """A copy of the shared run's project (its ``out`` folder included) in ``folder``."""
+    return Path(shutil.copytree(done.project, folder / "project"))
+
+
+def test_batch_mode_runs_in_one_process_and_says_so(batch_run: BatchRun) -> None:
     """workers > 1 with batch mode runs in this process, with a warning in the summary."""
-    project = make_project(tmp_path, judges="single")
-    async with FakeModelServer(default=respond) as server:
-        code, stderr = await _cli(project, server, "--out", "out", "--batch", "--workers", "2")
-    assert code == 0, stderr
-    assert "batch mode runs in one process: workers = 2 was ignored" in stderr
-    summary = json.loads((project / "out" / "summary.json").read_text())
+    assert "batch mode runs in one process: workers = 2 was ignored" in batch_run.stderr
+    summary = json.loads((batch_run.project / "out" / "summary.json").read_text())
     assert any("workers = 2 was ignored" in w for w in summary["warnings"])
-    assert len(server.batches.created) == 1
+    assert batch_run.batches == 1
 
 
 def test_batch_retry_online_needs_batch(tmp_path: Path) -> None:
@@ -278,13 +305,13 @@ def test_batch_retry_online_needs_batch(tmp_path: Path) -> None:
         load_suite(tmp_path)
 
 
-async def test_overwrite_removes_an_earlier_runs_batch_state(tmp_path: Path) -> None:
+async def test_overwrite_removes_an_earlier_runs_batch_state(
+    batch_run: BatchRun, tmp_path: Path
+) -> None:
     """--overwrite starts over: the batch state files of the earlier run are deleted."""
-    project = make_project(tmp_path, judges="single")
+    project = _copy(batch_run, tmp_path)
+    assert list((project / "out").glob("batches-*.json"))
     async with FakeModelServer(default=respond) as server:
-        code, stderr = await _cli(project, server, "--out", "out", "--batch")
-        assert code == 0, stderr
-        assert list((project / "out").glob("batches-*.json"))
         code, stderr = await _cli(project, server, "--out", "out", "--overwrite")
         assert code == 0, stderr
     assert not list((project / "out").glob("batches-*.json"))
@@ -308,12 +335,12 @@ def test_suite_batch_keys_round_trip() -> None:
     assert (suite.batch, suite.batch_retry_online, suite.batch_poll_interval) == (True, True, 1.5)
 
 
-async def test_resuming_a_batch_run_without_batch_warns(tmp_path: Path) -> None:
+async def test_resuming_a_batch_run_without_batch_warns(
+    batch_run: BatchRun, tmp_path: Path
+) -> None:
     """--resume without --batch in a folder with batches says those batches are not used."""
-    project = make_project(tmp_path, judges="single")
+    project = _copy(batch_run, tmp_path)
     async with FakeModelServer(default=respond) as server:
-        code, stderr = await _cli(project, server, "--out", "out", "--batch")
-        assert code == 0, stderr
         code, stderr = await _cli(project, server, "--out", "out", "--resume")
         assert code == 0, stderr
     assert "resume with --batch to collect those batches' answers" in stderr
