@@ -37,6 +37,9 @@ does not call the model: it adds the request to the next batch and waits for the
 - **Cost**: every answer carries ``ModelResponse.batch=True`` (and ``metadata["batch"]`` in
   the judgment) so cost accounting uses batch prices. The time from `complete` to the answer
   is reported as queueing (``JudgeResult.queued_s``), not as the judge's working time.
+- **TLS**: the collectors of a process share one TLS context (`_tls_context`, httpx's default
+  trust: ``SSL_CERT_FILE``, else ``SSL_CERT_DIR``, else certifi's bundle), made at the first
+  collector's start: loading the CA bundle costs ~50 ms of CPU, once per collector before.
 
 Structured output is asked for exactly as online, but an answer that does not follow the
 schema is not re-asked (there is no conversation to continue inside a batch): it comes back
@@ -50,6 +53,8 @@ import json
 import logging
 import math
 import os
+import ssl
+import threading
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -132,6 +137,25 @@ def _final(exc: Exception) -> bool:
     if not isinstance(exc, ModelHTTPError):
         return False
     return exc.status_code not in RETRYABLE_STATUSES and exc.status_code < 500
+
+
+_TLS_CONTEXTS: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
+_TLS_LOCK = threading.Lock()
+
+
+def _tls_context() -> ssl.SSLContext:
+    """The default TLS context of httpx for this process's trust settings, made once and shared.
+
+    The settings are ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` as httpx reads them (else certifi's
+    bundle); a change to either gets a new context. Loading a CA bundle costs ~50 ms of CPU and
+    a run makes one collector per batch client, all trusting the same certificates.
+    """
+    key = (os.environ.get("SSL_CERT_FILE") or None, os.environ.get("SSL_CERT_DIR") or None)
+    with _TLS_LOCK:
+        context = _TLS_CONTEXTS.get(key)
+        if context is None:
+            context = _TLS_CONTEXTS[key] = httpx.create_ssl_context()
+        return context
 
 
 class BatchCollector:
@@ -239,7 +263,9 @@ class BatchCollector:
         self._changed = anyio.Event()
         self._state = await anyio.to_thread.run_sync(self._load_state)
         self._submitted = {cid for saved in self._state.batches for cid in saved.custom_ids}
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.client.timeout))
+        self._http = httpx.AsyncClient(
+            timeout=httpx.Timeout(self.client.timeout), verify=_tls_context()
+        )
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         self._task_group = task_group
