@@ -379,20 +379,20 @@ def test_a_bad_thresholds_file_is_a_clear_error(
     assert expected in line and "t.json" in line
 
 
+@uses_the_calibration_run
 def test_calibrate_rejects_bad_alpha_and_a_missing_run(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """alpha outside (0, 1) and a folder without results exit 2 with one line each."""
-    assert run("--calibration", "--out", "calib") == 0
     assert main(["calibrate", "calib", "--alpha", "1.5", "--delta", "0.1"]) == 2
     assert "alpha" in error_line(capsys)
     assert main(["calibrate", "nowhere", "--alpha", "0.1", "--delta", "0.1"]) == 2
     assert "no results file" in error_line(capsys)
 
 
+@uses_the_calibration_run
 def test_calibrate_command_as_a_program(project: Path) -> None:
     """`python -m agentjudge calibrate` writes --out and exits 0 (the real entry point)."""
-    assert run("--calibration", "--out", "calib") == 0
     settings = ["--alpha", "0.1", "--delta", "0.1", "--min-support", "10", "--out", "th.json"]
     proc = subprocess.run(
         [sys.executable, "-m", "agentjudge", "calibrate", "calib", *settings],
