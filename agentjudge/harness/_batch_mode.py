@@ -16,7 +16,8 @@ What batch mode changes in a run (`batch_settings`, `case_slots`):
   processes, so ``workers`` is set to 1 and the summary says so in a warning.
 - **Everything in flight.** Every pending case runs at once (at most `MAX_IN_FLIGHT`; beyond
   that cases go in waves), and the Evaluator gets `JUDGE_SLOTS` slots, so one batch holds
-  every case's call. The collectors submit when no new call arrived for `LINGER` seconds.
+  every case's call. The collectors submit when no new call arrived for the suite's
+  ``batch_linger`` seconds (`LINGER` by default).
 - **Long timeouts.** A judge attempt may wait as long as a provider batch may take:
   ``judge_timeout`` is raised to `JUDGE_TIMEOUT` (unless it is None). The task keeps its own
   ``task_timeout`` and concurrency limits (the task runs online).
@@ -58,7 +59,8 @@ __all__ = [
 ]
 
 LINGER = 1.0
-"""Seconds without a new call after which a collector submits the calls waiting."""
+"""Seconds without a new call after which a collector submits the calls waiting (the default
+of the suite's ``batch_linger``)."""
 MAX_IN_FLIGHT = 50_000
 """Cases in flight at most in batch mode (OpenAI's limit of requests per batch)."""
 JUDGE_SLOTS = 1_000_000
@@ -182,7 +184,13 @@ class BatchMode:
     """
 
     def __init__(
-        self, clients: list[Any], folder: Path, *, retry_online: bool, poll_interval: float
+        self,
+        clients: list[Any],
+        folder: Path,
+        *,
+        retry_online: bool,
+        poll_interval: float,
+        linger: float = LINGER,
     ) -> None:
         from agentjudge.models import BatchCollector
 
@@ -202,7 +210,7 @@ class BatchMode:
             collector = BatchCollector(
                 client,
                 state_path=folder / state_file_name(client.name, taken),
-                linger=LINGER,
+                linger=linger,
                 poll_interval=poll_interval,
             )
             self.pairs.append((client, collector))
@@ -248,4 +256,5 @@ def batch_mode(suite: Suite, judges: Any, folder: Path) -> BatchMode | None:
         folder,
         retry_online=suite.batch_retry_online,
         poll_interval=suite.batch_poll_interval,
+        linger=suite.batch_linger,
     )

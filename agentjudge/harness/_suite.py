@@ -136,6 +136,10 @@ class Suite(BaseModel):
     instead of making its judgment ERROR (needs ``batch = true``)."""
     batch_poll_interval: float = Field(default=5.0, gt=0, allow_inf_nan=False)
     """In batch mode, seconds before the second poll of a batch (doubling up to 300 s)."""
+    batch_linger: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """In batch mode, seconds without a new model call after which the calls waiting are
+    submitted as one batch (each cascade tier's calls come after the previous tier's answers,
+    so a run waits this long once per tier)."""
     calibration: bool = False
     """Run the suite's cascade without short-circuiting: every tier judges every case and is
     recorded, for ``agentjudge calibrate`` (see ``agentjudge.harness._calibrate``)."""

@@ -17,8 +17,12 @@ import pytest
 from batch_rows_support import comparable, rows_by_id
 from cli_support import cli_async
 
+from pydantic import ValidationError
+
 from agentjudge.harness import RunConfigError, Suite, run_suite
+from agentjudge.harness._batch_mode import LINGER, batch_mode
 from agentjudge.harness._suite import load_suite
+from agentjudge.models import OpenAIChat
 from agentjudge.testing import FakeModelServer, FakeResponse
 
 JUDGES = """
@@ -72,6 +76,7 @@ dataset = "data.jsonl"
 task = "task:answer"
 judges = "judges:{judges}"
 batch_poll_interval = 0.2
+batch_linger = 0.05
 """
 
 
@@ -333,6 +338,17 @@ def test_suite_batch_keys_round_trip() -> None:
     """Suite(batch=True) validates and keeps its batch settings."""
     suite = Suite(batch=True, batch_retry_online=True, batch_poll_interval=1.5)
     assert (suite.batch, suite.batch_retry_online, suite.batch_poll_interval) == (True, True, 1.5)
+    assert suite.batch_linger == LINGER
+
+
+def test_the_suites_batch_linger_reaches_every_collector(tmp_path: Path) -> None:
+    """``batch_linger`` is how long each collector waits for more calls; 0, inf or NaN refused."""
+    clients = [OpenAIChat("a", base_url="http://127.0.0.1:9", api_key="k-123456789")]
+    mode = batch_mode(Suite(batch=True, batch_linger=0.3), clients, tmp_path)
+    assert mode is not None and [c.linger for _, c in mode.pairs] == [0.3]
+    for bad in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValidationError, match="batch_linger"):
+            Suite(batch=True, batch_linger=bad)
 
 
 async def test_resuming_a_batch_run_without_batch_warns(

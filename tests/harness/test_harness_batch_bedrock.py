@@ -46,6 +46,7 @@ dataset = "data.jsonl"
 task = "task:answer"
 judges = "judges:single"
 batch_poll_interval = 0.05
+batch_linger = 0.05
 allow_errors = true
 """
 

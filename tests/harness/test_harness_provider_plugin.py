@@ -158,7 +158,7 @@ async def test_the_documented_provider_runs_a_suite_online_and_with_batch(tmp_pa
         (tmp_path / "agentjudge.toml").write_text(
             'dataset = "data.jsonl"\ntask = "gateway:task-model"\n'
             f'task_url = "{server.base_url}"\njudges = "judges:judge"\n'
-            "batch_poll_interval = 0.2\n"
+            "batch_poll_interval = 0.2\nbatch_linger = 0.05\n"
         )
         env = {**os.environ, "FAKE_URL": server.base_url, "GATEWAY_API_KEY": "gw-123456789"}
         for out, extra in (("online", ()), ("batched", ("--batch",))):
