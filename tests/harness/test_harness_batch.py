@@ -16,7 +16,6 @@ import anyio
 import pytest
 from batch_rows_support import comparable, rows_by_id
 from cli_support import cli_async
-
 from pydantic import ValidationError
 
 from agentjudge.harness import RunConfigError, Suite, run_suite
