@@ -26,30 +26,21 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 	$(RUN) python -m agentjudge report .agentjudge/rag_qa
 
 # The suite runs on every core (pytest-xdist); then the few wall-clock tests (marker `timing`)
-# and the Ray tests (marker `ray`: one local Ray instance, itself several processes) run on
-# their own, so a busy neighbour test cannot make them miss their bounds or time out.
+# run on their own, so a busy neighbour test cannot make them miss their bounds.
 # `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
-# `xdist_group` on one worker. One worker per core. Two per core once won (196 -> 151 s, when
-# many tests waited on subprocesses and servers), but since the suite's waits were cut it only
-# costs: on this quiet 2-core machine (2026-11-26, same tree, back to back) the parallel part
-# took 164 s and 244 s of CPU with 2 workers, 169 s and 303 s with 3, 185 s and 350 s with 4
-# (each worker collects the suite and starts its own helpers; contention inflates the rest).
-# In two whole .ci/run runs the wall times were within noise (174 s with 2, 165 s with 4), so
-# the gain is the CPU: about 30% less, which is what a shared or busy machine feels.
-TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(os.cpu_count() or 1)")
-PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
-
-# The Ray tests' cost is mostly Ray's: each actor process takes ~1-1.5 s of CPU to start and
-# the module's instance ~5.5 s. So the tests start few: two tests read one run where they
-# can (the killed-actor run), one limits run holds two limits, a run that calls no model
-# starts no broker actor (the product's rule), and the 2,000-case suite sends 200 model calls
-# and 20 commands per run (not 500 and 100). In two back-to-back pairs at load 10-11 this
-# part took 91 and 93 s of CPU before those changes and 68 and 69 s after (171-178 s vs
-# 149-175 s of wall). Their instance, like a run's own, prestarts no idle
-# workers: in three back-to-back pairs (load 6-9) 65/80/91 s of CPU with prestart vs
-# 65/77/80 s without, 73-97 s vs 62-96 s of wall, within the noise; stopping the log and
-# autoscaler monitors saved ~3% (not done). docs/how-to/scale-out.md has the breakdown.
-# The second part collects only the files that can hold such tests (tests/serial_files.py;
+# `xdist_group` on one worker, and `--no-loadscope-reorder` hands the work out in the order
+# tests/conftest.py sorts it: the longest groups first (the Ray tests: one local Ray instance,
+# ~50 s on one worker), then the tests that start interpreters, then the many short tests,
+# which fill both workers evenly at the end. One worker per core. Two per core once won
+# (196 -> 151 s, when many tests waited on subprocesses and servers), but since the suite's
+# waits were cut it only costs: on this quiet 2-core machine (2026-11-26, same tree, back to
+# back) the parallel part took 164 s and 244 s of CPU with 2 workers, 169 s and 303 s with 3,
+# 185 s and 350 s with 4 (each worker collects the suite and starts its own helpers).
+# The Ray tests ran alone after the parallel part until 2026-11-26 (~60 s of wall for ~55 s
+# of CPU, while nothing else ran): they start few actors (docs/how-to/scale-out.md), assert
+# no wall-clock bound and pass with the machine at load 18. Their instance, like a run's own,
+# prestarts no idle workers.
+# The second part collects only the files that can hold timing tests (tests/serial_files.py;
 # tests/conftest.py checks the list whenever the whole suite is collected).
 # Before them, two processes collect the suite once to write pytest's rewritten test modules
 # to __pycache__ (PYTHONDONTWRITEBYTECODE, set on some machines, would stop that): each xdist
@@ -57,14 +48,17 @@ PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --durations=10
 # per worker here). They run only when a test module or uv.lock (pytest's version names the
 # cached files) changed since they last ran: on an unchanged tree they were ~5 s of CPU for
 # nothing.
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(os.cpu_count() or 1)")
+PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=10
+
 WARM := PYTHONDONTWRITEBYTECODE= $(RUN) pytest -q --collect-only -p no:cacheprovider
 WARM_STAMP := tests/__pycache__/.warm-collect
-test: install ## Run the whole test suite (all cores, then the timing and Ray tests alone)
+test: install ## Run the whole test suite (all cores, then the timing tests alone)
 	@if [ ! -e $(WARM_STAMP) ] || [ -n "$$(find tests uv.lock \( -name '*.py' -o -name uv.lock \) -newer $(WARM_STAMP) -print -quit)" ]; then \
 		$(WARM) tests/harness tests/judges >/dev/null 2>&1 & $(WARM) tests --ignore=tests/harness --ignore=tests/judges >/dev/null 2>&1; wait; \
 		mkdir -p tests/__pycache__ && touch $(WARM_STAMP); fi
-	$(RUN) $(PYTEST_PARALLEL) -m "not timing and not ray"
-	$(RUN) pytest -q --durations=5 -m "timing or ray" $$($(PYTHON) tests/serial_files.py)
+	$(RUN) $(PYTEST_PARALLEL) -m "not timing"
+	$(RUN) pytest -q --durations=5 -m timing $$($(PYTHON) tests/serial_files.py)
 
 quick: install ## Inner loop: the suite without the slow tests (subprocesses, docs build), stop at the first failure
 	$(RUN) $(PYTEST_PARALLEL) -x -m "not timing and not slow"

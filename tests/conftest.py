@@ -55,9 +55,31 @@ def _starts_interpreters(path: Path) -> bool:
     return _slow_modules[path]
 
 
+# The order `make test`'s xdist workers get the tests in. With ``--dist loadgroup`` and
+# ``--no-loadscope-reorder`` (the Makefile) work is handed out in collection order: each
+# ``xdist_group`` as one unit (its tests run one after the other on one worker), every other
+# test on its own. So the longest units go first and the many short tests last, where they
+# fill both workers evenly (handed out last, a long group would run on alone while the other
+# worker idles): the groups in `_GROUPS_FIRST` order (longest first, by the per-test CPU
+# measured 2026-11-26), then the modules that start interpreters (``slow``), then the rest.
+# The sort is stable: within each band the tests keep their collection order.
+_GROUPS_FIRST = ("ray", "docs-examples", "sdk", "browser", "asgi")
+
+
+def _band(item: pytest.Item) -> int:
+    group = item.get_closest_marker("xdist_group")
+    if group is not None:
+        name = group.args[0] if group.args else group.kwargs.get("name")
+        if name in _GROUPS_FIRST:
+            return _GROUPS_FIRST.index(name)
+        return len(_GROUPS_FIRST)
+    return len(_GROUPS_FIRST) + (1 if item.get_closest_marker("slow") else 2)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests of modules that start interpreters as ``slow``; check that every
-    ``timing`` / ``ray`` test is in a file `make test`'s second part collects."""
+    ``timing`` test is in a file `make test`'s second part collects; put the longest
+    units of work first (see `_GROUPS_FIRST`)."""
     unlisted = set()
     for item in items:
         if _starts_interpreters(item.path):
@@ -67,6 +89,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             unlisted.add(str(item.path))
     if unlisted:
         raise pytest.UsageError(
-            "these files mark tests timing/ray in a way tests/serial_files.py does not see, so "
+            "these files mark tests timing in a way tests/serial_files.py does not see, so "
             f"`make test` would run them in neither part: {sorted(unlisted)}"
         )
+    items.sort(key=_band)

@@ -1,10 +1,11 @@
-"""The test files that can hold ``timing`` or ``ray`` tests (`make test` runs those alone).
+"""The test files that can hold ``timing`` tests (`make test` runs those alone).
 
 The second part of `make test` collects only these files: collecting the whole suite costs
 about 12 s of CPU, more than the timing tests themselves. The rule reads each module's text
-(a ``timing`` / ``ray`` marker written anywhere in it); tests/conftest.py checks, whenever the
-whole suite is collected, that every test carrying either marker is in a file the rule finds,
-so a new one cannot be skipped by both parts.
+(a ``timing`` marker written anywhere in it); tests/conftest.py checks, whenever the whole
+suite is collected, that every test carrying it is in a file the rule finds, so a new one
+cannot be skipped by both parts. (The ``ray`` tests ran here too until 2026-11-26; they now
+run in the parallel part as one ``xdist_group``, handed out first.)
 
 Run as a script, it prints the files, one per line (the Makefile's input).
 """
@@ -17,13 +18,13 @@ from pathlib import Path
 
 __all__ = ["SERIAL_MARKERS", "holds_serial_tests", "serial_files"]
 
-SERIAL_MARKERS = ("timing", "ray")
+SERIAL_MARKERS = ("timing",)
 TESTS = Path(__file__).resolve().parent
-_MARK = re.compile(r"\bmark\.(?:timing|ray)\b")
+_MARK = re.compile(r"\bmark\.timing\b")
 
 
 def holds_serial_tests(path: Path) -> bool:
-    """True if ``path`` marks a test ``timing`` or ``ray`` (as the Makefile's list sees it)."""
+    """True if ``path`` marks a test ``timing`` (as the Makefile's list sees it)."""
     return bool(_MARK.search(path.read_text(encoding="utf-8")))
 
 
