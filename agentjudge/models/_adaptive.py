@@ -32,7 +32,14 @@ the client's `Session`). It works beneath the client's ``max_concurrency`` and a
   429s as noise when cuts do not reduce them, and undoes those cuts).
 - **Latency**: when the recent latency exceeds three times its minimum, growth stops (the
   provider is queueing). It does not shrink the window: LLM latency also varies with answer
-  length, and a shrinking window would then starve a healthy provider.
+  length, and a shrinking window would then starve a healthy provider. Latency is measured in
+  this process, so it includes the time an answer waited for the client's own event loop: when
+  the loop's thread was busy (running, or waiting for a core: `thread_busy_time`, read at most
+  every 0.1 s) for 2/3 (``1 - 1 / _LATENCY_FACTOR``) of the last 0.1 s, its backlog alone could
+  have tripled every latency, so answers neither count as samples nor hold growth. A latency
+  that grows with the window would not tell a queueing provider from a CPU-bound client (whose
+  throughput is fixed, so its latency grows too); holding a busy client's window only queued
+  every call in the controller (W4, issue 19.11).
 
 Whatever the headers say, the paced rate stays within [`MIN_RATE`, `MAX_RATE`] (so pacing
 spaces requests at most 5 s apart), the window within [1, ceiling], and every admitted request
@@ -56,7 +63,7 @@ import anyio
 
 from agentjudge._compat import loop_time
 from agentjudge.models._headers import CapacitySignals, RateHints, fraction
-from agentjudge.models._loop import new_wake
+from agentjudge.models._loop import new_wake, thread_busy_time
 
 __all__ = [
     "MAX_RATE",
@@ -111,6 +118,10 @@ _HINT_APPROACH = 0.05
 """Below the headers' refill rate (after a cut), each answer closes this share of the gap."""
 _HINT_ENGAGES = 0.5
 _LATENCY_FACTOR = 3.0
+_BUSY_SHARE = 1.0 - 1.0 / _LATENCY_FACTOR
+"""A loop busy this share of the time may triple latencies alone: they are not the provider's."""
+_BUSY_SPAN = 0.1
+"""Seconds of loop time between two readings of the loop thread's busy clock."""
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 _TRACE_POINTS = 4096
@@ -254,6 +265,9 @@ class AdaptiveController:
         self._token_last: tuple[float, float] | None = None
         self._latency = 0.0
         self._min_latency = math.inf
+        self._busy = False
+        self._busy_from = (math.inf, 0.0)
+        """(loop time, `thread_busy_time`) at the last reading (first: the first admission)."""
         self._queue: deque[_Waiter] = deque()
         """Requests waiting for capacity, in arrival order (see `admit`)."""
 
@@ -373,6 +387,7 @@ class AdaptiveController:
         self.in_flight += 1
         if self._first_admit is None:
             self._first_admit = now
+            self._busy_from = (now, thread_busy_time())
         if self.rate is not None:
             self._next_start = max(self._next_start, now - 1.0 / self.rate) + 1.0 / self.rate
         return now
@@ -406,8 +421,12 @@ class AdaptiveController:
             while self._accepted[0] <= now - 1.0:
                 self._accepted.popleft()
             self._outcomes.append((started, False))
-            self._observe_latency(now - started)
-            hold = self._latency > _LATENCY_FACTOR * self._min_latency
+            if now - self._busy_from[0] >= _BUSY_SPAN:
+                self._measure_busy(now)
+            hold = False
+            if not self._busy:  # else the latency is the client's own backlog, not evidence
+                self._observe_latency(now - started)
+                hold = self._latency > _LATENCY_FACTOR * self._min_latency
             if hints is not None:
                 self._observe_tokens(started, hints)
                 hold = self._apply_hints(hints) or hold
@@ -630,6 +649,13 @@ class AdaptiveController:
         ):
             self.rate += (cap - self.rate) * _HINT_APPROACH  # back to the provider's rate
         return hints.low
+
+    def _measure_busy(self, now: float) -> None:
+        """`_busy`: the loop's thread was busy `_BUSY_SHARE` of the time since the last reading."""
+        then, before = self._busy_from
+        spent = thread_busy_time()
+        self._busy = spent - before >= _BUSY_SHARE * (now - then)
+        self._busy_from = (now, spent)
 
     def _observe_latency(self, latency: float) -> None:
         if latency <= 0:

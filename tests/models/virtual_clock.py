@@ -4,6 +4,10 @@ Whenever the loop would block waiting for a timer, the virtual clock advances to
 instead. When it would block with no timer at all (everything waits for something that never
 comes: a wedge), `Wedged` is raised. Only for code that does no real I/O (e.g. the adaptive
 controller driven directly).
+
+The adaptive controller also reads how busy its loop's thread was (`thread_busy_time`); on a
+virtual loop that clock is virtual too (`VirtualWork`): by default it never advances (virtual
+time passes only while the loop waits), so no run depends on the real CPU it took.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ import asyncio
 import selectors
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
+from unittest import mock
 
 import anyio
+
+from agentjudge.models import _adaptive
 
 T = TypeVar("T")
 
@@ -46,6 +53,34 @@ class _VirtualLoop(asyncio.SelectorEventLoop):
         return self._jumping.now
 
 
-def run_virtual(main: Callable[[], Awaitable[T]]) -> T:
-    """``main()`` on a virtual-time asyncio loop (see the module docstring)."""
-    return anyio.run(main, backend="asyncio", backend_options={"loop_factory": _VirtualLoop})
+class VirtualWork:
+    """CPU-bound work on a virtual loop, and the busy clock that counts it.
+
+    `work` blocks the loop (nothing else runs) for ``seconds`` of its time, as a callback
+    computing that long would; `busy_time` is the seconds of such work so far.
+    """
+
+    def __init__(self) -> None:
+        self.busy = 0.0
+
+    def busy_time(self) -> float:
+        """The virtual loop's busy clock (what `thread_busy_time` reads on a real one)."""
+        return self.busy
+
+    def work(self, seconds: float) -> None:
+        """Block the running virtual loop for ``seconds`` of its time, counted as busy."""
+        loop = asyncio.get_running_loop()
+        assert isinstance(loop, _VirtualLoop), "VirtualWork needs run_virtual's loop"
+        loop._jumping.now += seconds
+        self.busy += seconds
+
+
+def run_virtual(main: Callable[[], Awaitable[T]], work: VirtualWork | None = None) -> T:
+    """``main()`` on a virtual-time asyncio loop (see the module docstring).
+
+    ``work``: what the adaptive controller reads as its loop's busy clock (None: never busy).
+    """
+    clock = (work or VirtualWork()).busy_time
+    # create: the clock is patched in even where the controller has none (an older tree)
+    with mock.patch.object(_adaptive, "thread_busy_time", clock, create=True):
+        return anyio.run(main, backend="asyncio", backend_options={"loop_factory": _VirtualLoop})
