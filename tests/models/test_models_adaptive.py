@@ -140,8 +140,14 @@ async def test_no_errors_and_no_retry_storm_under_a_hidden_limit(headers: bool) 
     assert server.throttled <= (10 if headers else 40)
 
 
+@pytest.mark.timing
 async def test_waiting_for_the_provider_is_queued_time() -> None:
-    """Time spent waiting for the controller's capacity is reported as queued_s."""
+    """Time spent waiting for the controller's capacity is reported as queued_s (timing).
+
+    It compares two wall-clock sums (the time the calls waited for the paced rate against the
+    time they took once sent), so a loaded machine, which stretches the second, can fail it:
+    it failed 5 of 8 repeats under artificial load (2026-11-26). It runs with the timing tests.
+    """
     _, results = await run_under_limit(FakeRateLimit(rps=200, burst=5), 100)
     assert all(r.status is Status.PASS for r in results)
     assert sum(r.queued_s for r in results) > sum(r.duration_s for r in results)
