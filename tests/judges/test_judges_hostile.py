@@ -32,6 +32,7 @@ from agentjudge.judges._safeio import (
     open_regular,
     run_blocking,
 )
+from agentjudge.judging import Judge
 
 T = TypeVar("T")
 
@@ -194,7 +195,27 @@ def swapping(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
 
 
 ROUNDS = 2000
-"""Reads raced per judge: the unfixed judges leaked in about 1 % of them on a 2-core machine."""
+"""Most reads raced per judge: the unfixed judges leaked in about 1 % of them on 2 cores."""
+
+RACE_HITS = 20
+"""A race ends early once this many reads were caught in the window itself: the judge's name
+check saw the file and its open then met the link (refused by the confined walk). Each such read
+is one the unfixed judges leaked through, so 20 of them is 20 chances to catch the bug; FileContent
+gets there in a few hundred rounds, the walking judges (narrower window) usually run all ROUNDS."""
+
+
+async def race(judge: Judge, ctx: Context, check: Callable[[Judgment], None]) -> int:
+    """Call ``judge`` up to ROUNDS times while the link swaps, ``check`` each result; return the
+    number of reads caught in the window (stopping at RACE_HITS)."""
+    hits = 0
+    for _ in range(ROUNDS):
+        result = await judge(ctx)
+        check(result)
+        if result.status is Status.ERROR and "leads outside the workspace" in result.reasoning:
+            hits += 1  # the name check passed, the confined open then met the link and refused
+            if hits == RACE_HITS:
+                break
+    return hits
 
 
 async def test_file_content_never_reads_through_a_swapped_link(
@@ -202,13 +223,12 @@ async def test_file_content_never_reads_through_a_swapped_link(
 ) -> None:
     """Racing a file against a link out of the workspace never makes FileContent read outside."""
     ws, _ = swapping
-    judge = FileContent("a.txt", "TOPSECRET", MatchMode.CONTAINS)
-    statuses = set()
-    for _ in range(ROUNDS):
-        result = await judge(ctx_for(ws))
-        statuses.add(result.status)
-        assert result.status is not Status.PASS, "read the file outside the workspace"
-    assert statuses <= {Status.FAIL, Status.ERROR}
+
+    def check(result: Judgment) -> None:
+        assert result.status in {Status.FAIL, Status.ERROR}, "read the file outside the workspace"
+
+    hits = await race(FileContent("a.txt", "TOPSECRET", MatchMode.CONTAINS), ctx_for(ws), check)
+    assert hits > 0, "the race was never hit: the test no longer tests anything"
 
 
 @pytest.mark.parametrize("judge_type", [FileComparison, SupersetDiff])
@@ -217,13 +237,14 @@ async def test_walking_judges_never_quote_through_a_swapped_link(
 ) -> None:
     """Racing a workspace file against a link out never lets a walking judge read outside."""
     ws, ref = swapping
-    judge = judge_type()
-    for _ in range(ROUNDS):
-        result = await judge(ctx_for(ws, expected_dir=ref))
+
+    def check(result: Judgment) -> None:
         shown = result.reasoning + "".join(c.message for c in result.checks)
         assert "TOPSECRET" not in shown
         if result.status is not Status.ERROR:  # ERROR: the escaping link was seen and refused
             assert result.status is Status.PASS, shown  # else it read 'inside', never the secret
+
+    await race(judge_type(), ctx_for(ws, expected_dir=ref), check)
 
 
 def test_confined_open_refuses_a_folder_link_out(tmp_path: Path) -> None:
