@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from process_support import process_gone, wait_for_file, wait_until_gone
+from zygote_support import python_c
 
 from agentjudge.core import Context, Status
 from agentjudge.judges import BuildSuccess, CommandJudge
@@ -171,26 +171,27 @@ async def test_judge_process_is_not_made_a_subreaper() -> None:
 
 
 # ----------------------------------------------------------------------------- item 14
+@pytest.mark.xdist_group("docs-examples")  # the docs examples' preloaded interpreter
 def test_output_limit_zero_keeps_no_output(tmp_path: Path) -> None:
     """output_limit=0 keeps none of 64 MiB of output: the judge's peak memory stays flat (it grows
-    by under 1 MiB; 256 MiB of output proved no more and cost twice the CPU to pipe)."""
-    code = r"""
-import resource, sys, anyio
+    by under 1 MiB; 256 MiB of output proved no more and cost twice the CPU to pipe). The judge
+    runs in a process of its own (forked from the preloaded interpreter), so only its growth
+    is measured."""
+    code = rf"""
+import resource, anyio
 from agentjudge.core import Context
 from agentjudge.judges import CommandJudge
 
 async def main() -> None:
     judge = CommandJudge(["head", "-c", "67108864", "/dev/zero"], output_limit=0)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    result = await judge(Context(workspace=sys.argv[1]))
+    result = await judge(Context(workspace={str(tmp_path)!r}))
     grew_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     print(result.status.value, grew_kib, repr(result.metadata["output"]), sep="\n")
 
 anyio.run(main)
 """
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120
-    )
+    proc = python_c(code, tmp_path, timeout=120)
     assert proc.returncode == 0, proc.stderr
     status, grew_kib, output = proc.stdout.splitlines()
     assert status == "pass"
@@ -258,8 +259,12 @@ async def test_build_tools_still_find_python_with_the_scrubbed_environment(
         "def test_no_secrets():\n"
         f"    assert not set({sorted(SECRETS)!r}) & set(os.environ)\n"
     )
-    # langsmith's unused pytest plugin skipped, as in the suite (~1.6 s of CPU at start-up);
+    # The installed plugins this one-test run does not use are skipped (langsmith's alone cost
+    # ~1.6 s of CPU at start-up; all of them halve the rest), not by PYTEST_DISABLE_PLUGIN_AUTOLOAD:
     # the environment stays the scrubbed one the test is about.
-    judge = BuildSuccess.pytest("-q", "-p", "no:cacheprovider", "-p", "no:langsmith_plugin")
+    unused = ("langsmith_plugin", "xdist", "hypothesispytest", "anyio", "asyncio", "agentjudge")
+    judge = BuildSuccess.pytest(
+        "-q", "-p", "no:cacheprovider", *(a for p in unused for a in ("-p", f"no:{p}"))
+    )
     result = await judge(Context(workspace=tmp_path))
     assert result.is_pass, result.reasoning
