@@ -7,6 +7,7 @@ ballots under every error and tie policy, with weights, errors and running membe
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterator
 from types import MappingProxyType
@@ -106,18 +107,25 @@ def collect(seed: int) -> list[str]:
     return out
 
 
-def test_interned_results_equal_fresh_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Over random ballots, every interned aggregate dumps exactly like the fresh one."""
-    _intern._INTERNED.clear()
-    cached = collect(7)
-    again = collect(7)  # now mostly cache hits
-    with monkeypatch.context() as m:
+@functools.cache
+def fresh_dumps(seed: int) -> list[str]:
+    """`collect` with the cache bypassed (every result built fresh); built once per process, as
+    both tests below compare against it."""
+    with pytest.MonkeyPatch.context() as m:
         m.setattr(
             _strategies,
             "_interned",
             lambda strategy, setting, pop: _Strategy._from_population(strategy, pop),
         )
-        fresh = collect(7)
+        return collect(seed)
+
+
+def test_interned_results_equal_fresh_ones() -> None:
+    """Over random ballots, every interned aggregate dumps exactly like the fresh one."""
+    _intern._INTERNED.clear()
+    cached = collect(7)
+    again = collect(7)  # now mostly cache hits
+    fresh = fresh_dumps(7)
     assert cached == fresh
     assert again == fresh
 
@@ -133,11 +141,10 @@ def test_each_call_equals_the_golden_result() -> None:
 
 
 def test_small_cache_gives_the_same_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Constant eviction (a cache of 3 entries) changes no result."""
-    reference = collect(3)
+    """Constant eviction (a cache of 3 entries) changes no result: the same as built fresh."""
     monkeypatch.setattr(_intern, "_INTERN_LIMIT", 3)
     _intern._INTERNED.clear()
-    assert collect(3) == reference
+    assert collect(7) == fresh_dumps(7)
     assert len(_intern._INTERNED) <= 3
 
 
