@@ -25,6 +25,7 @@ import anyio
 from engine_support import idle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from virtual_clock import run_virtual
 
 from agentjudge import (
     Cascade,
@@ -54,13 +55,13 @@ WARM = INSTANT_AFTER + 2
 LAST = WARM
 """``ctx.input`` of the measured run."""
 TIMEOUT = 0.5
-"""Per attempt; generous so that a loaded machine never times out an instant judge."""
+"""Per attempt. The runs are on a virtual-time loop (`run_virtual`): time passes only while
+every task waits, so an instant or suspending judge never times out, whatever the machine's
+load (on a real clock a descheduled worker once timed one out on one path only)."""
 HANG_TIMEOUT = 0.1
-"""Per attempt of a ``then_hang`` judge (its own ``attempt_timeout``). Its measured run waits
-this long for every attempt to time out (50 of them in the derandomized examples, both paths:
-at `TIMEOUT` that was 25 s of an otherwise 2 s test, holding an xdist worker idle); its warm-up
-runs return in their first step, microseconds, so even this bound is never overrun there.
-"""
+"""Per attempt of a ``then_hang`` judge (its own ``attempt_timeout``): shorter than `TIMEOUT`
+so both deadlines are exercised. On the virtual clock its measured run's timeouts take no real
+time (at a real 0.1 s each, 50 attempts both ways held an xdist worker idle ~5 s)."""
 
 INSTANT = (
     "pass",
@@ -294,7 +295,7 @@ def test_fast_and_general_paths_give_identical_results(config: dict[str, Any]) -
         stats = fast.statistics()
         assert stats.global_limit.borrowed == 0 and stats.global_limit.queued == 0
 
-    anyio.run(main)
+    run_virtual(main)
 
 
 def test_the_switch_reads_the_environment(monkeypatch: Any) -> None:
