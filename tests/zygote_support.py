@@ -167,7 +167,9 @@ _DEFAULT = Zygote(
         "pydantic",
         "agentjudge",
         "agentjudge.judges",
-        "agentjudge.testing",
+        "agentjudge.testing._assertions",  # the package's names load on first use
+        "agentjudge.testing._fake_server",
+        "agentjudge.testing._scripted",
         "agentjudge.models._openai",
         "agentjudge.models._anthropic",
         "agentjudge.harness._run",
