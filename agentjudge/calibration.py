@@ -254,6 +254,7 @@ class _Support:
             self._errors_from[j] = self._errors_from[j + 1] + (not ordered[j][1])
         self._delta = delta
         self._bounds: dict[tuple[int, int], float] = {}
+        self._answers: dict[tuple[int, int, float], bool] = {}
 
     def count(self, threshold: float) -> tuple[int, int]:
         """``(n, errors)`` among the cases whose confidence >= ``threshold``."""
@@ -263,12 +264,23 @@ class _Support:
     def exceeds(self, threshold: float, alpha: float) -> bool:
         """Whether the risk bound of the cases at or above ``threshold`` is above ``alpha``.
 
-        Same answer as ``risk_upper_bound(...) > alpha``, usually without the bisection: the
-        CDF falls as the rate grows, so ``cdf(alpha) > delta`` puts the root (and the bound)
-        above ``alpha``, and ``cdf(alpha - 1e-10) <= delta`` puts the bound, at most 1e-10
-        above the root, at or below ``alpha``. Only the band between is bisected.
+        The answer depends on the counts only, and neighbouring grid points mostly share them
+        (a 5,000-point grid over 800 cases): each ``(n, errors, alpha)`` is decided once.
         """
-        n, errors = key = self.count(threshold)
+        n, errors = self.count(threshold)
+        answer = self._answers.get((n, errors, alpha))
+        if answer is None:
+            answer = self._answers[n, errors, alpha] = self._bound_exceeds(n, errors, alpha)
+        return answer
+
+    def _bound_exceeds(self, n: int, errors: int, alpha: float) -> bool:
+        """``risk_upper_bound(errors, n) > alpha``, usually without the bisection.
+
+        The CDF falls as the rate grows, so ``cdf(alpha) > delta`` puts the root (and the
+        bound) above ``alpha``, and ``cdf(alpha - 1e-10) <= delta`` puts the bound, at most
+        1e-10 above the root, at or below ``alpha``. Only the band between is bisected.
+        """
+        key = (n, errors)
         if key in self._bounds:
             return self._bounds[key] > alpha
         if alpha < _MAX_RISK and binomial_cdf(errors, n, alpha) > self._delta:

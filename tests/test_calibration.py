@@ -131,6 +131,38 @@ def test_shortcut_decides_like_the_bisected_bound(
     assert support.exceeds(threshold, alpha) == (risk_upper_bound(errors, n, delta=0.1) > alpha)
 
 
+def test_each_count_is_decided_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Grid points with the same counts share one decision (a 5,000-point grid over 800 cases
+    asked ~12,000 CDFs of a trust calibration, ~6x more than distinct counts); a different
+    alpha is decided anew, and every answer is the one each point got on its own."""
+    import agentjudge.calibration as calibration
+
+    rng = random.Random(5)
+    cases = [(round(rng.random(), 3), rng.random() < 0.8) for _ in range(200)]
+    support = _Support(cases, 0.1)
+    grid = [lam for lam in (i / 1999 for i in range(2000)) if support.count(lam)[0]]
+    at = {support.count(lam): lam for lam in grid}  # a grid point of each count
+    alphas = (0.15, 0.25)
+    expected = {  # each decided by a support of its own
+        (*count, alpha): _Support(cases, 0.1).exceeds(lam, alpha)
+        for count, lam in at.items()
+        for alpha in alphas
+    }
+    cdfs: list[float] = []
+    real = calibration.binomial_cdf
+
+    def counting(k: int, n: int, p: float) -> float:
+        cdfs.append(p)
+        return real(k, n, p)
+
+    monkeypatch.setattr(calibration, "binomial_cdf", counting)
+    for alpha in (*alphas, alphas[0]):
+        for lam in grid:
+            assert support.exceeds(lam, alpha) == expected[(*support.count(lam), alpha)]
+    assert len(grid) > 4 * len(at)  # neighbouring grid points share their counts
+    assert len(cdfs) <= 2 * len(expected)  # at most two CDFs per decision, none repeated
+
+
 PAPER: dict[str, Any] = {"untested": "paper", "split_delta": False}
 """The paper's own rule: untested fallbacks applied, every tier tested at delta."""
 OPTIONS: dict[str, Any] = {"alpha": 0.1, "delta": 0.1, "min_support": 30, "grid": 11} | PAPER

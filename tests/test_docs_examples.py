@@ -4,9 +4,13 @@ The rules (the markers are described in tests/docs_support.py):
 
 - A ```` ```python ```` block runs. By default here, standalone: its own process in an empty
   folder, which must exit 0 (forked from one preloaded interpreter, see tests/zygote_support.py:
-  a fresh ``python`` per example cost most of this file's CPU time). On a page whose examples
-  build on each other (`OWN_TESTS`), the page's own test runs them all, in order, in one
-  namespace.
+  a fresh ``python`` per example cost most of this file's CPU time). The bridges page's
+  examples call the SDKs (openai, anthropic, pydantic-ai, openai-agents, LangGraph,
+  LlamaIndex: ~9 s of CPU to import), which the "sdk" tests (tests/bridges) import in their
+  worker anyway: those examples run in that worker, each forked from the pytest process
+  (`python_c_here`) instead of importing every SDK a second time in the zygote. On a page
+  whose examples build on each other (`OWN_TESTS`), the page's own test runs them all, in
+  order, in one namespace.
 - A piece of a program that cannot run alone (a signature, an excerpt using names defined
   elsewhere) is a ```` ```py ```` block with the line ``<!-- fragment -->`` right before its
   fence. Writers: mark a block only when it cannot be made to run; a ```` ```py ```` block
@@ -22,10 +26,12 @@ from pathlib import Path
 
 import pytest
 from docs_support import DOCS, ROOT, Block, blocks
-from zygote_support import SDKS, python_c
+from zygote_support import python_c, python_c_here
 
-# One worker runs them all, so one preloaded interpreter serves every example.
-pytestmark = pytest.mark.xdist_group("docs-examples")
+# One worker runs the zygote's examples, so one preloaded interpreter serves them all.
+ZYGOTE = pytest.mark.xdist_group("docs-examples")
+# Pages whose examples run forked from the worker of the "sdk" tests, which import their SDKs.
+SDK_PAGES = {"docs/how-to/bridges.md"}
 
 # Pages whose examples build on each other run in one namespace in their own tests.
 OWN_TESTS = {
@@ -55,7 +61,12 @@ def _pages() -> dict[str, list[Block]]:
 
 PAGES = _pages()
 STANDALONE = [
-    pytest.param(block.code, id=f"{page}:{block.line}")
+    pytest.param(
+        block.code,
+        page in SDK_PAGES,
+        id=f"{page}:{block.line}",
+        marks=pytest.mark.xdist_group("sdk") if page in SDK_PAGES else ZYGOTE,
+    )
     for page, found in PAGES.items()
     if page not in OWN_TESTS
     for block in found
@@ -94,8 +105,8 @@ def test_standalone_blocks_are_collected() -> None:
     assert any(i.startswith("docs/concepts/judges.md:") for i in ids)  # no anyio.run in it
 
 
-@pytest.mark.parametrize("code", STANDALONE)
-def test_docs_example_runs(code: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("code", "sdk_page"), STANDALONE)
+def test_docs_example_runs(code: str, sdk_page: bool, tmp_path: Path) -> None:
     """The example runs to completion without errors."""
-    proc = python_c(code, tmp_path, imports=SDKS)
+    proc = (python_c_here if sdk_page else python_c)(code, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -265,7 +265,9 @@ def _same_package_tree(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-@pytest.mark.parametrize("package", ["agentjudge", "agentjudge.models", "agentjudge.harness"])
+@pytest.mark.parametrize(
+    "package", ["agentjudge", "agentjudge.models", "agentjudge.harness", "agentjudge.testing"]
+)
 def test_a_lazy_name_is_imported_for_type_checkers_listed_and_exported(package: str) -> None:
     """A name loaded on first use is written in three places; this says which one is missing.
 

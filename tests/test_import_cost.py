@@ -54,12 +54,17 @@ def test_light_entry_points_import_no_heavy_dependency(args: list[str]) -> None:
 
 
 def test_a_public_name_still_loads_on_first_use() -> None:
-    """Touching a name imports what it needs; a subpackage is reachable as an attribute."""
+    """Touching a name imports what it needs; a subpackage is reachable as an attribute. The
+    fake server (``python -m agentjudge.testing serve``) loads without the evaluator."""
     code = (
         "import sys, agentjudge\n"
         "assert 'pydantic' not in sys.modules\n"
         "assert agentjudge.Context is agentjudge.core.Context\n"
         "assert 'pydantic' in sys.modules and 'httpx' not in sys.modules\n"
+        "from agentjudge.testing import FakeModelServer\n"
+        "assert 'agentjudge.engine' not in sys.modules\n"
+        "from agentjudge.testing import assert_passes\n"
+        "assert 'agentjudge.engine' in sys.modules\n"
         "from agentjudge.harness import Suite\n"
         "assert Suite.__module__ == 'agentjudge.harness._suite'\n"
     )

@@ -15,37 +15,41 @@ examples) are one ``xdist_group``, so one worker's zygote serves them all.
 What differs from ``python -c``: modules the zygote preloaded are already imported (an example
 that forgets an import still fails: its namespace is new), and the child does not join
 non-daemon threads at exit. Tests that check what importing loads keep using ``sys.executable``.
+
+`python_c_here` runs the same child forked from the pytest process itself, for programs whose
+imports the tests of that worker make anyway (the bridges page's examples import the SDKs that
+the "sdk" tests import: ~9 s of CPU a zygote would spend a second time). The fork first undoes
+what pytest set up that ``python -c`` would not have (`_as_a_fresh_interpreter`: signal
+handlers, the ``error`` warning filter, log handlers, hooks, tracing, pytest's import hook and
+the test folders on ``sys.path``); what remains different is that more modules are imported.
 """
 
 from __future__ import annotations
 
+import ast
+import faulthandler
+import gc
+import importlib
 import json
+import logging
 import os
+import signal
+import socket
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 from output_files import OutputFiles
 
-__all__ = ["Zygote", "python_c"]
+__all__ = ["Zygote", "python_c", "python_c_here"]
 
-_SERVER = r"""
+# What a forked child does (in the zygote, and in `python_c_here`'s fork of this process).
+_CHILD = r"""
 import gc, json, os, signal, sys, traceback, types
-
-def preload(names):
-    for name in names:
-        try:
-            __import__(name)
-        except ImportError:
-            pass  # an optional SDK that is not installed: the example needing it says so itself
-    # The preloaded objects move to the collector's permanent generation: a child's
-    # collections then skip them instead of walking (and so copying, page by page) the
-    # parent's whole heap.
-    gc.freeze()
-
-preload(sys.argv[1:])
 
 def child(request):
     os.chdir(request["cwd"])
@@ -83,6 +87,23 @@ def child(request):
         except Exception:
             pass
     os._exit(code)
+"""
+
+_SERVER = (
+    _CHILD
+    + r"""
+def preload(names):
+    for name in names:
+        try:
+            __import__(name)
+        except ImportError:
+            pass  # an optional SDK that is not installed: the example needing it says so itself
+    # The preloaded objects move to the collector's permanent generation: a child's
+    # collections then skip them instead of walking (and so copying, page by page) the
+    # parent's whole heap.
+    gc.freeze()
+
+preload(sys.argv[1:])
 
 for line in sys.stdin:
     request = json.loads(line)
@@ -93,6 +114,7 @@ for line in sys.stdin:
     _, status = os.waitpid(pid, 0)
     print(json.dumps({"status": os.waitstatus_to_exitcode(status)}), flush=True)
 """
+)
 
 
 class Zygote:
@@ -167,17 +189,14 @@ _DEFAULT = Zygote(
         "pydantic",
         "agentjudge",
         "agentjudge.judges",
-        "agentjudge.testing",
+        "agentjudge.testing._assertions",  # the package's names load on first use
+        "agentjudge.testing._fake_server",
+        "agentjudge.testing._scripted",
         "agentjudge.models._openai",
         "agentjudge.models._anthropic",
         "agentjudge.harness._run",
     ]
 )
-
-SDKS = ("openai", "anthropic", "pydantic_ai", "agents")
-"""The SDKs the bridges' examples call (each costs 1-3 s of CPU to import; the last three
-import much of the first and of each other, so importing them once is cheaper than in each
-example). Programs that need none of them (the README's, the trust page's) do not ask."""
 
 
 def python_c(
@@ -190,3 +209,112 @@ def python_c(
     """``python -c code`` in ``cwd``, forked from the shared preloaded interpreter (after it
     imported ``imports``)."""
     return _DEFAULT.run(code, cwd, env, timeout, imports)
+
+
+_HERE: dict[str, Any] = {}
+exec(compile(_CHILD, "<zygote child>", "exec"), _HERE)  # the zygote's very `child`
+
+# `python -c`'s warning filters (CPython's defaults); the pytest process's (``error``) differ.
+_DEFAULT_FILTERS: tuple[tuple[Literal["default", "ignore"], type[Warning], str], ...] = (
+    ("default", DeprecationWarning, "__main__"),
+    ("ignore", DeprecationWarning, ""),
+    ("ignore", PendingDeprecationWarning, ""),
+    ("ignore", ImportWarning, ""),
+    ("ignore", ResourceWarning, ""),
+)
+
+
+_ROOT = Path(__file__).resolve().parent.parent
+_INSTALLED = (
+    sys.prefix,
+    sys.base_prefix,
+    str(_ROOT / "agentjudge"),
+    str(_ROOT / "_agentjudge_pytest"),
+)
+"""Where the modules a ``python -c`` could import come from: the interpreter and the package."""
+
+
+def _imported_modules(code: str) -> list[str]:
+    """The absolute imports of ``code`` (``import a.b``, ``from a.b import c``)."""
+    names: list[str] = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+def _as_a_fresh_interpreter() -> None:
+    """In a fork of the pytest process: undo what pytest set that ``python -c`` would not have
+    (signal handlers, warning filters, log handlers, hooks, tracing, its import hook and test
+    folders on ``sys.path``); the zygote's `child` then sets up the rest."""
+    for number in signal.valid_signals():
+        if number in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        if callable(signal.getsignal(number)):
+            signal.signal(number, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    importlib.reload(warnings)  # pytest's catch_warnings(record=True) replaced how they show
+    warnings.resetwarnings()
+    for action, category, module in reversed(_DEFAULT_FILTERS):
+        warnings.filterwarnings(action, category=category, module=module)
+    logging.root.handlers.clear()
+    logging.root.setLevel(logging.WARNING)
+    logging.disable(logging.NOTSET)
+    sys.excepthook, sys.unraisablehook = sys.__excepthook__, sys.__unraisablehook__
+    threading.excepthook = threading.__excepthook__
+    sys.settrace(None)
+    sys.setprofile(None)
+    threading.settrace(None)
+    threading.setprofile(None)
+    faulthandler.disable()
+    socket.setdefaulttimeout(None)
+    tests = str(Path(__file__).resolve().parent)
+    sys.path[:] = [p for p in sys.path if not os.path.abspath(p or ".").startswith(tests)]
+    for name, module in list(sys.modules.items()):  # the tests' modules, and modules of theirs
+        where = getattr(module, "__file__", None)
+        if where and not os.path.abspath(where).startswith(_INSTALLED):
+            del sys.modules[name]
+    sys.meta_path[:] = [f for f in sys.meta_path if not type(f).__module__.startswith("_pytest")]
+    gc.freeze()  # as in the zygote: the child's collections skip the parent's heap
+
+
+def python_c_here(
+    code: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: int = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in ``cwd``, forked from this (the pytest) process, which imports the
+    modules ``code`` imports first (kept for the next program and the next test).
+
+    For programs whose imports the tests of the same worker import anyway (the SDK bridges'
+    examples and the "sdk" tests): a zygote would import them a second time. The child undoes
+    what pytest set (`_as_a_fresh_interpreter`) and runs as a zygote child does.
+    """
+    for name in _imported_modules(code):
+        try:
+            importlib.import_module(name)
+        except Exception:  # not importable here: the program imports it itself (or fails)
+            continue
+    files = OutputFiles(prefix="fork-")
+    request = {
+        "code": code,
+        "cwd": str(Path(cwd).resolve()),
+        "env": dict(os.environ if env is None else env),
+        "out": files.out,
+        "err": files.err,
+        "timeout": timeout,
+    }
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _as_a_fresh_interpreter()
+            _HERE["child"](request)  # exits
+        finally:
+            os._exit(70)
+    _, status = os.waitpid(pid, 0)
+    out, err = files.read_and_remove()
+    return subprocess.CompletedProcess(
+        ["python", "-c", code], os.waitstatus_to_exitcode(status), out, err
+    )

@@ -27,6 +27,8 @@ from typing import Any
 
 import anyio
 
+from agentjudge.core import Judgment
+
 __all__ = ["CLOSE_TIMEOUT", "close_model_clients", "find_model_clients", "missing_keys"]
 
 CLOSE_TIMEOUT = 10.0
@@ -42,7 +44,12 @@ MAX_DEPTH = 32
 _CLIENT_CLASSES: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 _SLOTS: weakref.WeakKeyDictionary[type, tuple[str, ...]] = weakref.WeakKeyDictionary()
 
-_ATOMS = (str, bytes, bytearray, int, float, complex, bool, type(None), type, types.ModuleType)
+# What the walk never enters: plain values, classes, modules, and judgments. A judgment is a
+# result, not configuration: a client in its metadata is not one a judge calls, and a
+# ReplayJudge holds thousands of them (entered, a 4,000-case log used up `MAX_VISITED` before
+# the next tier's client was reached: that client was neither key-checked nor closed).
+_VALUES = (str, bytes, bytearray, int, float, complex, bool, type(None))
+_ATOMS = (*_VALUES, type, types.ModuleType, Judgment)
 
 
 def _is_client(obj: Any) -> bool:
@@ -139,7 +146,8 @@ def find_model_clients(judges: Any) -> list[Any]:
 
     Walks containers, the attributes of objects (judges, juries, cascades, runners), and the
     closure cells and defaults of functions; it does not descend into a client, a module's
-    globals or a class. At most `MAX_VISITED` objects and `MAX_DEPTH` hops are examined.
+    globals, a class or a `Judgment` (a result, such as a ReplayJudge's logged ones). At most
+    `MAX_VISITED` objects and `MAX_DEPTH` hops are examined.
     """
     return [client for client, _ in _walk(judges)]
 

@@ -11,9 +11,27 @@ runs `FakeModelServer` until Ctrl-C, so an LLM-judge suite can run offline (see 
 
 from __future__ import annotations
 
-from agentjudge.testing._assertions import assert_eval, assert_passes, describe_outcome
-from agentjudge.testing._fake_server import FakeModelServer, FakeRateLimit, FakeResponse
-from agentjudge.testing._scripted import ConcurrencyProbe, ScriptedJudge
+from typing import TYPE_CHECKING, Any
+
+from agentjudge._lazy import lazy_attribute
+
+if TYPE_CHECKING:
+    from agentjudge.testing._assertions import assert_eval, assert_passes, describe_outcome
+    from agentjudge.testing._fake_server import FakeModelServer, FakeRateLimit, FakeResponse
+    from agentjudge.testing._scripted import ConcurrencyProbe, ScriptedJudge
+
+# Loaded on first use (PEP 562): ``python -m agentjudge.testing serve`` needs the fake server
+# only, not the assertions' evaluator (~0.3 s of CPU at every start of the server).
+_LAZY: dict[str, str] = {
+    "assert_eval": "agentjudge.testing._assertions",
+    "assert_passes": "agentjudge.testing._assertions",
+    "describe_outcome": "agentjudge.testing._assertions",
+    "FakeModelServer": "agentjudge.testing._fake_server",
+    "FakeRateLimit": "agentjudge.testing._fake_server",
+    "FakeResponse": "agentjudge.testing._fake_server",
+    "ConcurrencyProbe": "agentjudge.testing._scripted",
+    "ScriptedJudge": "agentjudge.testing._scripted",
+}
 
 __all__ = [
     "ConcurrencyProbe",
@@ -25,3 +43,11 @@ __all__ = [
     "assert_passes",
     "describe_outcome",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, globals(), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -121,3 +121,32 @@ def test_missing_keys_names_the_nearest_judge_once_per_client() -> None:
     assert missing_keys(None, judges) == [
         "judge 'first' (openai:gpt-4o-mini): OPENAI_API_KEY is not set"
     ]
+
+
+@pytest.mark.usefixtures("no_keys")
+def test_a_client_after_a_large_replayed_tier_is_still_found(tmp_path: Path) -> None:
+    """A cascade whose first tier replays 4,000 logged judgments: the next tier's client is
+    key-checked and found for closing (the walk used to spend its object budget inside the log
+    and miss it), and a client inside a logged judgment's metadata is not taken for one."""
+    from agentjudge import Cascade, Tier, TierPolicy
+    from agentjudge.harness._clients import find_model_clients
+    from agentjudge.judges import ReplayJudge
+
+    log = tmp_path / "cheap.jsonl"
+    rows = [{"id": f"c{i}", "status": "pass", "confidence": 0.9} for i in range(4_000)]
+    log.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    replay = ReplayJudge(log)
+    client = OpenAIChat("gpt-4o-mini")
+    cascade = Cascade(
+        [
+            Tier("cheap", replay, TierPolicy.STOP_ON_CONFIDENCE, threshold=0.5),
+            Tier("strong", CorrectnessJudge(client, name="Correctness")),
+        ]
+    )
+    assert missing_keys(None, cascade) == [
+        "judge 'Correctness' (openai:gpt-4o-mini): OPENAI_API_KEY is not set"
+    ]
+    assert find_model_clients(cascade) == [client]
+    logged = next(iter(replay._judgments.values()))
+    holder = logged.model_copy(update={"metadata": {"client": OpenAIChat("other")}})
+    assert find_model_clients([holder]) == []
