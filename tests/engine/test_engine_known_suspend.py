@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from virtual_clock import run_virtual
 
 from agentjudge import Context, Evaluator, JudgeResult, Judgment
 from agentjudge.engine._learned import Learned
@@ -77,10 +78,10 @@ async def _evaluate(script: list[tuple[str, int]]) -> list[tuple[Any, ...]]:
     return [_seen((await evaluator.evaluate(CTX))[0]) for _ in script]
 
 
-# A timing test: the evaluators' 0.05 s timeouts are wall-clock, and a judge that only
-# passes checkpoints overran one in a loaded full run (the process was descheduled), so the
-# two ways differed for a reason that is not theirs. It runs with the timing tests, alone.
-@pytest.mark.timing
+# Both ways run on the virtual-time loop (`run_virtual`): the 0.05 s timeouts pass only while
+# every task waits, so a judge that only passes checkpoints never overruns one. On a real
+# clock one did in a loaded full run (the process was descheduled), the two ways then differed
+# for a reason that is not theirs, and the test had to run alone with the timing tests.
 @hsettings(max_examples=40, deadline=None)
 @given(
     st.lists(behaviours, min_size=1, max_size=5).filter(
@@ -90,10 +91,10 @@ async def _evaluate(script: list[tuple[str, int]]) -> list[tuple[Any, ...]]:
 def test_known_suspenders_awaited_whole_equal_the_stepped_way(
     script: list[tuple[str, int]],
 ) -> None:
-    awaited_whole = anyio.run(_evaluate, script)
+    awaited_whole = run_virtual(lambda: _evaluate(script))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Learned, "suspended", lambda self, index: None)  # never known: stepped
-        stepped = anyio.run(_evaluate, script)
+        stepped = run_virtual(lambda: _evaluate(script))
     assert awaited_whole == stepped
 
 
