@@ -45,8 +45,15 @@ TIMEOUT = 60.0
 # What a run imports (the harness, the model clients, the built-in judges, the default aiohttp
 # transport, the OpenTelemetry API the run span uses), imported once by the forkserver: a run
 # with an LLM judge then costs ~0.08 s of CPU instead of ~0.35 s (judges, aiohttp, otel). The
-# worker processes' module too: runs with --workers fork their workers from it.
+# worker processes' module too: runs with --workers fork their workers from it. Also what every
+# run imports on its first await, else paid again in each child (~25 ms of a ~70 ms run): anyio's
+# asyncio backend, and OpenTelemetry's metrics API (a run imports it when the trace API is
+# imported, as here, since a global provider may then be set). "__main__" is multiprocessing's
+# own entry: the forkserver imports the test process's main script once (under ``pytest -n 0``
+# that is pytest's script, which imports pytest) instead of each child re-running it (~50 ms a
+# run); under xdist the main script has no file and nothing is imported.
 PRELOAD = [
+    "__main__",
     "agentjudge.harness._cli",
     "agentjudge.harness._processes",
     "agentjudge.harness._run",
@@ -56,6 +63,8 @@ PRELOAD = [
     "agentjudge.judges",
     "aiohttp",
     "opentelemetry.trace",
+    "opentelemetry.metrics",
+    "anyio._backends._asyncio",
 ]
 _context: Any = None
 
