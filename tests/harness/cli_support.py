@@ -11,7 +11,9 @@ started in the foreground (the test session may have inherited SIGINT as ignored
 non-interactive shell started it in the background, and every child would inherit that too:
 its Ctrl-C tests would then see runs that are never interrupted, exit 0 instead of 3). The
 program as started from a shell is still tested as such (README commands,
-``test_calibrate_command_as_a_program``, the kill and signal tests).
+``test_calibrate_command_as_a_program``, the kill and signal tests). What a shell sets up
+before it starts a program (``ulimit -f``, SIGINT ignored in a background job) the child sets
+up just before the entry point (``prepare``).
 
 A run with ``--workers`` N starts its worker processes from a forkserver, an interpreter that
 imports the harness first (~0.5 s of CPU per run). A run started here forks its workers from
@@ -27,17 +29,18 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.forkserver
 import os
+import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
 from output_files import OutputFiles
 
-__all__ = ["cli", "cli_async", "start_cli"]
+__all__ = ["cli", "cli_async", "ignore_sigint", "limit_file_size", "start_cli"]
 
 TIMEOUT = 60.0
 """Seconds a run may take before it is killed (a bound for a hang, as before)."""
@@ -92,8 +95,26 @@ def share_forkserver(address: str) -> None:
     server.ensure_running = resource_tracker.ensure_running
 
 
+def limit_file_size(limit: int) -> None:
+    """A ``prepare`` for `start_cli`: ``ulimit -f`` as a shell sets it (writes past ``limit``
+    bytes fail with EFBIG instead of killing the process with SIGXFSZ, as Python ignores it)."""
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def ignore_sigint() -> None:
+    """A ``prepare`` for `start_cli`: SIGINT ignored, as a shell starts a background job."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _main(
-    cwd: str, args: list[str], env: dict[str, str], out: str, err: str, forkserver: str
+    cwd: str,
+    args: list[str],
+    env: dict[str, str],
+    out: str,
+    err: str,
+    forkserver: str,
+    prepare: Callable[[], object] | None = None,
 ) -> None:
     """The child: become ``python -m agentjudge ARGS`` in ``cwd`` and run the entry point."""
     share_forkserver(forkserver)
@@ -107,6 +128,8 @@ def _main(
         handle = os.open(path, os.O_WRONLY | os.O_TRUNC)
         os.dup2(handle, fd)
         os.close(handle)
+    if prepare is not None:
+        prepare()
     from agentjudge.harness._cli import cli as program
 
     program()
@@ -115,7 +138,13 @@ def _main(
 class CliRun:
     """A started CLI process: wait for it, then read its exit code and output."""
 
-    def __init__(self, cwd: Path, args: tuple[str, ...], env: Mapping[str, str] | None) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        args: tuple[str, ...],
+        env: Mapping[str, str] | None,
+        prepare: Callable[[], object] | None = None,
+    ) -> None:
         self.args = ["agentjudge", *args]
         self._files = OutputFiles(prefix="cli-")
         environment = dict(os.environ if env is None else env)
@@ -130,6 +159,7 @@ class CliRun:
                 self._files.out,
                 self._files.err,
                 address,
+                prepare,
             ),
         )
         self.process.start()
@@ -145,21 +175,37 @@ class CliRun:
         return subprocess.CompletedProcess(self.args, self.process.exitcode, out, err)
 
 
-def start_cli(cwd: Path, *args: str, env: Mapping[str, str] | None = None) -> CliRun:
-    """Start ``agentjudge ARGS`` in ``cwd`` (with ``env``, else this process's environment)."""
-    return CliRun(cwd, args, env)
+def start_cli(
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    prepare: Callable[[], object] | None = None,
+) -> CliRun:
+    """Start ``agentjudge ARGS`` in ``cwd`` (with ``env``, else this process's environment).
+
+    ``prepare`` (picklable: a module-level function or a `functools.partial` of one, such as
+    `limit_file_size` or `ignore_sigint`) runs in the child just before the program, as a
+    shell's ``ulimit`` or ``trap`` sets up the process it starts.
+    """
+    return CliRun(cwd, args, env, prepare)
 
 
 def cli(
-    cwd: Path, *args: str, env: Mapping[str, str] | None = None
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    prepare: Callable[[], object] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``agentjudge ARGS`` in ``cwd`` in its own process (a 60 s bound for a hang)."""
-    return start_cli(cwd, *args, env=env).wait()
+    return start_cli(cwd, *args, env=env, prepare=prepare).wait()
 
 
 async def cli_async(
-    cwd: Path, *args: str, env: Mapping[str, str] | None = None
+    cwd: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    prepare: Callable[[], object] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`cli` without blocking the event loop (for tests that serve a fake model meanwhile)."""
-    run = start_cli(cwd, *args, env=env)
+    run = start_cli(cwd, *args, env=env, prepare=prepare)
     return await anyio.to_thread.run_sync(run.wait)

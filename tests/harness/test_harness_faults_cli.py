@@ -1,26 +1,29 @@
 """Issue 12 through the real program: exit codes, prompt exits.
 
-Tests about the process itself start ``python -m agentjudge`` as a shell would: signals to it
-and its workers, a file size limit (ulimit -f) on it, a thread that must not keep it alive.
-The others run the same entry point in its own process forked from `cli_support`'s preloaded
-interpreter (a fresh interpreter's imports cost more CPU than most of these runs).
+The SIGTERM tests start ``python -m agentjudge`` as a shell would: the signal reaches its
+process group's real processes, the run's and its workers'. The others run the same entry point
+in its own process forked from `cli_support`'s preloaded interpreter (a fresh interpreter's
+imports cost more CPU than most of these runs), with what a shell would set up first set up in
+the child: a file size limit (``ulimit -f``). A thread that must not keep the program alive is
+checked there too: a forked child's exit waits for non-daemon threads as the interpreter's does
+(multiprocessing's process bootstrap joins them), so a run that left it to the exit would hang.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import os
-import resource
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_support import start_cli
+from cli_support import limit_file_size, start_cli
 
 TASK = """
 import os
@@ -100,16 +103,14 @@ def command(task: str, judges: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "agentjudge", *run_args(task, judges, *extra)]
 
 
-def agentjudge(cwd: Path, args: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
-    kw.setdefault("timeout", EXIT_WITHIN)
-    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, check=False, **kw)
-
-
 def forked(
-    cwd: Path, args: list[str], timeout: float = EXIT_WITHIN
+    cwd: Path,
+    args: list[str],
+    timeout: float = EXIT_WITHIN,
+    prepare: Callable[[], object] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``agentjudge ARGS`` in its own process forked from `cli_support`'s interpreter."""
-    return start_cli(cwd, *args).wait(timeout)
+    return start_cli(cwd, *args, prepare=prepare).wait(timeout)
 
 
 def ids(out: Path) -> list[str]:
@@ -213,29 +214,12 @@ def test_a_judge_exiting_aborts_promptly_with_finished_rows(tmp_path: Path, judg
 
 
 # ----------------------------------------------------------------------------- item 5
-def _file_size_limit(limit: int) -> Any:
-    def limit_writes() -> None:  # in the child: writes past ``limit`` bytes fail with EFBIG
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return limit_writes
-
-
-def _without_coverage() -> dict[str, str]:
-    """The environment minus coverage's subprocess hook: under a file size limit coverage
-    itself could not save its data, and its traceback would be taken for ours (make cov)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("COVERAGE")}
-
-
 def test_a_full_results_file_exits_3_with_one_line_and_resumes(tmp_path: Path) -> None:
     """A write refused mid-run: exit 3, one line naming the file, summary aborted, resumable."""
     data = words(200)
     root = project(tmp_path, data)
-    proc = agentjudge(
-        root,
-        command("echo", "fine"),
-        preexec_fn=_file_size_limit(30_000),
-        env=_without_coverage(),
+    proc = forked(
+        root, run_args("echo", "fine"), prepare=functools.partial(limit_file_size, 30_000)
     )
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.splitlines()[0] == (
@@ -253,9 +237,7 @@ def test_a_full_results_file_exits_3_with_one_line_and_resumes(tmp_path: Path) -
 def test_an_unwritable_summary_exits_3_and_leaves_no_temp_file(tmp_path: Path) -> None:
     """Even summary.json cannot be written: exit 3 naming it, no temp file left behind."""
     root = project(tmp_path, words(5))
-    proc = agentjudge(
-        root, command("echo", "fine"), preexec_fn=_file_size_limit(300), env=_without_coverage()
-    )
+    proc = forked(root, run_args("echo", "fine"), prepare=functools.partial(limit_file_size, 300))
     assert proc.returncode == 3, proc.stderr
     assert "writing out/summary.json" in proc.stderr.splitlines()[0]
     assert "Traceback" not in proc.stderr
@@ -317,7 +299,7 @@ def test_sigterm_is_handled_like_ctrl_c(tmp_path: Path, workers: str) -> None:
 def test_a_deadlocked_sync_task_does_not_keep_the_program_alive(tmp_path: Path) -> None:
     """The abandoned thread of a task past its timeout never delays the exit (it never ends)."""
     root = project(tmp_path, words(6, {2: "stuck"}))
-    proc = agentjudge(root, command("deadlock", "fine", "--task-timeout", "0.5"))
+    proc = forked(root, run_args("deadlock", "fine", "--task-timeout", "0.5"))
     assert proc.returncode == 0, proc.stderr
     assert status(root / "out") == "completed"
     rows = {json.loads(line)["id"]: json.loads(line) for line in

@@ -14,14 +14,14 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 import textwrap
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
-from cli_support import cli
+from cli_support import cli, ignore_sigint
 from test_harness_cli import make_project, result_ids, rows, write_rows
 
 from agentjudge.harness import load_suite, run_suite
@@ -80,9 +80,13 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-def run_at(project: Path, window: str, *args: str) -> subprocess.CompletedProcess[str]:
+def run_at(
+    project: Path, window: str, *args: str, prepare: Callable[[], object] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INTERRUPT_AT": window}
-    return cli(project, "run", "--out", "out", "--concurrency", "1", *args, env=env)
+    return cli(
+        project, "run", "--out", "out", "--concurrency", "1", *args, env=env, prepare=prepare
+    )
 
 
 def summary_of(project: Path) -> dict[str, object]:
@@ -137,24 +141,12 @@ def test_ctrl_c_once_the_final_summary_is_written_changes_nothing(
 
 
 def test_an_inherited_ignored_sigint_stays_ignored(project: Path) -> None:
-    """Started with SIGINT ignored (a background job, nohup), the run is not stopped by it."""
-    program = (
-        "import signal, sys\n"
-        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-        "sys.argv = ['agentjudge', 'run', '--out', 'out', '--concurrency', '1']\n"
-        "from agentjudge.harness._cli import cli\n"
-        "cli()\n"
-    )
-    env = {**os.environ, "INTERRUPT_AT": "sync-task", "PYTHONPATH": str(project)}
-    proc = subprocess.run(
-        [sys.executable, "-c", program],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    """Started with SIGINT ignored (a background job, nohup), the run is not stopped by it.
+
+    The process starts with SIGINT ignored as a shell's background job does (`ignore_sigint`
+    before the entry point), then the task sends it one.
+    """
+    proc = run_at(project, "sync-task", prepare=ignore_sigint)
     assert proc.returncode == 0, proc.stderr
     assert summary_of(project)["status"] == "completed"
     assert len(result_ids(project / "out" / "results.jsonl")) == 6
