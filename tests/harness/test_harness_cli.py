@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -59,9 +60,25 @@ def rows(n: int = 4, extra: list[dict[str, object]] | None = None) -> list[dict[
     return out + (extra or [])
 
 
+# The module fixtures' runs are shared by the tests that read them: those tests are one xdist
+# group, so one worker makes each run (xdist hands out ungrouped tests one by one, and each
+# worker would make a module fixture's runs again).
+SHARED = pytest.mark.xdist_group("harness-cli-shared-runs")
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     return make_project(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def passed(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """One passing run of the default project into ``out`` (read-only for the tests that share
+    it: they write their own output folders next to it); its folder and process."""
+    folder = make_project(tmp_path_factory.mktemp("passed"))
+    return folder, cli(folder, "run", "--out", "out", "--progress", "plain")
 
 
 def write_rows(path: Path, data: list[dict[str, object]]) -> None:
@@ -72,9 +89,10 @@ def result_ids(path: Path) -> list[str]:
     return [json.loads(line)["id"] for line in path.read_text("utf-8").splitlines() if line]
 
 
-def test_exit_0_when_gates_pass(project: Path) -> None:
+@SHARED
+def test_exit_0_when_gates_pass(passed: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
     """A passing run exits 0, prints the table and writes both files."""
-    proc = cli(project, "run", "--out", "out", "--progress", "plain")
+    project, proc = passed
     assert proc.returncode == 0, proc.stderr
     assert "exact" in proc.stdout and "result: PASSED" in proc.stdout
     assert "PASS  exact.mean>=0.5" in proc.stdout
@@ -185,6 +203,7 @@ def exit2_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path
     return results
 
 
+@SHARED
 @pytest.mark.parametrize("index", range(len(BAD_ROWS)))
 def test_exit_2_on_bad_dataset_rows(
     exit2_runs: dict[str, tuple[Path, int, str]], index: int
@@ -196,6 +215,7 @@ def test_exit_2_on_bad_dataset_rows(
     assert not (folder / "out" / "results.jsonl").exists()
 
 
+@SHARED
 @pytest.mark.parametrize("index", range(len(BAD_CONFIG)))
 def test_exit_2_on_configuration_errors(
     exit2_runs: dict[str, tuple[Path, int, str]], index: int
@@ -269,9 +289,13 @@ def test_resume_after_a_torn_last_line(project: Path) -> None:
     assert summary["cases"]["total"] == 8 and summary["resumed"] is True
 
 
-def test_baseline_regression_fails_and_lists_flips(project: Path) -> None:
+@SHARED
+def test_baseline_regression_fails_and_lists_flips(
+    passed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
     """A mean drop beyond --max-regression exits 1 and lists the cases that flipped."""
-    assert cli(project, "run", "--out", "base").returncode == 0
+    project, base = passed
+    assert base.returncode == 0
     proc = cli(
         project,
         "run",
@@ -280,7 +304,7 @@ def test_baseline_regression_fails_and_lists_flips(project: Path) -> None:
         "--task",
         "task:wrong",
         "--baseline",
-        "base/summary.json",
+        "out/summary.json",
         "--max-regression",
         "0.05",
     )
@@ -288,13 +312,17 @@ def test_baseline_regression_fails_and_lists_flips(project: Path) -> None:
     assert "exact: 1.000 -> 0.000 (-1.000)  REGRESSED" in proc.stdout
     assert "flipped pass -> not pass: 4" in proc.stdout
     assert "q0: pass -> fail" in proc.stdout
-    ok = cli(project, "run", "--out", "same", "--baseline", "base", "--max-regression", "0.05")
+    ok = cli(project, "run", "--out", "same", "--baseline", "out", "--max-regression", "0.05")
     assert ok.returncode == 0, ok.stdout
 
 
-def test_report_prints_judges_and_tag_slices(project: Path) -> None:
+@SHARED
+def test_report_prints_judges_and_tag_slices(
+    passed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
     """report shows per-judge stats, gates and per-tag slices."""
-    assert cli(project, "run", "--out", "out").returncode == 0
+    project, run = passed
+    assert run.returncode == 0
     proc = cli(project, "report", "out")
     assert proc.returncode == 0
     lines = proc.stdout.splitlines()
@@ -307,11 +335,15 @@ def test_report_prints_judges_and_tag_slices(project: Path) -> None:
     assert missing.returncode == 2 and "summary not found" in missing.stderr
 
 
-def test_compare_prints_deltas_and_flips_and_exits_0(project: Path) -> None:
+@SHARED
+def test_compare_prints_deltas_and_flips_and_exits_0(
+    passed: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
     """compare lists per-judge deltas and flipped cases, and always exits 0."""
-    assert cli(project, "run", "--out", "a").returncode == 0
+    project, a = passed
+    assert a.returncode == 0
     assert cli(project, "run", "--out", "b", "--task", "task:wrong").returncode == 1
-    proc = cli(project, "compare", "a", "b")
+    proc = cli(project, "compare", "out", "b")
     assert proc.returncode == 0, proc.stderr
     assert any(
         line.split()[:4] == ["exact", "1.000", "0.000", "-1.000"]

@@ -46,7 +46,9 @@ def half(ctx):
 judges = [exact, half]
 """
 
-PAD = "x" * 3000  # ~3 KiB rows: a few hundred make several 256 KiB dataset chunks
+# ~12 KiB rows: a hundred make several 256 KiB dataset chunks (what the parallel runs hand out),
+# with a quarter of the cases 3 KiB rows needed for as many chunks (each case costs CPU to run).
+PAD = "x" * 12_000
 
 
 def rows(n: int, special: dict[int, str] | None = None) -> list[dict[str, Any]]:
@@ -105,11 +107,11 @@ def by_id(out: Path) -> dict[str, dict[str, Any]]:
 
 def test_workers_write_the_same_rows_and_aggregates_as_one_process(tmp_path: Path) -> None:
     """Two worker processes produce exactly the rows and aggregates of an in-process run."""
-    data = rows(400, {5: "boom", 17: "boom"})
+    data = rows(100, {5: "boom", 17: "boom"})
     one = run(make_suite(tmp_path, data), tmp_path / "one")
     two = run(make_suite(tmp_path, data, workers=2), tmp_path / "two")
     assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
-    assert len(by_id(tmp_path / "two")) == 400
+    assert len(by_id(tmp_path / "two")) == 100
     assert two.cases == one.cases
     assert two.cases.errors == 2
     assert two.judges == one.judges
@@ -117,14 +119,14 @@ def test_workers_write_the_same_rows_and_aggregates_as_one_process(tmp_path: Pat
     assert two.config["workers"] == 2
     assert two.status == "completed"
     summary = json.loads((tmp_path / "two" / "summary.json").read_text())
-    assert summary["cases"]["total"] == 400
+    assert summary["cases"]["total"] == 100
 
 
 def test_cases_run_in_the_worker_processes(tmp_path: Path) -> None:
     """The task runs in at most ``workers`` other processes, never in the run's own."""
-    summary = run(make_suite(tmp_path, rows(300), task="task.py:pid", workers=2), tmp_path / "o")
+    summary = run(make_suite(tmp_path, rows(75), task="task.py:pid", workers=2), tmp_path / "o")
     pids = {row["output"] for row in iter_rows(tmp_path / "o" / "results.jsonl")}
-    assert summary.cases.total == 300
+    assert summary.cases.total == 75
     assert 1 <= len(pids) <= 2
     assert os.getpid() not in pids
 
@@ -159,13 +161,13 @@ def test_task_timeouts_in_workers_are_error_rows(tmp_path: Path) -> None:
 
 def test_limit_and_resume_with_workers_run_each_case_once(tmp_path: Path) -> None:
     """``limit`` takes the first rows; a resumed parallel run adds only the missing ones."""
-    data = rows(300)
+    data = rows(75)
     first = run(make_suite(tmp_path, data, workers=2, limit=7), tmp_path / "o")
     assert first.cases.total == 7
     assert sorted(by_id(tmp_path / "o")) == [f"r{i:04d}" for i in range(7)]
     again = run(make_suite(tmp_path, data, workers=2), tmp_path / "o", resume=True)
-    assert sorted(by_id(tmp_path / "o")) == [f"r{i:04d}" for i in range(300)]
-    assert again.cases.total == 300
+    assert sorted(by_id(tmp_path / "o")) == [f"r{i:04d}" for i in range(75)]
+    assert again.cases.total == 75
     assert again.resumed
 
 
