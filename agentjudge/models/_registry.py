@@ -23,7 +23,9 @@ win over an entry point of the same name.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -106,17 +108,61 @@ PROVIDERS: dict[str, type[HTTPModelClient] | OpenAIPreset | str] = {
 
 _plugin_cache: tuple[tuple[str, ...], dict[str, importlib.metadata.EntryPoint]] | None = None
 
+_Found = list[tuple[str, list["importlib.metadata.EntryPoint"]]]
+_folder_cache: dict[tuple[str, int], _Found] = {}
+"""Per ``sys.path`` entry (absolute, with its modification time): the distributions found there
+(normalized name, their provider entry points), so that a change of ``sys.path`` (a run puts
+its project folder first) reads only the entries new to it. A distribution installed into an
+entry changes the entry's modification time, and so is found; a missing entry is not kept."""
+
 
 def _plugins() -> dict[str, importlib.metadata.EntryPoint]:
-    """The ``agentjudge.providers`` entry points installed (re-read when ``sys.path`` changes)."""
-    import importlib.metadata  # only when a name is not a built-in provider (~50 ms)
+    """The ``agentjudge.providers`` entry points installed (re-read when ``sys.path`` changes).
 
+    The same as ``importlib.metadata.entry_points(group=...)`` read into a dict: distributions
+    in ``sys.path`` order, the first of a name hiding later ones, and of two entry points of one
+    name the later one kept.
+    """
     global _plugin_cache
     key = tuple(sys.path)
     if _plugin_cache is None or _plugin_cache[0] != key:
-        found = importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)
-        _plugin_cache = (key, {ep.name.strip().lower(): ep for ep in found})
+        seen: set[str] = set()
+        plugins: dict[str, importlib.metadata.EntryPoint] = {}
+        for entry in key:
+            for name, entries in _plugins_at(entry):
+                if name not in seen:
+                    seen.add(name)
+                    plugins.update((ep.name.strip().lower(), ep) for ep in entries)
+        _plugin_cache = (key, plugins)
     return _plugin_cache[1]
+
+
+def _plugins_at(entry: str) -> _Found:
+    """The distributions in one ``sys.path`` entry and their provider entry points (cached)."""
+    import importlib.metadata  # only when a name is not a built-in provider
+
+    folder = os.path.abspath(entry or ".")
+    try:
+        stamp = os.stat(folder).st_mtime_ns
+    except OSError:
+        stamp = -1  # missing now: nothing is found there, and it is read again once it exists
+    found = _folder_cache.get((folder, stamp))
+    if found is None:
+        found = [
+            (_distribution_key(dist), list(dist.entry_points.select(group=ENTRY_POINT_GROUP)))
+            for dist in importlib.metadata.distributions(path=[folder])
+        ]
+        # Kept only for a folder last changed over a second ago: a change within the same tick
+        # of the file system's clock would leave its modification time as it was.
+        if time.time() - stamp / 1e9 > 1.0:
+            _folder_cache[(folder, stamp)] = found
+    return found
+
+
+def _distribution_key(dist: importlib.metadata.Distribution) -> str:
+    """The name importlib.metadata tells distributions apart by (from the folder's name)."""
+    name = getattr(dist, "_normalized_name", None)
+    return name if isinstance(name, str) else str(dist.name).lower().replace("-", "_")
 
 
 def _load_plugin(provider: str, entry: importlib.metadata.EntryPoint) -> Any:
