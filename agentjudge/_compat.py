@@ -29,6 +29,16 @@ What is relied on today:
   class, or its scope is not an `anyio.CancelScope`), or no asyncio loop runs (trio), anyio
   decides as usual.
 
+* **anyio's asyncio cancel scope's deadline slot** (`untimed_deadline`, `expire`): the
+  scope keeps its deadline in ``_deadline`` and arms a loop timer of its own
+  (``_timeout_handle``) only from the public ``deadline`` setter, ``__enter__`` and
+  ``_timeout``. Writing ``_deadline`` of an entered scope gives it the deadline
+  (``anyio.current_effective_deadline()`` and the scope report it) without that timer; the
+  engine's attempt timers (`agentjudge.engine._deadline`) then call ``cancel()`` when it
+  passes, as the scope's own timer would, one loop timer for every attempt of the same
+  length instead of one heap entry per attempt. On another backend, or with a scope laid out
+  differently, the public setter is used.
+
 This module is the lowest layer: it imports only the standard library and the dependencies.
 """
 
@@ -49,8 +59,10 @@ __all__ = [
     "cancel_scope",
     "check_buildable",
     "checkpoint_if_cancelled",
+    "expire",
     "loop_time",
     "running_loop",
+    "untimed_deadline",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -191,6 +203,7 @@ def _asyncio_backend() -> Any:
             and issubclass(scope, anyio.CancelScope)
             and callable(getattr(backend, "create_cancel_scope", None))
             and callable(getattr(backend, "checkpoint_if_cancelled", None))
+            and {"_deadline", "_timeout_handle"} <= set(getattr(scope, "__slots__", ()))
         )
         _backend = backend if usable else False
     return _backend
@@ -218,3 +231,37 @@ def checkpoint_if_cancelled() -> Awaitable[None]:
     import anyio.lowlevel
 
     return anyio.lowlevel.checkpoint_if_cancelled()
+
+
+def untimed_deadline(scope: anyio.CancelScope, at: float) -> object | None:
+    """Give the entered ``scope`` the deadline ``at`` without a loop timer of its own.
+
+    Returns the running asyncio loop when it did (the caller then calls `expire` when ``at``
+    passes), or None, having changed nothing, on another backend or with a scope laid out
+    differently (the caller then sets ``scope.deadline`` itself).
+    """
+    if not (_backend or _asyncio_backend()) or _running_loop is None:
+        return None
+    loop = _running_loop()
+    if loop is None or scope._timeout_handle is not None:  # type: ignore[attr-defined]
+        return None
+    scope._deadline = at  # type: ignore[attr-defined]
+    return loop
+
+
+_cancel_reason: list[bool] = []
+"""Whether ``CancelScope.cancel`` takes a reason (anyio 4.10+), looked up on first use."""
+
+
+def expire(scope: anyio.CancelScope) -> None:
+    """Cancel ``scope`` because its deadline passed: what the scope's own timer does."""
+    if not _cancel_reason:
+        import inspect
+
+        import anyio
+
+        _cancel_reason.append("reason" in inspect.signature(anyio.CancelScope.cancel).parameters)
+    if _cancel_reason[0]:
+        scope.cancel("deadline exceeded")  # type: ignore[call-arg,unused-ignore]
+    else:  # pragma: no cover - anyio before the reason argument
+        scope.cancel()

@@ -176,3 +176,30 @@ def test_the_asyncio_backend_class_is_the_one_anyio_finds() -> None:
     backend, ours, anyios = anyio.run(built, backend="asyncio")
     assert backend, "anyio: _backends._asyncio.backend_class is gone or reshaped"
     assert ours is anyios, "anyio: the asyncio backend's scope class is not CancelScope()'s"
+
+
+def test_an_untimed_deadline_is_anyios_deadline_without_a_timer() -> None:
+    """anyio (asyncio backend): writing ``_deadline`` of an entered scope is its deadline.
+
+    `untimed_deadline` relies on the scope keeping its deadline in ``_deadline`` and its timer
+    in ``_timeout_handle``, and `expire` on ``cancel`` being what the scope's timer does.
+    """
+    import anyio
+
+    from agentjudge._compat import cancel_scope, expire, untimed_deadline
+
+    async def probe() -> tuple[object, float, float, object, bool]:
+        with cancel_scope() as scope:
+            at = anyio.current_time() + 30.0
+            loop = untimed_deadline(scope, at)
+            seen = anyio.current_effective_deadline()
+            handle = scope._timeout_handle  # type: ignore[attr-defined]
+            expire(scope)
+            await anyio.lowlevel.checkpoint()  # delivered here, caught by the scope
+        return loop, seen, at, handle, scope.cancelled_caught
+
+    loop, seen, at, handle, caught = anyio.run(probe, backend="asyncio")
+    assert loop is not None, "anyio: the scope has no _deadline/_timeout_handle slots"
+    assert seen == at, "anyio: _deadline is not the deadline current_effective_deadline reads"
+    assert handle is None, "anyio: writing _deadline armed a timer"
+    assert caught, "anyio: cancel() no longer cancels like the scope's timer"

@@ -16,20 +16,43 @@
 
 Both errors name the limit that fired: ``judge 'x' timed out after 2 s (timeouts['x'],
 attempt 1)`` or ``judge 'x' ran out of the evaluation's deadline (5 s) after 2 attempts``.
+
+* **Attempt timers** (`arm`, `disarm`): an attempt's timeout is its anyio cancel scope's
+  deadline, so the judge and its model client see it (``anyio.current_effective_deadline()``
+  bounds their waits). On asyncio the scope gets the deadline without a loop timer of its own
+  (`agentjudge._compat.untimed_deadline`): attempts of the same length are queued in arming
+  order under one loop timer per length and thread, which cancels each scope whose deadline
+  passed while its attempt runs (`_Queue`; one append and one pop per attempt instead of a
+  timer handle pushed on and removed from the loop's heap, ~5 us and two objects alive per
+  attempt in W4). An attempt armed out of order (its first step ran longer than the one armed
+  before it), or on another backend, sets the scope's deadline through anyio as before.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from time import perf_counter
+from typing import Any
 
 import anyio
 
+from agentjudge._compat import expire, loop_time, untimed_deadline
 from agentjudge.core import Judgment, Verdict
 from agentjudge.engine._knobs import check_seconds
 from agentjudge.engine._plan import Leaf
 from agentjudge.engine._state import RunState
 
-__all__ = ["BACKSTOP_S", "deadline_error", "execute_until", "resolve_timeouts"]
+__all__ = [
+    "BACKSTOP_S",
+    "Armed",
+    "arm",
+    "deadline_error",
+    "disarm",
+    "execute_until",
+    "resolve_timeouts",
+]
 
 BACKSTOP_S = 0.05
 """How long after the deadline the evaluation as a whole is cancelled (see `execute_until`)."""
@@ -109,3 +132,119 @@ async def execute_until(
         results=tuple(r for r in run.results if r is not None),
         tiers=tuple(run.tiers),
     )
+
+
+# -- attempt timers ------------------------------------------------------------------------------
+
+Armed = list[Any]
+"""One queued attempt: ``[deadline, its scope (None once ended or expired), its _Queue]``."""
+
+_COMPACT_AT = 64
+"""Ended attempts left behind a running one before `_Queue` rebuilds its queue."""
+
+
+class _Queue:
+    """The armed attempts of one timeout length on one loop, deadlines in arming order.
+
+    One loop timer at the earliest deadline not yet passed; when it fires, every scope whose
+    deadline passed and whose attempt still runs is cancelled (`agentjudge._compat.expire`).
+    An attempt that ends leaves at once when it is the oldest (attempts of one length mostly
+    end in the order they started); otherwise it is marked ended, and the queue is rebuilt
+    without the ended ones once they outnumber the running ones (one stuck attempt cannot
+    make it grow with every attempt after it).
+    """
+
+    __slots__ = ("ended", "entries", "handle", "loop")
+
+    def __init__(self, loop: Any) -> None:
+        self.loop = loop
+        self.entries: deque[Armed] = deque()
+        self.handle: Any = None
+        self.ended = 0
+
+    def add(self, at: float, scope: anyio.CancelScope) -> Armed | None:
+        """Queue ``scope`` to expire at ``at``; None when ``at`` is before the last deadline."""
+        entries = self.entries
+        if entries and entries[-1][0] > at:
+            return None
+        armed = [at, scope, self]
+        entries.append(armed)
+        if self.handle is None:
+            self.handle = self.loop.call_at(at, self.fire)
+        return armed
+
+    def fire(self) -> None:
+        """Expire the scopes whose deadline passed; the timer again at the next deadline."""
+        self.handle = None
+        entries = self.entries
+        now = self.loop.time()
+        while entries:
+            armed = entries[0]
+            scope = armed[1]
+            if scope is None:
+                self.ended -= 1
+            elif armed[0] > now:
+                self.handle = self.loop.call_at(armed[0], self.fire)
+                return
+            else:
+                armed[1] = None
+                expire(scope)
+            entries.popleft()
+
+    def remove(self, armed: Armed) -> None:
+        """The attempt of ``armed`` ended (its scope exited): it can no longer expire."""
+        if armed[1] is None:  # expired: already left the queue
+            return
+        armed[1] = None
+        entries = self.entries
+        if entries[0] is armed:
+            entries.popleft()
+            while entries and entries[0][1] is None:
+                entries.popleft()
+                self.ended -= 1
+            return
+        self.ended += 1
+        if self.ended > _COMPACT_AT and 2 * self.ended > len(entries):
+            self.entries = deque(e for e in entries if e[1] is not None)
+            self.ended = 0
+
+
+class _Queues(threading.local):
+    """Per thread: the loop its queues belong to and its queue per timeout length."""
+
+    loop: Any = None
+    by_length: dict[float, _Queue]
+
+
+_QUEUES = _Queues()
+
+
+def arm(scope: anyio.CancelScope, seconds: float, began: float) -> Armed | None:
+    """Give the entered ``scope`` the deadline ``seconds`` after ``began`` (`perf_counter`).
+
+    Returns what to `disarm` when the scope exits (None: nothing to undo). On asyncio the
+    deadline is queued (see the module docs); a deadline already passed, one out of order, or
+    another backend goes through anyio's own ``scope.deadline``, which cancels at once when it
+    passed and otherwise arms a timer of the scope's own.
+    """
+    now = loop_time()
+    at = now + seconds - (perf_counter() - began)
+    if at > now:
+        loop = untimed_deadline(scope, at)
+        if loop is not None:
+            queues = _QUEUES
+            if queues.loop is not loop:
+                queues.loop, queues.by_length = loop, {}
+            queue = queues.by_length.get(seconds)
+            if queue is None:
+                queue = queues.by_length[seconds] = _Queue(loop)
+            armed = queue.add(at, scope)
+            if armed is not None:
+                return armed
+    scope.deadline = at
+    return None
+
+
+def disarm(armed: Armed) -> None:
+    """The attempt `arm` queued ended: its scope exited, and must never be cancelled now."""
+    armed[2].remove(armed)

@@ -18,8 +18,9 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agentjudge._compat import cancel_scope, checkpoint_if_cancelled, loop_time
+from agentjudge.engine._deadline import arm, disarm
 
-__all__ = ["Resume", "arm", "await_armed", "cancel_scope", "checkpoint_if_cancelled", "start_all"]
+__all__ = ["Resume", "await_armed", "cancel_scope", "checkpoint_if_cancelled", "start_all"]
 
 T = TypeVar("T")
 
@@ -55,11 +56,6 @@ class Resume:
                     return stop.value
 
 
-def arm(scope: anyio.CancelScope, seconds: float, began: float) -> None:
-    """Give ``scope`` the deadline ``seconds`` after ``began`` (a `perf_counter` reading)."""
-    scope.deadline = loop_time() + seconds - (perf_counter() - began)
-
-
 async def await_armed(awaitable: Awaitable[T], scope: anyio.CancelScope, seconds: float) -> T:
     """Await ``awaitable`` inside ``scope`` (entered without a deadline by the caller).
 
@@ -77,8 +73,12 @@ async def await_armed(awaitable: Awaitable[T], scope: anyio.CancelScope, seconds
         first = coro.send(None)
     except StopIteration as done:
         return cast(T, done.value)
-    arm(scope, seconds, began)
-    return cast(T, await Resume(coro, first))
+    armed = arm(scope, seconds, began)
+    try:
+        return cast(T, await Resume(coro, first))
+    finally:
+        if armed is not None:
+            disarm(armed)
 
 
 async def start_all(

@@ -22,8 +22,8 @@ from agentjudge._retry import RetryPolicy, call_with_retry
 from agentjudge.core import Context, JudgeResult, Judgment
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
-from agentjudge.engine._deadline import deadline_error
-from agentjudge.engine._inline import Resume, arm, cancel_scope, checkpoint_if_cancelled
+from agentjudge.engine._deadline import Armed, arm, deadline_error, disarm
+from agentjudge.engine._inline import Resume, cancel_scope, checkpoint_if_cancelled
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Leaf
 from agentjudge.engine._state import Carried, LeafStats, RunState
@@ -286,6 +286,7 @@ class LeafRunner:
         stats.queued += began - started
         timeout = self.timeouts[leaf.index]
         scope = None if timeout is None else cancel_scope()
+        armed: Armed | None = None
         try:
             with scope or _NO_SCOPE:
                 if carried is not None:
@@ -298,7 +299,7 @@ class LeafRunner:
                 if value is _SUSPENDED:
                     if scope is not None:
                         assert timeout is not None  # a scope is made only for a timeout
-                        arm(scope, timeout, began)
+                        armed = arm(scope, timeout, began)
                     try:
                         value = await (coro if first is _UNSTEPPED else Resume(coro, first))
                     except BaseException as exc:
@@ -317,6 +318,8 @@ class LeafRunner:
                 raise self.timed_out(leaf, stats.attempts)
             return judgment  # a judgment, coerced or returned
         finally:
+            if armed is not None:  # before anything awaits: the timer never sees it again
+                disarm(armed)
             queue_clock.reset(token)
             stats.working += perf_counter() - began - clock.seconds
             stats.queued += clock.seconds

@@ -1,0 +1,262 @@
+"""Attempt timeouts share one loop timer per length (`agentjudge.engine._deadline`).
+
+An attempt's timeout is its anyio cancel scope's deadline. On asyncio the scope gets the
+deadline without a loop timer of its own; attempts of the same length queue in arming order
+under one timer that cancels every scope whose deadline passed while its attempt runs. The
+property: on a virtual clock, for any arming, ending and clock schedule, every scope is
+cancelled exactly when a scope with anyio's own timer would be (the first moment the clock
+reaches its deadline while its attempt runs), never after its attempt ended, at most once, and
+the queue stays bounded by the attempts running. The rest checks the real engine: one timer for
+many attempts, the deadline visible to the judge and its client, timeouts that still fire, and
+a cancelled caller leaving nothing queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import math
+from collections.abc import Callable
+from time import perf_counter
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+
+from agentjudge import Context, Evaluator, Judgment
+from agentjudge._compat import cancel_scope
+from agentjudge.engine import _deadline
+from agentjudge.engine._deadline import _COMPACT_AT, _Queue, arm, disarm
+
+CTX = Context(input="q", output="a")
+
+
+class Clock:
+    """A virtual event loop: ``time()``, ``call_at`` and running what is due."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.due: list[tuple[float, int, Handle]] = []
+        self.order = itertools.count()
+
+    def time(self) -> float:
+        return self.now
+
+    def call_at(self, at: float, callback: Callable[[], None]) -> Handle:
+        handle = Handle(callback)
+        heapq.heappush(self.due, (at, next(self.order), handle))
+        return handle
+
+    def advance(self, to: float) -> None:
+        self.now = to
+        while self.due and self.due[0][0] <= to:
+            handle = heapq.heappop(self.due)[2]
+            if not handle.cancelled:
+                handle.callback()
+
+
+class Handle:
+    def __init__(self, callback: Callable[[], None]) -> None:
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Scope:
+    """Records when it was cancelled (on the virtual clock)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.cancelled_at: list[float] = []
+
+    def cancel(self, reason: str | None = None) -> None:
+        self.cancelled_at.append(self.clock.now)
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("arm"), st.sampled_from([1.0, 2.5]), st.floats(0.0, 0.3)),
+        st.tuples(st.just("end"), st.integers(0, 200), st.just(0.0)),
+        st.tuples(st.just("tick"), st.floats(0.0, 1.5), st.just(0.0)),
+    ),
+    max_size=120,
+)
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(steps)
+def test_queued_timers_cancel_exactly_when_own_timers_would(script: list[Any]) -> None:
+    clock = Clock()
+    queues: dict[float, _Queue] = {}
+    running: list[tuple[float, Scope, Any]] = []  # (deadline, scope, armed or own handle)
+    ended: list[tuple[float, Scope]] = []  # (end time, scope)
+    deadlines: dict[int, float] = {}
+    for kind, a, b in script:
+        if kind == "arm":
+            at = clock.now + a - b  # a first step that ran b seconds: out of order at times
+            scope = Scope(clock)
+            deadlines[id(scope)] = at
+            queue = queues.setdefault(a, _Queue(clock))
+            armed: Any = queue.add(at, scope)  # type: ignore[arg-type]
+            if armed is None:  # out of order: the scope's own timer, as anyio arms it
+                armed = clock.call_at(at, scope.cancel)
+            running.append((at, scope, armed))
+        elif kind == "end" and running:
+            at, scope, armed = running.pop(a % len(running))
+            if isinstance(armed, Handle):
+                armed.cancel()
+            else:
+                disarm(armed)
+            ended.append((clock.now, scope))
+        elif kind == "tick":
+            clock.advance(clock.now + a)
+        for queue in queues.values():
+            live = sum(1 for e in queue.entries if e[1] is not None)
+            assert len(queue.entries) <= 2 * live + _COMPACT_AT + 1
+    for at, scope, _ in running:  # still running: cancelled iff the clock reached its deadline
+        assert scope.cancelled_at == (
+            [_first_tick_at_or_after(at, script)] if clock.now >= at else []
+        )
+    for end, scope in ended:
+        at = deadlines[id(scope)]
+        assert scope.cancelled_at == ([_first_tick_at_or_after(at, script)] if end >= at else [])
+
+
+def _first_tick_at_or_after(at: float, script: list[Any]) -> float:
+    """The first clock reading (after a tick) at or past ``at``."""
+    now = 0.0
+    for kind, a, _ in script:
+        if kind == "tick":
+            now += float(a)
+            if now >= at:
+                return now
+    raise AssertionError("never reached")  # pragma: no cover
+
+
+class Waiting:
+    """A judge that waits until released (or for ever)."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.started = 0
+        self.all_started = asyncio.Event()
+        self.expected = 0
+        self.seen: list[float] = []
+
+    async def __call__(self, ctx: Context) -> Judgment:
+        await asyncio.sleep(0)  # suspends first: the attempt's deadline is armed here
+        self.seen.append(anyio.current_effective_deadline() - anyio.current_time())
+        self.started += 1
+        if self.started == self.expected:
+            self.all_started.set()
+        await self.release.wait()
+        return Judgment.passed("ok")
+
+
+def test_many_attempts_share_one_loop_timer_and_see_their_deadline() -> None:
+    async def main() -> tuple[int, int, list[float]]:
+        judge = Waiting()
+        judge.expected = 50
+        evaluator = Evaluator(judge, max_concurrency=100, timeout=30.0)
+        loop = asyncio.get_running_loop()
+        before = len(loop._scheduled)  # type: ignore[attr-defined]
+        async with anyio.create_task_group() as tg:
+            for _ in range(50):
+                tg.start_soon(evaluator.evaluate, CTX)
+            await judge.all_started.wait()
+            during = len(loop._scheduled)  # type: ignore[attr-defined]
+            judge.release.set()
+        return before, during, judge.seen
+
+    before, during, seen = anyio.run(main)
+    assert during - before <= 2  # one timer for the 50 attempts (before: one each)
+    assert len(seen) == 50
+    assert all(29.0 < left <= 30.0 for left in seen)  # the client sees the attempt's deadline
+
+
+def test_timeouts_still_fire_for_every_queued_attempt() -> None:
+    async def main() -> list[Any]:
+        judge = Waiting()  # never released
+        evaluator = Evaluator(judge, max_concurrency=100, timeout=0.05, retry=None)
+        results: list[Any] = []
+
+        async def one() -> None:
+            results.extend(await evaluator.evaluate(CTX))
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(20):
+                tg.start_soon(one)
+        return results
+
+    results = anyio.run(main)
+    assert len(results) == 20
+    assert {r.error_type for r in results} == {"TimeoutError"}
+    assert all("timed out after 0.05 s" in (r.judgment.reasoning or "") for r in results)
+
+
+def test_a_cancelled_caller_propagates_and_leaves_nothing_queued() -> None:
+    async def main() -> list[Any]:
+        judge = Waiting()
+        judge.expected = 10
+        evaluator = Evaluator(judge, max_concurrency=100, timeout=45.0)
+        with anyio.CancelScope() as outer:
+            async with anyio.create_task_group() as tg:
+                for _ in range(10):
+                    tg.start_soon(evaluator.evaluate, CTX)
+                await judge.all_started.wait()
+                outer.cancel()
+        assert outer.cancelled_caught
+        queue = _deadline._QUEUES.by_length[45.0]
+        return [e for e in queue.entries if e[1] is not None]
+
+    assert anyio.run(main) == []
+
+
+def test_arm_falls_back_to_the_scopes_own_deadline() -> None:
+    """Out of order (a first step that ran long) or already past: anyio's own way."""
+
+    async def main() -> tuple[Any, float, Any, bool]:
+        with cancel_scope() as first, cancel_scope() as late:
+            armed = arm(first, 20.0, perf_counter())
+            assert armed is not None
+            early = arm(late, 20.0, perf_counter() - 5.0)  # due before the one queued
+            deadline_ok = math.isclose(late.deadline, anyio.current_time() + 15.0, abs_tol=0.5)
+            disarm(armed)
+        with cancel_scope() as past:
+            missed = arm(past, 1.0, perf_counter() - 2.0)
+            cancelled = past.cancel_called
+            await anyio.lowlevel.checkpoint()  # the cancellation is delivered here
+        return early, deadline_ok, missed, cancelled and past.cancelled_caught
+
+    early, deadline_ok, missed, cancelled = anyio.run(main)
+    assert early is None and deadline_ok
+    assert missed is None and cancelled
+
+
+@pytest.mark.parametrize("queued", [True, False])
+def test_a_judge_that_swallows_the_timeout_is_still_cut_at_its_next_wait(queued: bool) -> None:
+    """Cancellation stays level-triggered (anyio's scope delivers it again)."""
+
+    async def stubborn(ctx: Context) -> Judgment:
+        with contextlib.suppress(asyncio.CancelledError):  # swallowed
+            await asyncio.Event().wait()
+        await asyncio.Event().wait()  # cut here too
+        return Judgment.passed("never")
+
+    async def main() -> Any:
+        evaluator = Evaluator(stubborn, timeout=0.05, retry=None)
+        if not queued:  # an out-of-order attempt: the scope's own timer
+            with cancel_scope() as other:
+                arm(other, 0.05, perf_counter() + 1.0)
+                return await evaluator.evaluate(CTX)
+        return await evaluator.evaluate(CTX)
+
+    [result] = anyio.run(main)
+    assert result.error_type == "TimeoutError"
