@@ -55,9 +55,14 @@ def _freeze_plain(value: object, nulls: bool) -> Any:
         for key, item in value.items():  # type: ignore[attr-defined]
             if type(key) is not str:
                 raise _Unusual
-            # an ASCII str or a bool (most metadata values) is kept as it is, without a call
+            # an ASCII str, a bool or a safe int (most metadata values, token counts) is kept
+            # as it is, without a call
             held = type(item)
-            if (held is str and item.isascii()) or held is bool:
+            if (
+                (held is str and item.isascii())
+                or held is bool
+                or (held is int and -MAX_SAFE_INT <= item <= MAX_SAFE_INT)
+            ):
                 frozen[key] = item
             else:
                 frozen[key] = _freeze_plain(item, nulls)

@@ -442,6 +442,8 @@ class Evaluator:
         else:
             source, lock = iter(contexts), None
 
+        execute, new_run = self._execute, self._new_run
+
         async def worker() -> None:
             held = False  # a slot, kept when the reader took the last case at once
             while True:
@@ -455,7 +457,11 @@ class Evaluator:
                 if ctx is PENDING:
                     outlet.release()
                     return
-                held = outlet.put(await self._case(ctx))
+                # one case, in the worker's own frame (no coroutine per case for it); the
+                # worker keeps no reference to the case it handed over
+                if not isinstance(ctx, Context):
+                    ctx = Context.model_validate(ctx)
+                held = outlet.put(_case_result(ctx, await execute(new_run(ctx))))
 
         try:
             async with anyio.create_task_group() as tg:
@@ -463,12 +469,6 @@ class Evaluator:
                     tg.start_soon(worker)
         except BaseExceptionGroup as group:
             raise single_exception(group) from None
-
-    async def _case(self, context: Context | Any) -> CaseResult:
-        """One case of `run`: ``context`` (validated here unless a `Context`) judged."""
-        ctx = context if isinstance(context, Context) else Context.model_validate(context)
-        verdict = await self._execute(self._new_run(ctx))
-        return CaseResult.fast(context=ctx, results=verdict.results, verdict=verdict)
 
     def evaluate_sync(
         self, context: Context | None = None, /, **context_fields: Any
@@ -512,3 +512,8 @@ class Evaluator:
                         run.verdict = verdict
         finally:
             run.finish()
+
+
+def _case_result(ctx: Context, verdict: Verdict) -> CaseResult:
+    """One case of `Evaluator.run`: its context and verdict."""
+    return CaseResult.fast(context=ctx, results=verdict.results, verdict=verdict)

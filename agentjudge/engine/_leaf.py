@@ -28,14 +28,14 @@ from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Leaf
 from agentjudge.engine._state import Carried, LeafStats, RunState
 from agentjudge.judging import (
-    QueueClock,
     StrayCancellation,
     coerce_judgment,
+    end_attempt,
     error_type_name,
     is_stray_cancellation,
-    queue_clock,
     short_traceback,
     spend_gate,
+    start_attempt,
 )
 
 __all__ = ["LeafRunner", "ResultCallback", "stray"]
@@ -280,8 +280,7 @@ class LeafRunner:
         `tests/engine/test_engine_known_suspend.py` pins both ways to the same results. One
         frame drives the judge (no helper coroutines per step).
         """
-        clock = QueueClock()
-        token = queue_clock.set(clock)
+        clock, token = start_attempt()
         began = perf_counter()
         stats.queued += began - started
         timeout = self.timeouts[leaf.index]
@@ -320,9 +319,9 @@ class LeafRunner:
         finally:
             if armed is not None:  # before anything awaits: the timer never sees it again
                 disarm(armed)
-            queue_clock.reset(token)
-            stats.working += perf_counter() - began - clock.seconds
-            stats.queued += clock.seconds
+            queued = end_attempt(clock, token)
+            stats.working += perf_counter() - began - queued
+            stats.queued += queued
 
     def _first_step(self, leaf: Leaf, coro: Coroutine[Any, Any, object]) -> tuple[object, object]:
         """Step a fresh judge coroutine once: (what it yielded, `_SUSPENDED`) or (None, value)."""

@@ -31,7 +31,9 @@ from agentjudge.judging._protocol import (
 )
 from agentjudge.judging._queueing import QueueClock as QueueClock
 from agentjudge.judging._queueing import add_queued as add_queued
+from agentjudge.judging._queueing import end_attempt as end_attempt
 from agentjudge.judging._queueing import queue_clock as queue_clock
+from agentjudge.judging._queueing import start_attempt as start_attempt
 from agentjudge.judging._spending import SpendGate as SpendGate
 from agentjudge.judging._spending import SpendHold as SpendHold
 from agentjudge.judging._spending import spend_gate as spend_gate

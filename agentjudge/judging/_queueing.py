@@ -4,22 +4,39 @@ The engine measures the time a leaf waits for its slots (``JudgeResult.queued_s`
 the judge works (``duration_s``). A model client that waits for rate-limit capacity inside the
 judge's call reports that wait with `add_queued`; the engine then counts it as queueing, not as
 the judge's working time. Outside an engine attempt `add_queued` does nothing.
+
+The engine brackets each attempt with `start_attempt` / `end_attempt`. On asyncio a task
+keeps its clock between attempts and the next attempt in the same task resets and reuses it,
+so a task running many attempts one after another (a `run()` worker) sets the context
+variable once, not once per attempt (a context variable set makes a new context mapping, a
+token and a clock, all alive while the judge waits for its model). An attempt nested in
+another one of the same task (a judge that evaluates with another evaluator) gets a clock of
+its own and restores the outer one when it ends; a task that inherited another task's clock
+(a child task) sets its own. `tests/test_judging_queue_clock.py` pins the queued
+seconds to one fresh clock per attempt.
 """
 
 from __future__ import annotations
 
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
+from typing import Any
 
-__all__ = ["QueueClock", "add_queued", "queue_clock"]
+__all__ = ["QueueClock", "add_queued", "end_attempt", "queue_clock", "start_attempt"]
 
 
 class QueueClock:
-    """Seconds reported as queueing during one attempt."""
+    """Seconds reported as queueing during one attempt.
 
-    __slots__ = ("seconds",)
+    Args:
+        owner: The task whose attempts may reuse it (None: not reused).
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("busy", "owner", "seconds")
+
+    def __init__(self, owner: object = None) -> None:
         self.seconds = 0.0
+        self.owner = owner
+        self.busy = True
 
 
 queue_clock: ContextVar[QueueClock | None] = ContextVar("agentjudge_queue_clock", default=None)
@@ -31,3 +48,46 @@ def add_queued(seconds: float) -> None:
     clock = queue_clock.get()
     if clock is not None and seconds > 0:
         clock.seconds += seconds
+
+
+_current_task: Any = None
+"""``asyncio.current_task`` (bound on first use: importing this module starts no event loop)."""
+
+
+def _task() -> object:
+    """The running asyncio task (None elsewhere: clocks are then never reused)."""
+    global _current_task
+    if _current_task is None:
+        import asyncio
+
+        _current_task = asyncio.current_task
+    try:
+        return _current_task()
+    except RuntimeError:  # no asyncio loop running here (another backend)
+        return None
+
+
+def start_attempt() -> tuple[QueueClock, Token[QueueClock | None] | None]:
+    """The clock of an attempt starting now, and what `end_attempt` needs to close it."""
+    held = queue_clock.get()
+    owner = _task()
+    if held is not None and not held.busy and owner is not None and held.owner is owner:
+        held.busy = True
+        held.seconds = 0.0
+        return held, None
+    clock = QueueClock(owner)
+    return clock, queue_clock.set(clock)
+
+
+def end_attempt(clock: QueueClock, token: Token[QueueClock | None] | None) -> float:
+    """Close the attempt `start_attempt` opened; the seconds reported as queueing during it.
+
+    The clock stays set for the task's next attempt, except where it cannot be reused (no
+    task) or it hides an outer attempt's clock of the same task, which comes back.
+    """
+    clock.busy = False
+    if token is not None:
+        outer = token.old_value
+        if clock.owner is None or (type(outer) is QueueClock and outer.owner is clock.owner):
+            queue_clock.reset(token)
+    return clock.seconds
