@@ -80,7 +80,7 @@ def _adds(hours: list[int]) -> Any:
 
 def _expected(case: dict[str, Any]) -> float:
     once = (sum(case["own"]) + case["child"]) * HOUR
-    return once * (2 if case["retry"] else 1)
+    return float(once * (2 if case["retry"] else 1))
 
 
 @hsettings(max_examples=40, deadline=None)
