@@ -94,7 +94,9 @@ class RunState:
         self.ctx = ctx
         self.sampled = sampled
         self.results: list[JudgeResult | None] = [None] * len(sampled)
-        self.completed: list[JudgeResult] = []
+        # made by the first result, so a one-judge evaluation waiting for its model holds no
+        # list for it
+        self.completed: list[JudgeResult] | tuple[()] = ()
         self.tiers: Sequence[TierAttempt] = ()  # a list only once a cascade records a tier
         self.verdict: Verdict | None = None
         self.finished = False
@@ -108,7 +110,11 @@ class RunState:
     def add(self, index: int, result: JudgeResult) -> None:
         """Store the result of leaf ``index`` (and wake readers of `completions`)."""
         self.results[index] = result
-        self.completed.append(result)
+        completed = self.completed
+        if completed:
+            completed.append(result)  # a list once not empty
+        else:
+            self.completed = [result]
         if self._changed is not None:
             self._changed.set()
             self._changed = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import heapq
 import itertools
 import math
@@ -260,3 +261,51 @@ def test_a_judge_that_swallows_the_timeout_is_still_cut_at_its_next_wait(queued:
 
     [result] = anyio.run(main)
     assert result.error_type == "TimeoutError"
+
+
+def test_objects_the_engine_keeps_per_case_while_the_judge_waits() -> None:
+    """What `Evaluator.run` keeps alive per case in flight, over the judge awaited directly.
+
+    Every collection walks these (issue 19.11): about 23 per case before the attempt timers, the
+    reused queue clock, the worker judging in its own frame and the lazy completion list;
+    19-20 after (the attempt's scope and its two sets, its queue entry, the worker's clock,
+    the run and leaf state and the engine's coroutines).
+    """
+    count = 40
+
+    async def held(through_engine: bool) -> int:
+        release, full, started = asyncio.Event(), asyncio.Event(), [0]
+
+        async def judge(ctx: Context) -> Judgment:
+            await asyncio.sleep(0)
+            started[0] += 1
+            if started[0] == count:
+                full.set()
+            await release.wait()
+            return Judgment.passed("ok")
+
+        evaluator = Evaluator(judge, max_concurrency=count, timeout=30.0)
+        contexts = [Context(input=str(i), output="a") for i in range(count)]
+
+        async def read() -> None:
+            async for _ in evaluator.run(contexts, concurrency=count):
+                pass
+
+        async with anyio.create_task_group() as tg:
+            if through_engine:
+                tg.start_soon(read)
+            else:
+                for ctx in contexts:
+                    tg.start_soon(judge, ctx)
+            await full.wait()
+            gc.collect()
+            alive = len(gc.get_objects())
+            release.set()
+        return alive
+
+    async def main() -> float:
+        await held(True)  # warm: everything imported and cached
+        await held(False)
+        return (await held(True) - await held(False)) / count
+
+    assert anyio.run(main) <= 21.0  # 23 before
