@@ -142,6 +142,9 @@ Armed = list[Any]
 _COMPACT_AT = 64
 """Ended attempts left behind a running one before `_Queue` rebuilds its queue."""
 
+_MAX_LENGTHS = 64
+"""Timeout lengths with a queue per thread (more at once: anyio's own timer per attempt)."""
+
 
 class _Queue:
     """The armed attempts of one timeout length on one loop, deadlines in arming order.
@@ -235,14 +238,27 @@ def arm(scope: anyio.CancelScope, seconds: float, began: float) -> Armed | None:
             queues = _QUEUES
             if queues.loop is not loop:
                 queues.loop, queues.by_length = loop, {}
-            queue = queues.by_length.get(seconds)
-            if queue is None:
-                queue = queues.by_length[seconds] = _Queue(loop)
-            armed = queue.add(at, scope)
+            queue = queues.by_length.get(seconds) or _new_queue(queues.by_length, seconds, loop)
+            armed = None if queue is None else queue.add(at, scope)
             if armed is not None:
                 return armed
     scope.deadline = at
     return None
+
+
+def _new_queue(by_length: dict[float, _Queue], seconds: float, loop: Any) -> _Queue | None:
+    """A queue for a new timeout length; None past `_MAX_LENGTHS` lengths with attempts armed.
+
+    Queues with nothing armed are dropped first, so lengths that come and go (a timeout
+    computed per request) cannot grow the dict; past the bound, anyio's own timers serve.
+    """
+    if len(by_length) >= _MAX_LENGTHS:
+        for length in [k for k, queue in by_length.items() if not queue.entries]:
+            del by_length[length]
+        if len(by_length) >= _MAX_LENGTHS:
+            return None
+    queue = by_length[seconds] = _Queue(loop)
+    return queue
 
 
 def disarm(armed: Armed) -> None:

@@ -309,3 +309,32 @@ def test_objects_the_engine_keeps_per_case_while_the_judge_waits() -> None:
         return (await held(True) - await held(False)) / count
 
     assert anyio.run(main) <= 21.0  # 23 before
+
+
+def test_timeout_lengths_that_come_and_go_keep_few_queues() -> None:
+    """A timeout computed per call (a new length each time) does not grow the queues."""
+
+    async def main() -> tuple[int, list[bool]]:
+        cancelled = []
+        for i in range(3 * _deadline._MAX_LENGTHS):
+            with cancel_scope() as scope:
+                armed = arm(scope, 10.0 + i / 1000, perf_counter())
+                if armed is not None:
+                    disarm(armed)
+            cancelled.append(scope.cancel_called)
+        held = []  # lengths with an attempt armed at once: past the bound, anyio's own timers
+        with contextlib.ExitStack() as stack:
+            for i in range(_deadline._MAX_LENGTHS + 5):
+                scope = stack.enter_context(cancel_scope())
+                held.append((scope, arm(scope, 20.0 + i / 1000, perf_counter())))
+            fallback = [armed is None for _, armed in held]
+            assert fallback[-5:] == [True] * 5 and not any(fallback[:-5])
+            assert all(not math.isinf(scope.deadline) for scope, _ in held)
+            for _, armed in held:
+                if armed is not None:
+                    disarm(armed)
+        return len(_deadline._QUEUES.by_length), cancelled
+
+    lengths, cancelled = anyio.run(main)
+    assert lengths <= _deadline._MAX_LENGTHS
+    assert not any(cancelled)
