@@ -25,7 +25,8 @@ attempt 1)`` or ``judge 'x' ran out of the evaluation's deadline (5 s) after 2 a
   passed while its attempt runs (`_Queue`; one append and one pop per attempt instead of a
   timer handle pushed on and removed from the loop's heap, ~5 us and two objects alive per
   attempt in W4). An attempt armed out of order (its first step ran longer than the one armed
-  before it), or on another backend, sets the scope's deadline through anyio as before.
+  before it), on another backend, or past `_MAX_LENGTHS` lengths armed at once in a thread,
+  sets the scope's deadline through anyio as before.
 """
 
 from __future__ import annotations
