@@ -72,6 +72,10 @@ from agentjudge.models import ModelRequest, ModelResponse, Usage, ModelClient
 seen["agentjudge.models._types"] = http()
 import agentjudge.judges
 seen["agentjudge.judges"] = http()
+seen["judge modules"] = sorted(m for m in sys.modules if m.startswith("agentjudge.judges."))
+from agentjudge.judges import RouteAccuracy
+seen["judge modules for RouteAccuracy"] = sorted(
+    m for m in set(agentjudge.judges._LAZY.values()) if m in sys.modules)
 from agentjudge import LogprobConfidence, PairwiseJudge, SelfConsistency, SimulatedAnnotators
 import agentjudge.judges as j
 seen["trust"] = (PairwiseJudge, LogprobConfidence, SelfConsistency, SimulatedAnnotators) == (
@@ -196,6 +200,22 @@ def test_judges_and_model_values_load_without_http_stack(
     assert imports["httpx after OpenAIChat"]
 
 
+@PROBE_GROUP
+def test_the_judges_package_imports_a_judge_module_on_first_use(imports: dict[str, Any]) -> None:
+    """``import agentjudge.judges`` loads no judge; a name loads its own module (and what that
+    imports) and no other judge's (a CLI run whose suite used one judge imported them all)."""
+    assert imports["judge modules"] == []
+    assert imports["judge modules for RouteAccuracy"] == ["agentjudge.judges._retrieval"]
+
+
+def test_unknown_judges_attribute_raises() -> None:
+    """An unknown name of the lazy judges package is an AttributeError naming it."""
+    import agentjudge.judges
+
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        agentjudge.judges.Nope  # noqa: B018
+
+
 def test_unknown_model_attribute_raises() -> None:
     """An unknown name of the lazy models package is an AttributeError naming it."""
     import agentjudge.models
@@ -266,7 +286,14 @@ def _same_package_tree(a: str, b: str) -> bool:
 
 
 @pytest.mark.parametrize(
-    "package", ["agentjudge", "agentjudge.models", "agentjudge.harness", "agentjudge.testing"]
+    "package",
+    [
+        "agentjudge",
+        "agentjudge.models",
+        "agentjudge.harness",
+        "agentjudge.judges",
+        "agentjudge.testing",
+    ],
 )
 def test_a_lazy_name_is_imported_for_type_checkers_listed_and_exported(package: str) -> None:
     """A name loaded on first use is written in three places; this says which one is missing.
