@@ -10,14 +10,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from agentjudge.engine import Budget
 from agentjudge.harness._suite import Suite
-from agentjudge.models import PriceTable, prices
-from agentjudge.models._prices import price_problem
+
+if TYPE_CHECKING:
+    from agentjudge.models import PriceTable
 
 __all__ = ["prices_applied", "run_budget", "suite_price_table", "suite_prices"]
 
@@ -61,6 +62,9 @@ def suite_prices(
     """
     if value is None:
         return None
+    # The price tables load only for a suite that sets prices (not every CLI run).
+    from agentjudge.models._prices import PriceTable, price_problem
+
     if isinstance(value, Path):
         try:
             return PriceTable.load(value)
@@ -92,6 +96,8 @@ def prices_applied(table: PriceTable | None) -> Iterator[None]:
     if table is None:
         yield
         return
+    from agentjudge.models._prices import prices
+
     previous = {name: prices.get(name) for name in table.names}
     as_of = prices.as_of
     prices.update(table)

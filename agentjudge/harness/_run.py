@@ -19,7 +19,7 @@ import secrets
 from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import anyio
 import anyio.to_thread
@@ -43,7 +43,6 @@ from agentjudge.harness._gates import Gate, conclude, parse_gate, resolve_gate_s
 from agentjudge.harness._pipe import Pipe
 from agentjudge.harness._pipeline import CaseRunner, Finished, case_context, fold_rows, new_pipes
 from agentjudge.harness._pricing import prices_applied, run_budget, suite_price_table
-from agentjudge.harness._processes import Batch, CasePool, WorkerPool, WorkerSpec, pickled
 from agentjudge.harness._progress import ProgressState, render_progress
 from agentjudge.harness._resolve import (
     RunConfigError,
@@ -67,6 +66,9 @@ from agentjudge.harness._writer import (
     WriteFailed,
     drop_rows,
 )
+
+if TYPE_CHECKING:  # worker processes: imported by the parallel runs that start them
+    from agentjudge.harness._processes import Batch, CasePool, WorkerSpec
 
 __all__ = [
     "CasesLost",
@@ -170,12 +172,14 @@ class _Run:
 
             judges = cascade_settings(suite, judges)
         try:
-            if suite.out_of_process and task is not None:
-                self.task_blob = pickled(task, "task", suite.workers, ray=suite.backend == "ray")
-            if suite.out_of_process and judges is not None:
-                self.judges_blob = pickled(
-                    judges, "judges", suite.workers, ray=suite.backend == "ray"
-                )
+            if suite.out_of_process:  # parallel runs only: loads the worker processes' module
+                from agentjudge.harness._processes import pickled
+
+                ray = suite.backend == "ray"
+                if task is not None:
+                    self.task_blob = pickled(task, "task", suite.workers, ray=ray)
+                if judges is not None:
+                    self.judges_blob = pickled(judges, "judges", suite.workers, ray=ray)
         except ValueError as exc:
             raise RunConfigError(str(exc)) from exc
         if task is None:
@@ -363,6 +367,8 @@ class _Run:
 
     def worker_spec(self) -> WorkerSpec:
         """What the worker processes of a parallel run need (after `prepare_files`)."""
+        from agentjudge.harness._processes import WorkerSpec
+
         return WorkerSpec(
             suite=self.suite,
             dataset=self.dataset,
@@ -627,6 +633,8 @@ def _start_pool(suite: Suite) -> CasePool:
         from agentjudge.harness._ray import RayPool  # imports ray lazily
 
         return RayPool(suite)
+    from agentjudge.harness._processes import WorkerPool
+
     return WorkerPool(suite.workers)
 
 

@@ -10,9 +10,10 @@ async with OpenAIChat("gpt-4o-mini", rate_limit=RateLimit(rpm=500)) as model:
 A provider is one `HTTPModelClient` subclass implementing the provider protocol (`Reply`,
 `reply_from`, `read_usage`, `CapacitySignals`, `BatchAPI`: see docs/how-to/providers.md).
 
-The value types (`ModelRequest`, `ModelResponse`, `Usage`, `ModelClient`), prices, rate limits
-and the cache load without the HTTP stack; the clients (and everything that needs httpx or
-aiohttp) load on first access (PEP 562), so judges can use the value types without httpx.
+Every name loads its module on first access (PEP 562): the value types (`ModelRequest`,
+`ModelResponse`, `Usage`, `ModelClient`), prices, rate limits and the cache without the HTTP
+stack, so judges can use the value types without httpx; the clients (and everything that needs
+httpx or aiohttp) only when used.
 """
 
 from __future__ import annotations
@@ -22,18 +23,6 @@ from typing import TYPE_CHECKING, Any
 from agentjudge._lazy import lazy_attribute
 from agentjudge._retry import RetryPolicy
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
-from agentjudge.models._cache import SqliteCache
-from agentjudge.models._headers import CapacitySignals, header_signals
-from agentjudge.models._prices import ModelPrice, PriceTable, prices, response_cost
-from agentjudge.models._ratelimit import RateLimit
-from agentjudge.models._types import (
-    ModelClient,
-    ModelRequest,
-    ModelResponse,
-    TokenLogprob,
-    Usage,
-)
-from agentjudge.models._usage import read_usage
 
 if TYPE_CHECKING:
     from agentjudge.models._anthropic import AnthropicMessages
@@ -47,16 +36,44 @@ if TYPE_CHECKING:
         Results,
     )
     from agentjudge.models._bedrock import BedrockConverse
+    from agentjudge.models._cache import SqliteCache
     from agentjudge.models._compatible import OpenAICompatible
     from agentjudge.models._gemini import GeminiChat
+    from agentjudge.models._headers import CapacitySignals, header_signals
     from agentjudge.models._http import HTTPModelClient, ResponseTooLarge, default_transport
     from agentjudge.models._openai import OpenAIChat
     from agentjudge.models._options import DEFAULT_MAX_RESPONSE_BYTES, ClientOptions
+    from agentjudge.models._prices import ModelPrice, PriceTable, prices, response_cost
     from agentjudge.models._provider import Reply, reply_from
+    from agentjudge.models._ratelimit import RateLimit
     from agentjudge.models._registry import OpenAIPreset, known_providers, model_from_string
+    from agentjudge.models._types import (
+        ModelClient,
+        ModelRequest,
+        ModelResponse,
+        TokenLogprob,
+        Usage,
+    )
+    from agentjudge.models._usage import read_usage
 
-# Names whose modules import httpx / aiohttp: loaded on first access.
+# Loaded on first access: the clients' modules import httpx / aiohttp; the values, prices, rate
+# limits and the cache are not needed by a run whose judges call no model (the command line
+# imports this package to recognise ``provider:model`` names).
 _LAZY: dict[str, str] = {
+    "SqliteCache": "agentjudge.models._cache",
+    "CapacitySignals": "agentjudge.models._headers",
+    "header_signals": "agentjudge.models._headers",
+    "ModelPrice": "agentjudge.models._prices",
+    "PriceTable": "agentjudge.models._prices",
+    "prices": "agentjudge.models._prices",
+    "response_cost": "agentjudge.models._prices",
+    "RateLimit": "agentjudge.models._ratelimit",
+    "ModelClient": "agentjudge.models._types",
+    "ModelRequest": "agentjudge.models._types",
+    "ModelResponse": "agentjudge.models._types",
+    "TokenLogprob": "agentjudge.models._types",
+    "Usage": "agentjudge.models._types",
+    "read_usage": "agentjudge.models._usage",
     "AnthropicMessages": "agentjudge.models._anthropic",
     "AnthropicBatchAPI": "agentjudge.models._batch_api",
     "BatchAPI": "agentjudge.models._batch_api",
