@@ -10,7 +10,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agentjudge.harness._cases import VERDICT, case_reasons
 from agentjudge.harness._results import iter_rows
 from agentjudge.harness._summary import (
     BaselineJudge,
@@ -172,6 +171,9 @@ def add_reasons(
 
     Reads both results files once more, keeping only the reasons of those cases.
     """
+    # The failing-cases module (pydantic models) loads for a comparison, not with every run.
+    from agentjudge.harness._cases import VERDICT, case_reasons
+
     lists = [comparison.newly_failing, comparison.newly_passing, comparison.changed]
     named: list[tuple[str, list[FlippedCase]]] = [(VERDICT, flips) for flips in lists]
     named += list(comparison.judges.items())
