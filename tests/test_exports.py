@@ -83,6 +83,10 @@ seen["trust"] = (PairwiseJudge, LogprobConfidence, SelfConsistency, SimulatedAnn
 from agentjudge import LLMJudge, OpenAIChat, FileExists
 seen["modules"] = [LLMJudge.__module__, OpenAIChat.__module__, FileExists.__module__]
 seen["httpx after OpenAIChat"] = "httpx" in sys.modules
+import agentjudge.testing
+from agentjudge.testing import assert_eval
+seen["testing modules for assert_eval"] = sorted(
+    m for m in set(agentjudge.testing._LAZY.values()) if m in sys.modules)
 print(json.dumps(seen))
 """
 PROBE_GROUP = pytest.mark.xdist_group("exports-import-probe")
@@ -206,6 +210,13 @@ def test_the_judges_package_imports_a_judge_module_on_first_use(imports: dict[st
     imports) and no other judge's (a CLI run whose suite used one judge imported them all)."""
     assert imports["judge modules"] == []
     assert imports["judge modules for RouteAccuracy"] == ["agentjudge.judges._retrieval"]
+
+
+@PROBE_GROUP
+def test_assertions_load_without_the_fake_server(imports: dict[str, Any]) -> None:
+    """``from agentjudge.testing import assert_eval`` (in every pytest-xdist worker of a session
+    using the plugin) imports neither the fake server nor the scripted judges."""
+    assert imports["testing modules for assert_eval"] == ["agentjudge.testing._assertions"]
 
 
 def test_unknown_judges_attribute_raises() -> None:
