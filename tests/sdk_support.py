@@ -9,16 +9,34 @@ of the four workers pay it before running anything. A test module instead writes
 
 and uses ``openai.AsyncOpenAI(...)`` as before: the SDK is imported at the first attribute read
 (in the one worker that runs the group), and a missing SDK skips the test that needed it, as
-``pytest.importorskip`` does.
+``pytest.importorskip`` does. A test that needs a module itself (``langgraph.prebuilt``) calls
+`import_sdk`, ``pytest.importorskip`` with the garbage collector paused meanwhile.
 """
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
 
-__all__ = ["sdk"]
+__all__ = ["import_sdk", "sdk"]
+
+
+def import_sdk(name: str) -> Any:
+    """``pytest.importorskip(name)`` with the garbage collector paused while it imports.
+
+    An SDK's import builds thousands of classes and pydantic models, all kept (the modules stay
+    imported), and the collector's passes over them took about a fifth of the import's CPU: the
+    eight SDKs the tests use imported in 8.2 s instead of 10.4 s (median of 4 interleaved runs).
+    """
+    if not gc.isenabled():
+        return pytest.importorskip(name)
+    gc.disable()
+    try:
+        return pytest.importorskip(name)
+    finally:
+        gc.enable()
 
 
 class _LazySdk:
@@ -28,7 +46,7 @@ class _LazySdk:
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("_"):  # pytest probes module attributes while collecting
             raise AttributeError(attribute)
-        return getattr(pytest.importorskip(self._name), attribute)
+        return getattr(import_sdk(self._name), attribute)
 
     def __repr__(self) -> str:
         return f"<SDK {self._name!r}, imported on first use>"

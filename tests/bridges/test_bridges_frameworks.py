@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from sdk_support import import_sdk
 
 from agentjudge import Context, ExecutionStatus, Message, Status, ToolCall
 from agentjudge.bridges import from_agent_run, from_langchain_message
@@ -33,10 +34,10 @@ EXPECTED = (
 
 async def run_langgraph_agent(server: FakeModelServer) -> dict[str, Any]:
     """A two-node LangGraph agent (model, tools) run to its end; returns the final state."""
-    lc_openai = pytest.importorskip("langchain_openai")
-    tools = pytest.importorskip("langchain_core.tools")
-    graph = pytest.importorskip("langgraph.graph")
-    prebuilt = pytest.importorskip("langgraph.prebuilt")
+    lc_openai = import_sdk("langchain_openai")
+    tools = import_sdk("langchain_core.tools")
+    graph = import_sdk("langgraph.graph")
+    prebuilt = import_sdk("langgraph.prebuilt")
 
     @tools.tool
     def get_weather(city: str) -> str:
@@ -96,9 +97,9 @@ async def test_langgraph_agent_state_is_the_whole_trajectory() -> None:
 
 def llamaindex_response() -> Any:
     """A real LlamaIndex ``Response``: a query engine over two documents, top 2 retrieved."""
-    core = pytest.importorskip("llama_index.core")
-    embeddings = pytest.importorskip("llama_index.core.embeddings")
-    llms = pytest.importorskip("llama_index.core.llms")
+    core = import_sdk("llama_index.core")
+    embeddings = import_sdk("llama_index.core.embeddings")
+    llms = import_sdk("llama_index.core.llms")
     documents = [
         core.Document(text="Paris is the capital of France.", id_="france"),
         core.Document(text="Berlin is the capital of Germany.", id_="germany"),

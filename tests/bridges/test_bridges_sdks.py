@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sdk_support import sdk
+from sdk_support import import_sdk, sdk
 
 from agentjudge import Context, ExecutionStatus, Message, ToolCall
 from agentjudge.bridges import (
@@ -176,8 +176,8 @@ async def test_anthropic_message_with_tool_use() -> None:
 
 async def test_langchain_chat_openai_tool_calls_and_graph_state() -> None:
     """ChatOpenAI's AIMessage with tool_calls, alone and inside a LangGraph-style state."""
-    lc_openai = pytest.importorskip("langchain_openai")
-    lc_messages = pytest.importorskip("langchain_core.messages")
+    lc_openai = import_sdk("langchain_openai")
+    lc_messages = import_sdk("langchain_core.messages")
     async with FakeModelServer() as server:
         _script(server)
         model = lc_openai.ChatOpenAI(
@@ -201,9 +201,9 @@ async def test_langchain_chat_openai_tool_calls_and_graph_state() -> None:
 
 async def test_pydantic_ai_agent_run_result() -> None:
     """A pydantic-ai Agent with an OpenAI model: the run's requests, tool calls and returns."""
-    pai = pytest.importorskip("pydantic_ai")
-    pai_openai = pytest.importorskip("pydantic_ai.models.openai")
-    provider = pytest.importorskip("pydantic_ai.providers.openai")
+    pai = import_sdk("pydantic_ai")
+    pai_openai = import_sdk("pydantic_ai.models.openai")
+    provider = import_sdk("pydantic_ai.providers.openai")
 
     def get_weather(city: str) -> str:
         """The weather in a city."""
@@ -229,9 +229,9 @@ async def test_pydantic_ai_agent_run_result() -> None:
 
 async def test_pydantic_ai_tool_retry_is_a_tool_message() -> None:
     """A tool asking the model to retry shows as the call's tool message, then the new call."""
-    pai = pytest.importorskip("pydantic_ai")
-    pai_openai = pytest.importorskip("pydantic_ai.models.openai")
-    provider = pytest.importorskip("pydantic_ai.providers.openai")
+    pai = import_sdk("pydantic_ai")
+    pai_openai = import_sdk("pydantic_ai.models.openai")
+    provider = import_sdk("pydantic_ai.providers.openai")
     attempts: list[str] = []
 
     def get_weather(city: str) -> str:
@@ -264,7 +264,7 @@ async def test_pydantic_ai_tool_retry_is_a_tool_message() -> None:
 
 async def test_openai_agents_sdk_run_result() -> None:
     """An OpenAI Agents SDK run on the Responses API: its items are the trajectory."""
-    agents = pytest.importorskip("agents")
+    agents = import_sdk("agents")
 
     @agents.function_tool
     def get_weather(city: str) -> str:
