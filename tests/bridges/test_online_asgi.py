@@ -89,13 +89,15 @@ async def test_overload_sheds_exactly_and_keeps_the_backlog_bounded() -> None:
         evaluator = Evaluator(CorrectnessJudge(model), timeout=30)
         background = evaluator.background(max_backlog=10, workers=2, drain_timeout=30)
         async with serving(make_app(background)) as base:
-            codes = await load(base, requests=200, concurrency=20)
-            assert codes == [200] * 201
+            # 100 requests, 20 at a time, overflow a backlog of 10 served by two 50 ms judges as
+            # surely as 200 did (each run sheds most of them), at half the CPU.
+            codes = await load(base, requests=100, concurrency=20)
+            assert codes == [200] * 101
             during = background.statistics()
         stats = background.statistics()
-    assert during["offered"] == 200 and during["shed"] > 0
+    assert during["offered"] == 100 and during["shed"] > 0, during
     assert during["backlog_high_water"] <= 10
-    assert sum(stats[k] for k in TERMINAL) == 200
+    assert sum(stats[k] for k in TERMINAL) == 100
     assert stats["backlog"] == stats["running"] == stats["cancelled"] == 0
     assert stats["completed"] == stats["accepted"] == len(server.requests)
 
