@@ -13,6 +13,16 @@ import pytest
 from hypothesis import HealthCheck, settings
 from serial_files import SERIAL_MARKERS, holds_serial_tests
 
+# `make test` runs pytest under `uv run`, and Ray (2.45+) then starts every worker of a job with
+# `uv run` in a copy of the job's working directory: each Ray test run built the project and
+# installed its 171 packages first (setups of 20-48 s on a fresh clone), its workers imported
+# the tests' modules from that copy (tracebacks in rows then named other paths than an
+# in-process run's), and the CLI drivers the tests start in temporary folders, outside the
+# project, had workers that died importing ray (docs/how-to/scale-out.md says so for users).
+# Ray reads this switch when it is first imported, so it is set here, before any test module
+# can import ray.
+os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
+
 # The pytest runs that tests start (the plugin's and xdist's tests) skip langsmith's unused
 # plugin as this one does (pyproject.toml's addopts say why).
 if "no:langsmith_plugin" not in os.environ.get("PYTEST_ADDOPTS", ""):

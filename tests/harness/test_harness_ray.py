@@ -85,12 +85,9 @@ def ray_address() -> Iterator[str]:
         "ray", reason="the Ray backend's tests need the ray extra: pip install 'agentjudge[ray]'"
     )
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    # `make test` runs pytest under `uv run`: Ray would then start every worker of a job with
-    # `uv run` in the job's working directory, and the CLI drivers these tests start run in
-    # a temporary folder, outside the project: their workers died importing ray and their
-    # actors never started (docs/how-to/scale-out.md says so for users). The drivers inherit
-    # this environment.
-    os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
+    # tests/conftest.py switched off Ray's `uv run` workers before ray was imported (here it
+    # would be too late: Ray reads the switch on import); the CLI drivers inherit that.
+    assert os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] == "0"
     with tempfile.TemporaryDirectory(prefix="agentjudge-ray-") as temp:
         ray.init(
             # Logical CPUs, not cores: room for the actors of a test while those of an earlier
