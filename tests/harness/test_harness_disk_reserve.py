@@ -106,9 +106,11 @@ def test_a_full_disk_still_writes_the_aborted_summary(
     summary = summary_of(out)
     assert summary["status"] == "aborted"
     # The writer appends whatever has finished in one batch and this disk refuses a whole batch
-    # that does not fit, so how many rows fit depends on how cases finished together.
+    # that does not fit, so how many rows fit depends on how cases finished together: on a
+    # loaded machine the first batch held more than ROOM rows and none fit (a fresh-clone CI
+    # run, 2026-11-26). What must hold either way: the summary counts exactly the rows written.
     written = len(list(iter_rows(out / "results.jsonl")))
-    assert summary["cases"]["total"] == written and 1 <= written <= ROOM
+    assert summary["cases"]["total"] == written and 0 <= written <= ROOM
     assert not (out / RESERVE_FILE).exists()
 
 
