@@ -103,3 +103,26 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             f"`make test` would run them in neither part: {sorted(unlisted)}"
         )
     items.sort(key=_band)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Under ``--dist loadgroup``, refuse to run if xdist did not group the grouped tests.
+
+    xdist groups a test by adding ``@group`` to its node id while the worker collects; with
+    pytest 9.2 that rename silently stopped taking effect (pytest-xdist issue #1386) and every
+    group's tests were spread over both workers, each starting the group's servers, Ray
+    instance and shared runs again. pyproject.toml keeps pytest below 9.2; this check makes
+    the next such break a clear error instead of a slower suite.
+    """
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [
+        item.nodeid
+        for item in session.items
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid.rpartition("]")[2]
+    ]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup did not group {len(lost)} tests marked xdist_group (e.g. "
+            f"{lost[0]}): this pytest-xdist does not work with this pytest (see pyproject.toml)"
+        )
