@@ -364,13 +364,16 @@ class WorkerPool:
             requests: Pipe[int] = Pipe(64)
 
             async def hand_out() -> None:
-                await anyio.to_thread.run_sync(conn.send, spec, abandon_on_cancel=True)
-                while (count := await requests.get()) is not None:
-                    for _ in range(count):
-                        chunk = await next_chunk()
-                        await anyio.to_thread.run_sync(conn.send, chunk, abandon_on_cancel=True)
-                        if chunk is None:
-                            return
+                try:
+                    await anyio.to_thread.run_sync(conn.send, spec, abandon_on_cancel=True)
+                    while (count := await requests.get()) is not None:
+                        for _ in range(count):
+                            chunk = await next_chunk()
+                            await anyio.to_thread.run_sync(conn.send, chunk, abandon_on_cancel=True)
+                            if chunk is None:
+                                return
+                except OSError:  # BrokenPipeError: the worker is gone; say so, not the pipe
+                    raise await self._died(k) from None
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(hand_out)
@@ -384,11 +387,7 @@ class WorkerPool:
                 try:
                     message = await anyio.to_thread.run_sync(conn.recv, abandon_on_cancel=True)
                 except (EOFError, OSError):
-                    proc = self._procs[k]
-                    await anyio.to_thread.run_sync(proc.join, 1.0, abandon_on_cancel=True)
-                    raise WorkerFailed(
-                        f"worker process {k + 1} exited unexpectedly (exit code {proc.exitcode})"
-                    ) from None
+                    raise await self._died(k) from None
                 if await self._on_message(k, message, requests, batches):
                     return
 
@@ -398,6 +397,14 @@ class WorkerPool:
                     tg.start_soon(serve, k, conn)
         finally:
             batches.close()
+
+    async def _died(self, k: int) -> WorkerFailed:
+        """The error for worker ``k`` whose pipe broke: it exited (waited for up to 1 s)."""
+        proc = self._procs[k]
+        await anyio.to_thread.run_sync(proc.join, 1.0, abandon_on_cancel=True)
+        return WorkerFailed(
+            f"worker process {k + 1} exited unexpectedly (exit code {proc.exitcode})"
+        )
 
     async def _on_message(
         self, k: int, message: tuple[Any, ...], requests: Pipe[int], batches: Pipe[Batch]
