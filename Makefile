@@ -31,17 +31,18 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # `xdist_group` on one worker, and `--no-loadscope-reorder` hands the work out in the order
 # tests/conftest.py sorts it: the longest groups first (the Ray tests: one local Ray instance,
 # ~50 s on one worker), then the tests that start interpreters, then the many short tests,
-# which fill both workers evenly at the end. One worker per core. Two per core once won
-# (196 -> 151 s, when many tests waited on subprocesses and servers), but since the suite's
-# waits were cut it only costs: on this quiet 2-core machine (2026-11-26, same tree, back to
-# back) the parallel part took 164 s and 244 s of CPU with 2 workers, 169 s and 303 s with 3,
-# 185 s and 350 s with 4 (each worker collects the suite and starts its own helpers).
+# which fill the workers evenly at the end. One worker per core plus one: the extra worker
+# runs while the others wait on subprocesses, servers and timeouts. On a fresh clone, quiet
+# machine, back to back (2026-11-26, groups working): 2 workers 153 s and 244 s of CPU,
+# 3 workers 136 s and 252 s, 4 workers 147 s and 283 s. (The session before, with the groups
+# silently broken by pytest 9.2, 2 workers had won: 164 s against 169 s with 3.)
 # The Ray tests ran alone after the parallel part until 2026-11-26 (~60 s of wall for ~55 s
 # of CPU, while nothing else ran): they start few actors (docs/how-to/scale-out.md), assert
 # no wall-clock bound and pass with the machine at load 18. Their instance, like a run's own,
 # prestarts no idle workers. Groups need pytest below 9.2 (pyproject.toml says why; the
 # conftest refuses a run whose groups were lost). On a fresh clone, quiet machine
-# (2026-11-26): the parallel part 147 s, the timing part 22 s; it was 165-176 s and 87-96 s.
+# (2026-11-26): the parallel part 136-164 s, the timing part 18-22 s; it was 165-176 s and
+# 87-96 s.
 # The second part collects only the files that can hold timing tests (tests/serial_files.py;
 # tests/conftest.py checks the list whenever the whole suite is collected).
 # Before them, two processes collect the suite once to write pytest's rewritten test modules
@@ -50,7 +51,7 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # per worker here). They run only when a test module or uv.lock (pytest's version names the
 # cached files) changed since they last ran: on an unchanged tree they were ~5 s of CPU for
 # nothing.
-TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(os.cpu_count() or 1)")
+TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=10
 
 WARM := PYTHONDONTWRITEBYTECODE= $(RUN) pytest -q --collect-only -p no:cacheprovider
