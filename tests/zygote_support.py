@@ -153,15 +153,7 @@ class Zygote:
         programs that share them pay for them once, and the others not at all.
         """
         files = OutputFiles(prefix="zygote-")
-        request = {
-            "imports": list(imports),
-            "code": code,
-            "cwd": str(Path(cwd).resolve()),
-            "env": dict(os.environ if env is None else env),
-            "out": files.out,
-            "err": files.err,
-            "timeout": timeout,
-        }
+        request = {"imports": list(imports), **_request(code, cwd, env, files, timeout)}
         with self._lock:
             server = self._server()
             assert server.stdin is not None and server.stdout is not None
@@ -234,6 +226,20 @@ _INSTALLED = (
 """Where the modules a ``python -c`` could import come from: the interpreter and the package."""
 
 
+def _request(
+    code: str, cwd: Path, env: Mapping[str, str] | None, files: OutputFiles, timeout: float
+) -> dict[str, Any]:
+    """What a child needs to run ``code`` as ``python -c`` would (see the server's `child`)."""
+    return {
+        "code": code,
+        "cwd": str(Path(cwd).resolve()),
+        "env": dict(os.environ if env is None else env),
+        "out": files.out,
+        "err": files.err,
+        "timeout": timeout,
+    }
+
+
 def _imported_modules(code: str) -> list[str]:
     """The absolute imports of ``code`` (``import a.b``, ``from a.b import c``)."""
     names: list[str] = []
@@ -298,14 +304,7 @@ def python_c_here(
         except Exception:  # not importable here: the program imports it itself (or fails)
             continue
     files = OutputFiles(prefix="fork-")
-    request = {
-        "code": code,
-        "cwd": str(Path(cwd).resolve()),
-        "env": dict(os.environ if env is None else env),
-        "out": files.out,
-        "err": files.err,
-        "timeout": timeout,
-    }
+    request = _request(code, cwd, env, files, timeout)
     pid = os.fork()
     if pid == 0:
         try:
