@@ -109,11 +109,12 @@ PROVIDERS: dict[str, type[HTTPModelClient] | OpenAIPreset | str] = {
 _plugin_cache: tuple[tuple[str, ...], dict[str, importlib.metadata.EntryPoint]] | None = None
 
 _Found = list[tuple[str, list["importlib.metadata.EntryPoint"]]]
-_folder_cache: dict[tuple[str, int], _Found] = {}
-"""Per ``sys.path`` entry (absolute, with its modification time): the distributions found there
-(normalized name, their provider entry points), so that a change of ``sys.path`` (a run puts
-its project folder first) reads only the entries new to it. A distribution installed into an
-entry changes the entry's modification time, and so is found; a missing entry is not kept."""
+_folder_cache: dict[str, tuple[int, _Found]] = {}
+"""Per ``sys.path`` entry (absolute): its modification time when read, and the distributions
+found there (normalized name, their provider entry points), so that a change of ``sys.path`` (a
+run puts its project folder first) reads only the entries new to it. A distribution installed
+into an entry changes the entry's modification time, and so is found (the newer reading
+replaces the older); a missing entry is not kept."""
 
 
 def _plugins() -> dict[str, importlib.metadata.EntryPoint]:
@@ -146,16 +147,17 @@ def _plugins_at(entry: str) -> _Found:
         stamp = os.stat(folder).st_mtime_ns
     except OSError:
         stamp = -1  # missing now: nothing is found there, and it is read again once it exists
-    found = _folder_cache.get((folder, stamp))
-    if found is None:
-        found = [
-            (_distribution_key(dist), list(dist.entry_points.select(group=ENTRY_POINT_GROUP)))
-            for dist in importlib.metadata.distributions(path=[folder])
-        ]
-        # Kept only for a folder last changed over a second ago: a change within the same tick
-        # of the file system's clock would leave its modification time as it was.
-        if time.time() - stamp / 1e9 > 1.0:
-            _folder_cache[(folder, stamp)] = found
+    cached = _folder_cache.get(folder)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    found = [
+        (_distribution_key(dist), list(dist.entry_points.select(group=ENTRY_POINT_GROUP)))
+        for dist in importlib.metadata.distributions(path=[folder])
+    ]
+    # Kept only for a folder last changed over a second ago: a change within the same tick of
+    # the file system's clock would leave its modification time as it was.
+    if time.time() - stamp / 1e9 > 1.0:
+        _folder_cache[folder] = (stamp, found)
     return found
 
 
