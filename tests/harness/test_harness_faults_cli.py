@@ -1,18 +1,20 @@
 """Issue 12 through the real program: exit codes, prompt exits.
 
-The SIGTERM tests start ``python -m agentjudge`` as a shell would: the signal reaches its
-process group's real processes, the run's and its workers'. The others run the same entry point
-in its own process forked from `cli_support`'s preloaded interpreter (a fresh interpreter's
-imports cost more CPU than most of these runs), with what a shell would set up first set up in
-the child: a file size limit (``ulimit -f``). A thread that must not keep the program alive is
-checked there too: a forked child's exit waits for non-daemon threads as the interpreter's does
-(multiprocessing's process bootstrap joins them), so a run that left it to the exit would hang.
+The SIGTERM test with workers starts ``python -m agentjudge`` as a shell would: the signal
+reaches the run's real process, which stops the workers of its own forkserver. The others run
+the same entry point in its own process forked from `cli_support`'s preloaded interpreter (a
+fresh interpreter's imports cost more CPU than most of these runs), with what a shell would set
+up first set up in the child: a file size limit (``ulimit -f``). A thread that must not keep the
+program alive is checked there too: a forked child's exit waits for non-daemon threads as the
+interpreter's does (multiprocessing's process bootstrap joins them), so a run that left it to
+the exit would hang.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -20,6 +22,7 @@ import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
+from subprocess import PIPE
 from typing import Any
 
 import pytest
@@ -259,29 +262,46 @@ def _gone(pid: int) -> bool:
 def test_sigterm_is_handled_like_ctrl_c(tmp_path: Path, workers: str) -> None:
     """SIGTERM mid-run: rows kept, summary aborted, exit 3, workers stopped; resume finishes.
 
-    The run is the program as a shell starts it (the signal reaches its process group's real
-    processes). 200 cases whose second half takes 1 s each keep the run going as long as 2,000
-    cases of 10 ms did (the resume runs a tenth of the cases).
+    With workers, the run is the program as a shell starts it (the signal reaches its own
+    process, which must stop the workers of its own forkserver); in one process, the same entry
+    point forked from `cli_support`'s interpreter (the signal reaches the run's process alike;
+    the interpreter's start-up cost ~0.7 s of CPU). 200 cases whose second half takes 1 s each
+    keep the run going as long as 2,000 cases of 10 ms did (the resume runs a tenth of the
+    cases).
     """
     data = words(200)
     root = project(tmp_path, data)
-    args = command("slow", "fine", "--workers", workers, "--concurrency", "2")
+    extra = ("--workers", workers, "--concurrency", "2")
+    args = run_args("slow", "fine", *extra)
     results = root / "out" / "results.jsonl"
-    proc = subprocess.Popen(args, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if workers == "1":
+        run = start_cli(root, *args)
+        pid, alive = run.process.pid, run.process.is_alive
+    else:
+        proc = subprocess.Popen(command("slow", "fine", *extra), cwd=root, stdout=PIPE, stderr=PIPE)
+        pid, alive = proc.pid, lambda: proc.poll() is None
     try:
         deadline = time.monotonic() + 60
-        while complete_lines(results) < 20:  # poll until the run is well under way
-            assert proc.poll() is None, proc.communicate()
+        while complete_lines(results) < 20 and alive():  # poll until the run is well under way
             assert time.monotonic() < deadline, "the run never wrote 20 rows"
             time.sleep(0.01)
-        proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=EXIT_WITHIN)
+        if alive():  # (a run that ended by itself was waited for: its pid may be reused)
+            os.kill(pid, signal.SIGTERM)
+        if workers == "1":
+            done = run.wait(EXIT_WITHIN)
+            code, stderr = done.returncode, done.stderr
+        else:
+            stderr = proc.communicate(timeout=EXIT_WITHIN)[1].decode()
+            code = proc.returncode
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 3, stderr
-    assert b"run aborted (terminated by SIGTERM)" in stderr
+        if alive():
+            os.kill(pid, signal.SIGKILL)
+            if workers == "1":
+                run.wait()
+            else:
+                proc.communicate()
+    assert code == 3, stderr
+    assert "run aborted (terminated by SIGTERM)" in stderr
     assert status(root / "out") == "aborted"
     rows = [json.loads(line) for line in results.read_text("utf-8").splitlines()]
     assert 20 <= len(rows) < len(data)
