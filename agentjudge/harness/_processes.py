@@ -287,8 +287,15 @@ class CasePool(Protocol):
         """Stop the workers (blocking)."""
 
 
-# What a worker imports before its first case, imported once by the forkserver.
-_WORKER_PRELOAD = ["agentjudge.harness._processes", "agentjudge.harness._run"]
+# What a worker imports before its first case, imported once by the forkserver: the harness,
+# and what its first ``anyio.run`` and thread call import (anyio's asyncio backend, ``queue``;
+# ~50 ms of CPU in each worker otherwise).
+_WORKER_PRELOAD = [
+    "agentjudge.harness._processes",
+    "agentjudge.harness._run",
+    "anyio._backends._asyncio",
+    "queue",
+]
 
 
 def _worker_context() -> Any:
