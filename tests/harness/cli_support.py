@@ -1,21 +1,22 @@
 """Run the real ``agentjudge`` CLI in its own process, for harness tests.
 
-Each call is a separate process running the program's entry point (`agentjudge.harness._cli.cli`:
-its own pid, signals, exit code, stdout and stderr), forked from a ``multiprocessing``
-forkserver that imported the CLI once. Starting ``python -m agentjudge`` costs about 0.4 s of CPU in
-imports and the harness tests start hundreds of runs; a fork from the preloaded server costs a few
-milliseconds. What differs from ``python -m agentjudge`` is only how the process started: the
-working directory is put first on ``sys.path`` as ``-m`` does, the environment is the given one (its
-``PYTHONWARNINGS`` sets the run's warning filters, as at start-up), stdin is empty, and Ctrl-C
-(SIGINT) raises KeyboardInterrupt as in a program started in the foreground (the test session may
-have inherited SIGINT as ignored, e.g. when a non-interactive shell started it in the background,
-and every child would inherit that too: its Ctrl-C tests would then see runs that are never
-interrupted, exit 0 instead of 3). The program as started from a shell is still tested as such
-(README commands, ``test_calibrate_command_as_a_program``, the kill and signal tests, an LLM-judge
-suite's run in test_harness_model_clients). What a shell sets up before it starts a program
-(``ulimit -f``, SIGINT ignored in a background job) the child sets up just before the entry point
-(``prepare``). A run's workers are forked from this module's forkserver (below), whose warning
-filters are the defaults whatever the run's ``PYTHONWARNINGS``.
+Each call is a separate process running the program's entry point
+(`agentjudge.harness._cli.cli`: its own pid, signals, exit code, stdout and stderr), forked from
+a ``multiprocessing`` forkserver that imported the CLI once. Starting ``python -m agentjudge``
+costs about 0.4 s of CPU in imports and the harness tests start hundreds of runs; a fork from
+the preloaded server costs a few milliseconds. What differs from ``python -m agentjudge`` is
+only how the process started: the working directory is put first on ``sys.path`` as ``-m`` does,
+the environment is the given one (its ``PYTHONWARNINGS`` sets the run's warning filters, as at
+start-up), stdin is empty, and Ctrl-C (SIGINT) raises KeyboardInterrupt as in a program started
+in the foreground (the test session may have inherited SIGINT as ignored, e.g. when a non-
+interactive shell started it in the background, and every child would inherit that too: its
+Ctrl-C tests would then see runs that are never interrupted, exit 0 instead of 3). The program
+as started from a shell is still tested as such (README commands,
+``test_calibrate_command_as_a_program``, the kill -9 test with workers, the killed batch run, an
+LLM-judge suite's run in test_harness_model_clients). What a shell sets up before it starts a
+program (``ulimit -f``, SIGINT ignored in a background job) the child sets up just before the
+entry point (``prepare``). A run's workers are forked from this module's forkserver (below),
+whose warning filters are the defaults whatever the run's ``PYTHONWARNINGS``.
 
 A run with ``--workers`` N starts its worker processes from a forkserver, an interpreter that
 imports the harness first (~0.5 s of CPU per run). A run started here forks its workers from
@@ -23,7 +24,7 @@ this module's forkserver instead, which has imported the harness already (`share
 they are the same `worker_main` processes with the run's environment and ``sys.path``, siblings
 of the run's process rather than its grandchildren. The product's own start-up of worker
 processes is still run by the in-process parallel-run tests and the programs started as a shell
-would (the kill and SIGTERM tests).
+would (the kill -9 test with workers).
 """
 
 from __future__ import annotations

@@ -1,13 +1,12 @@
 """Issue 12 through the real program: exit codes, prompt exits.
 
-The SIGTERM test with workers starts ``python -m agentjudge`` as a shell would: the signal
-reaches the run's real process, which stops the workers of its own forkserver. The others run
-the same entry point in its own process forked from `cli_support`'s preloaded interpreter (a
-fresh interpreter's imports cost more CPU than most of these runs), with what a shell would set
-up first set up in the child: a file size limit (``ulimit -f``). A thread that must not keep the
-program alive is checked there too: a forked child's exit waits for non-daemon threads as the
-interpreter's does (multiprocessing's process bootstrap joins them), so a run that left it to
-the exit would hang.
+Every run is the program's entry point in its own process forked from `cli_support`'s
+preloaded interpreter (a fresh interpreter's imports cost more CPU than most of these runs;
+kill -9 of the program as a shell starts it, with workers, is in test_harness_kill), with what
+a shell would set up first set up in the child: a file size limit (``ulimit -f``). A thread
+that must not keep the program alive is checked there too: a forked child's exit waits for
+non-daemon threads as the interpreter's does (multiprocessing's process bootstrap joins them),
+so a run that left it to the exit would hang.
 """
 
 from __future__ import annotations
@@ -17,12 +16,10 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
-from subprocess import PIPE
 from typing import Any
 
 import pytest
@@ -99,11 +96,6 @@ def run_args(task: str, judges: str, *extra: str) -> list[str]:
         "run", "--dataset", "data.jsonl", "--task", f"task:{task}",
         "--judges", f"judges:{judges}", "--out", "out", "--progress", "off", *extra,
     ]  # fmt: skip
-
-
-def command(task: str, judges: str, *extra: str) -> list[str]:
-    """``python -m agentjudge run ...``: the program as a shell starts it."""
-    return [sys.executable, "-m", "agentjudge", *run_args(task, judges, *extra)]
 
 
 def forked(
@@ -262,46 +254,32 @@ def _gone(pid: int) -> bool:
 def test_sigterm_is_handled_like_ctrl_c(tmp_path: Path, workers: str) -> None:
     """SIGTERM mid-run: rows kept, summary aborted, exit 3, workers stopped; resume finishes.
 
-    With workers, the run is the program as a shell starts it (the signal reaches its own
-    process, which must stop the workers of its own forkserver); in one process, the same entry
-    point forked from `cli_support`'s interpreter (the signal reaches the run's process alike;
-    the interpreter's start-up cost ~0.7 s of CPU). 200 cases whose second half takes 1 s each
-    keep the run going as long as 2,000 cases of 10 ms did (the resume runs a tenth of the
-    cases).
+    The run is the entry point forked from `cli_support`'s interpreter (a shell's ``python -m
+    agentjudge`` cost ~0.7 s of CPU more, and its worker forkserver ~0.6 s): the signal reaches
+    the run's own process as it would, and the workers it must stop are the same `worker_main`
+    processes (forked from `cli_support`'s forkserver rather than one of the run's own; the
+    program with workers as a shell starts it is killed in test_harness_kill). 200 cases whose
+    second half takes 1 s each keep the run going as long as 2,000 cases of 10 ms did (the
+    resume runs a tenth of the cases).
     """
     data = words(200)
     root = project(tmp_path, data)
-    extra = ("--workers", workers, "--concurrency", "2")
-    args = run_args("slow", "fine", *extra)
     results = root / "out" / "results.jsonl"
-    if workers == "1":
-        run = start_cli(root, *args)
-        pid, alive = run.process.pid, run.process.is_alive
-    else:
-        proc = subprocess.Popen(command("slow", "fine", *extra), cwd=root, stdout=PIPE, stderr=PIPE)
-        pid, alive = proc.pid, lambda: proc.poll() is None
+    run = start_cli(root, *run_args("slow", "fine", "--workers", workers, "--concurrency", "2"))
     try:
         deadline = time.monotonic() + 60
-        while complete_lines(results) < 20 and alive():  # poll until the run is well under way
+        while complete_lines(results) < 20 and run.process.is_alive():  # well under way
             assert time.monotonic() < deadline, "the run never wrote 20 rows"
             time.sleep(0.01)
-        if alive():  # (a run that ended by itself was waited for: its pid may be reused)
-            os.kill(pid, signal.SIGTERM)
-        if workers == "1":
-            done = run.wait(EXIT_WITHIN)
-            code, stderr = done.returncode, done.stderr
-        else:
-            stderr = proc.communicate(timeout=EXIT_WITHIN)[1].decode()
-            code = proc.returncode
+        if run.process.is_alive():  # (a run that ended by itself was waited for)
+            os.kill(run.process.pid, signal.SIGTERM)
+        done = run.wait(EXIT_WITHIN)  # killed past it
     finally:
-        if alive():
-            os.kill(pid, signal.SIGKILL)
-            if workers == "1":
-                run.wait()
-            else:
-                proc.communicate()
-    assert code == 3, stderr
-    assert "run aborted (terminated by SIGTERM)" in stderr
+        if run.process.is_alive():  # the poll failed
+            run.process.kill()
+            run.wait()
+    assert done.returncode == 3, done.stderr
+    assert "run aborted (terminated by SIGTERM)" in done.stderr
     assert status(root / "out") == "aborted"
     rows = [json.loads(line) for line in results.read_text("utf-8").splitlines()]
     assert 20 <= len(rows) < len(data)
