@@ -25,6 +25,13 @@ import anyio
 async def answer(case):
     await anyio.sleep(0.005)
     return case.input
+
+async def slow(case):
+    # The killed run's task: 5 ms for the first 100 cases, then 1 s, so the run is well under
+    # way after 40 rows and still far from done when the kill lands, however late it lands
+    # (400 cases of 5 ms made that likely; the resume runs the rest with `answer`).
+    await anyio.sleep(0.005 if case.input < 100 else 1)
+    return case.input
 """
 
 JUDGES = """
@@ -45,7 +52,7 @@ def complete_lines(path: Path) -> int:
 @pytest.mark.parametrize("workers", [1, 2])
 def test_kill_9_then_resume_gives_every_case_exactly_once(tmp_path: Path, workers: int) -> None:
     """A SIGKILLed run (in process or with workers) resumes to each id once, torn tail or not."""
-    n = 400
+    n = 200
     (tmp_path / "task.py").write_text(TASK, encoding="utf-8")
     (tmp_path / "judges.py").write_text(JUDGES, encoding="utf-8")
     (tmp_path / "data.jsonl").write_text(
@@ -56,7 +63,7 @@ def test_kill_9_then_resume_gives_every_case_exactly_once(tmp_path: Path, worker
     )
     args = [
         sys.executable, "-m", "agentjudge", "run",
-        "--dataset", "data.jsonl", "--task", "task:answer", "--judges", "judges:judges",
+        "--dataset", "data.jsonl", "--task", "task:slow", "--judges", "judges:judges",
         "--concurrency", "4", "--out", "out", "--progress", "off", "--workers", str(workers),
     ]  # fmt: skip
     results = tmp_path / "out" / "results.jsonl"
@@ -87,7 +94,8 @@ def test_kill_9_then_resume_gives_every_case_exactly_once(tmp_path: Path, worker
     assert 40 <= written < n, "the kill should land mid-run"
 
     # The resume is not about the kill: the same entry point, forked from cli_support's server.
-    resumed = cli(tmp_path, *args[3:], "--resume")
+    resume = [arg if arg != "task:slow" else "task:answer" for arg in args[3:]]
+    resumed = cli(tmp_path, *resume, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     ids = [json.loads(line)["id"] for line in results.read_text("utf-8").splitlines()]
     assert len(ids) == n
