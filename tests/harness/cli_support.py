@@ -38,6 +38,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Mapping
+from multiprocessing import spawn
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,8 @@ TIMEOUT = 60.0
 # imported, as here, since a global provider may then be set). "__main__" is multiprocessing's
 # own entry: the forkserver imports the test process's main script once (under ``pytest -n 0``
 # that is pytest's script, which imports pytest) instead of each child re-running it (~50 ms a
-# run); under xdist the main script has no file and nothing is imported.
+# run; see `_main_path_for_the_forkserver`); under xdist the main script has no file and nothing
+# is imported.
 PRELOAD = [
     "__main__",
     "agentjudge.harness._cli",
@@ -76,6 +78,33 @@ PRELOAD = [
     "anyio._backends._asyncio",
 ]
 _context: Any = None
+
+
+def _main_path_for_the_forkserver() -> None:
+    """Let the forkserver preload ``__main__`` (Python < 3.13.2: CPython issue gh-126631).
+
+    The forkserver is given the ``main_path`` of `multiprocessing.spawn.get_preparation_data`,
+    which names the main script ``init_main_from_path`` instead: the ``"__main__"`` preload
+    never happens, and every child runs the main script again before its target (pytest's
+    script under ``pytest -n 0``: ~50 ms of CPU per CLI run or worker). The data gets the key
+    under both names (the children's preparation reads only the second). Installed for this
+    process, since a parallel run of the tests may start the shared forkserver first.
+    """
+    real = spawn.get_preparation_data
+    if getattr(real, "adds_main_path", False):
+        return
+
+    def with_main_path(name: str) -> dict[str, Any]:
+        data: dict[str, Any] = real(name)
+        if "init_main_from_path" in data:
+            data.setdefault("main_path", data["init_main_from_path"])
+        return data
+
+    with_main_path.adds_main_path = True  # type: ignore[attr-defined]
+    spawn.get_preparation_data = with_main_path
+
+
+_main_path_for_the_forkserver()
 
 
 def _forkserver() -> Any:
