@@ -44,7 +44,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentjudge.calibration import (
     NEVER,
@@ -55,7 +55,6 @@ from agentjudge.calibration import (
     evaluate_thresholds,
 )
 from agentjudge.core import TierPolicy
-from agentjudge.engine import Cascade, Tier
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._agreement import agrees_with_human
 from agentjudge.harness._cascade_summary import CascadeCalibration, CascadeSummary
@@ -63,6 +62,9 @@ from agentjudge.harness._case import human_label_problem
 from agentjudge.harness._dataset import Dataset
 from agentjudge.harness._results import ResultsError, iter_rows
 from agentjudge.harness._suite import RunConfigError, Suite
+
+if TYPE_CHECKING:  # the engine loads with a run's switches, not with `agentjudge calibrate`
+    from agentjudge.engine import Cascade
 
 __all__ = [
     "METHOD",
@@ -94,6 +96,8 @@ def single_cascade(judges: Any, setting: str) -> Cascade:
     Raises:
         RunConfigError: the judges are not a single Cascade (``setting`` names the switch).
     """
+    from agentjudge.engine import Cascade
+
     found = judges
     if isinstance(judges, list | tuple) and len(judges) == 1:
         found = judges[0]
@@ -123,6 +127,8 @@ def cascade_settings(suite: Suite, judges: Any) -> Any:
             unusable or its tier names differ from the cascade's.
     """
     if suite.calibration:
+        from agentjudge.engine import Cascade
+
         cascade = single_cascade(judges, "--calibration")
         return Cascade(cascade.tiers, name=cascade.name, short_circuit=False)
     if suite.thresholds is None:
@@ -137,6 +143,8 @@ def cascade_settings(suite: Suite, judges: Any) -> Any:
 
 
 def _thresholded(cascade: Cascade, thresholds: Mapping[str, float], path: Path) -> Cascade:
+    from agentjudge.engine import Cascade, Tier
+
     names = [t.name for t in cascade.tiers]
     if sorted(names) != sorted(thresholds):
         missing = [n for n in names if n not in thresholds]

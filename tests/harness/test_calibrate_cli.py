@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -392,17 +393,22 @@ def test_calibrate_rejects_bad_alpha_and_a_missing_run(
 
 @uses_the_calibration_run
 def test_calibrate_command_as_a_program(project: Path) -> None:
-    """`python -m agentjudge calibrate` writes --out and exits 0 (the real entry point)."""
+    """`python -m agentjudge calibrate` writes --out and exits 0 (the real entry point); it
+    imports no engine (a run's switches need it, calibrating does not: ~0.18 s of CPU)."""
     settings = ["--alpha", "0.1", "--delta", "0.1", "--min-support", "10", "--out", "th.json"]
     proc = subprocess.run(
         [sys.executable, "-m", "agentjudge", "calibrate", "calib", *settings],
         cwd=project,
+        env={**os.environ, "PYTHONPROFILEIMPORTTIME": "1"},  # what it imports, on stderr
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()}
+    assert "agentjudge.harness._calibrate" in imported
+    assert "agentjudge.engine" not in imported
     assert set(json.loads((project / "th.json").read_text("utf-8"))["thresholds"]) == {
         "cheap",
         "strong",
