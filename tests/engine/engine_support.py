@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import anyio
 
 from agentjudge import Evaluator
 
-__all__ = ["idle", "running_tasks", "settle", "wait_until"]
+__all__ = ["idle", "new_objects_only", "running_tasks", "settle", "wait_until"]
 
 
 async def wait_until(predicate: Callable[[], bool], *, limit: float = 5.0) -> None:
@@ -42,3 +44,19 @@ def idle(evaluator: Evaluator, *resources: str) -> bool:
         if limiter.borrowed_tokens != 0 or limiter.statistics().tasks_waiting != 0:
             return False
     return True
+
+
+@contextmanager
+def new_objects_only() -> Iterator[None]:
+    """Inside, `gc.collect` and `gc.get_objects` see only the objects made inside.
+
+    What existed before moves to the collector's permanent generation (`gc.freeze`) until the
+    block ends: a full collection of a test worker's heap (every module, test and fixture
+    loaded so far, ~0.3 s of CPU under ``make test``) then walks only the test's own objects.
+    Garbage made inside is collected as before; garbage made before is not looked at.
+    """
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
