@@ -145,7 +145,8 @@ def test_decided_is_sound_and_prompt_exhaustively(
         reachable = Reachable(strategy, weights, space)
         for done in itertools.product(SLOTS, repeat=n):
             result = strategy.decided(done, weights)
-            running = done.count(None)
+            # By identity: tuple.count and `in` compare Judgments with pydantic's __eq__
+            running = sum(j is None for j in done)
             if running == 0:
                 assert result == strategy.aggregate(done, weights)  # type: ignore[arg-type]
                 continue
@@ -160,7 +161,7 @@ def test_decided_is_sound_and_prompt_exhaustively(
                 assert result.metadata["aggregation"]["runningCount"] == running
             if propagate:
                 # Under PROPAGATE an arrived ERROR decides at once; nothing else is certain.
-                assert (result is not None) == (E in done), done
+                assert (result is not None) == any(j is E for j in done), done
             elif counting:
                 # Prompt: Majority/Consensus decide as soon as the status is certain.
                 assert (result is not None) == (len(statuses) == 1), done
