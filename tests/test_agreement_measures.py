@@ -142,13 +142,20 @@ def test_bad_input_is_a_value_error(call: object, fragment: str) -> None:
         call()  # type: ignore[operator]
 
 
-def labels(size: int) -> st.SearchStrategy[list[str]]:
-    """``size`` labels from a, b, c, d, decoded from one drawn byte string: one draw per list
-    rather than one per label, which made drawing most of these tests' time."""
-    return st.binary(min_size=size, max_size=size).map(lambda raw: ["abcd"[x % 4] for x in raw])
+# Labels (a, b, c, d) and cells are decoded from one drawn byte string: one draw per list
+# rather than one per label, which made drawing most of these tests' time. Sizes are drawn
+# beside a string long enough for the largest, of which the first bytes are read: one strategy
+# for every size, where a flatmap made and checked a new one at every draw.
 
 
-PAIRS = st.integers(1, 40).flatmap(lambda n: st.tuples(labels(n), labels(n)))
+def _labels(raw: bytes) -> list[str]:
+    return ["abcd"[x % 4] for x in raw]
+
+
+# Two raters' labels of 1 to 40 items: each from its own 40 bytes.
+PAIRS = st.tuples(st.integers(1, 40), st.binary(min_size=80, max_size=80)).map(
+    lambda d: (_labels(d[1][: d[0]]), _labels(d[1][40 : 40 + d[0]]))
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -162,7 +169,7 @@ def test_cohen_is_symmetric_and_bounded(pair: tuple[list[str], list[str]]) -> No
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(1, 40).flatmap(labels))
+@given(st.binary(min_size=1, max_size=40).map(_labels))
 def test_perfect_agreement_is_one(labels: list[str]) -> None:
     """Raters who always agree get exactly 1.0 from all three measures."""
     assert cohen_kappa(labels, labels) == 1.0
@@ -170,15 +177,12 @@ def test_perfect_agreement_is_one(labels: list[str]) -> None:
     assert krippendorff_alpha([labels, labels, labels]) == 1.0
 
 
-MATRIX = st.tuples(st.integers(2, 4), st.integers(1, 15)).flatmap(
-    lambda shape: st.lists(
-        # A row from one byte string: half the cells missing (None), the others 0..4.
-        st.binary(min_size=shape[1], max_size=shape[1]).map(
-            lambda raw: [None if x < 128 else x % 5 for x in raw]
-        ),
-        min_size=shape[0],
-        max_size=shape[0],
-    )
+# 2 to 4 rows of 1 to 15 cells, row r from bytes 15r on: half the cells missing (None), the
+# others 0..4.
+MATRIX = st.tuples(st.integers(2, 4), st.integers(1, 15), st.binary(min_size=60, max_size=60)).map(
+    lambda d: [
+        [None if x < 128 else x % 5 for x in d[2][15 * r : 15 * r + d[1]]] for r in range(d[0])
+    ]
 )
 
 
@@ -201,7 +205,12 @@ def test_alpha_bounded_and_nominal_invariant_under_renaming(
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(2, 5).flatmap(lambda m: st.lists(labels(m), min_size=1, max_size=20)))
+@given(
+    # 1 to 20 items rated by 2 to 5 raters, item i from bytes 5i on
+    st.tuples(st.integers(2, 5), st.integers(1, 20), st.binary(min_size=100, max_size=100)).map(
+        lambda d: [_labels(d[2][5 * i : 5 * i + d[0]]) for i in range(d[1])]
+    )
+)
 def test_fleiss_at_most_one(items: list[list[str]]) -> None:
     """Fleiss' kappa never exceeds 1."""
     assert fleiss_kappa(items) <= 1.0
