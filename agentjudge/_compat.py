@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     import anyio
 
 __all__ = [
+    "ANYIO_ASYNCIO_BACKEND",
     "FAST_MODELS",
     "PYDANTIC_SLOTS",
     "build_model",
@@ -66,6 +67,12 @@ __all__ = [
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
+
+ANYIO_ASYNCIO_BACKEND = "anyio._backends._asyncio"
+"""The module of anyio's asyncio backend, which the first ``anyio.run`` imports (a private
+name: processes that preload it, like the harness's forkserver, name it from here). Should a
+release move it, the preload fails to import it and a worker imports it on first use, as
+before; tests/test_compat.py checks it is importable."""
 
 PYDANTIC_SLOTS = (
     "__dict__",

@@ -178,6 +178,24 @@ def test_the_asyncio_backend_class_is_the_one_anyio_finds() -> None:
     assert ours is anyios, "anyio: the asyncio backend's scope class is not CancelScope()'s"
 
 
+def test_the_preloaded_backend_module_is_the_one_anyio_run_loads() -> None:
+    """anyio (asyncio backend): the module the harness's forkserver preloads is anyio's own.
+
+    Should a release move it, the preload would import nothing and each worker would import
+    the backend on its first ``anyio.run`` (correct, ~50 ms of CPU slower): said loudly here.
+    """
+    import importlib
+    import sys
+
+    import anyio
+
+    importlib.import_module(_compat.ANYIO_ASYNCIO_BACKEND)
+    anyio.run(anyio.lowlevel.checkpoint, backend="asyncio")
+    assert _compat.ANYIO_ASYNCIO_BACKEND in sys.modules
+    backend = sys.modules[_compat.ANYIO_ASYNCIO_BACKEND]
+    assert hasattr(backend, "backend_class"), "anyio: the asyncio backend module moved"
+
+
 def test_an_untimed_deadline_is_anyios_deadline_without_a_timer() -> None:
     """anyio (asyncio backend): writing ``_deadline`` of an entered scope is its deadline.
 

@@ -44,6 +44,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.to_thread
 
+from agentjudge._compat import ANYIO_ASYNCIO_BACKEND
 from agentjudge.exceptions import AgentJudgeError, DatasetError
 from agentjudge.harness._clients import close_model_clients, find_model_clients
 from agentjudge.harness._dataset import Dataset
@@ -293,7 +294,7 @@ class CasePool(Protocol):
 _WORKER_PRELOAD = [
     "agentjudge.harness._processes",
     "agentjudge.harness._run",
-    "anyio._backends._asyncio",
+    ANYIO_ASYNCIO_BACKEND,
     "queue",
 ]
 
