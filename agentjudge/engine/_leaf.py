@@ -301,10 +301,11 @@ class LeafRunner:
             # reservation still held here is released by the group if this raises.
             await checkpoint_if_cancelled()
             reserved, stats.reserved = stats.reserved, False
+            admission = self.admission
             if not reserved and (
-                leaf.resource is not None or not self.admission.take_global(stats)
+                leaf.resource in admission.limits or not admission.take_global(stats)
             ):
-                await self._admit(leaf, stats)
+                await self._admit(leaf, stats)  # a resource slot first, or wait for one
         else:
             started = carried.began
         try:
