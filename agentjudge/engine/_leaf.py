@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from contextlib import nullcontext
 from time import perf_counter
 from typing import Any, cast
 
@@ -47,9 +46,6 @@ _SUSPENDED: Any = object()
 
 _UNSTEPPED: Any = object()
 """The first step of a judge known to suspend: not taken inline, the judge is awaited whole."""
-
-_NO_SCOPE = nullcontext()
-"""Entered in place of a cancel scope by an attempt without a timeout."""
 
 ResultCallback = Callable[[JudgeResult], Awaitable[None] | None]
 """Called once per completed JudgeResult (unsampled ones included), in completion order."""
@@ -316,7 +312,11 @@ class LeafRunner:
             scope = None if timeout is None else cancel_scope()
             armed: Armed | None = None
             try:
-                with scope or _NO_SCOPE:
+                # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive for
+                # as long as the judge waits (one object per case every collection walks)
+                if scope is not None:
+                    scope.__enter__()
+                try:
                     coro, first, value = self._begin(leaf, ctx, carried)
                     if value is _SUSPENDED:
                         if scope is not None:
@@ -331,6 +331,12 @@ class LeafRunner:
                     judgment = (
                         value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
                     )
+                except BaseException as exc:  # the scope swallows its own cancellation
+                    if scope is None or not scope.__exit__(type(exc), exc, exc.__traceback__):
+                        raise
+                else:
+                    if scope is not None:
+                        scope.__exit__(None, None, None)
                 # Also when the judge swallowed the deadline's cancellation and returned, or
                 # blocked past the deadline without suspending: an attempt that overran its
                 # timeout is a TimeoutError whatever the judge returned.
