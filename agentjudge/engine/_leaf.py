@@ -12,14 +12,13 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from contextlib import nullcontext
 from time import perf_counter
 from typing import Any, cast
 
 import anyio
 
 from agentjudge._retry import RetryPolicy, call_with_retry
-from agentjudge.core import Context, JudgeResult, Judgment
+from agentjudge.core import Context, JudgeResult, Judgment, Verdict
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._deadline import Armed, arm, deadline_error, disarm
@@ -47,9 +46,6 @@ _SUSPENDED: Any = object()
 
 _UNSTEPPED: Any = object()
 """The first step of a judge known to suspend: not taken inline, the judge is awaited whole."""
-
-_NO_SCOPE = nullcontext()
-"""Entered in place of a cancel scope by an attempt without a timeout."""
 
 ResultCallback = Callable[[JudgeResult], Awaitable[None] | None]
 """Called once per completed JudgeResult (unsampled ones included), in completion order."""
@@ -158,14 +154,33 @@ class LeafRunner:
         )
 
     # ------------------------------------------------------------------ the general way
-    async def run(
+    def run(
         self,
         leaf: Leaf,
         run: RunState,
         stats: LeafStats | None = None,
         failed: Exception | None = None,
-    ) -> JudgeResult:
+    ) -> Coroutine[Any, Any, JudgeResult]:
         """Run one leaf to its result; ``failed``: its first attempt already raised this."""
+        return self._run(leaf, run, stats, failed, False)  # type: ignore[return-value]
+
+    def verdict(self, leaf: Leaf, run: RunState) -> Coroutine[Any, Any, Verdict]:
+        """Run the plan's root leaf to the evaluation's verdict (`run` and the verdict in one).
+
+        The evaluation's own coroutine is then the leaf's: one frame fewer alive while the
+        judge waits than a scheduler coroutine awaiting `run`.
+        """
+        return self._run(leaf, run, None, None, True)  # type: ignore[return-value]
+
+    async def _run(
+        self,
+        leaf: Leaf,
+        run: RunState,
+        stats: LeafStats | None,
+        failed: Exception | None,
+        verdict: bool,
+    ) -> JudgeResult | Verdict:
+        """`run`, or with ``verdict`` `verdict`: the leaf's result, else the verdict it gives."""
         if stats is None:
             stats = LeafStats()
         outcome: Judgment | BaseException | None = None
@@ -182,6 +197,10 @@ class LeafRunner:
         result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
         if self.on_result is not None:
             await self.notify(leaf, result)
+        if verdict:
+            return run.verdict_of(
+                result.judgment or Judgment.abstained(f"judge {leaf.name!r} was not sampled")
+            )
         return result
 
     async def _before_deadline(
@@ -223,7 +242,7 @@ class LeafRunner:
         """
         budget = self.budget
         if budget is None or not leaf.metered:
-            return self._attempt_now(leaf, ctx, stats)
+            return self._guarded(leaf, stats, ctx, None)
         return self._metered(budget, leaf, ctx, stats)
 
     async def _metered(
@@ -236,92 +255,126 @@ class LeafRunner:
             raise
         token = spend_gate.set(budget.gate(leaf.name))  # its model requests reserve there
         try:
-            return await self._attempt_now(leaf, ctx, stats)
+            return await self._guarded(leaf, stats, ctx, None)
         finally:
             spend_gate.reset(token)
 
-    async def _attempt_now(self, leaf: Leaf, ctx: Context, stats: LeafStats) -> Judgment:
-        stats.attempts += 1
-        started, stats.since = stats.since or perf_counter(), 0.0
+    async def _admit(self, leaf: Leaf, stats: LeafStats) -> None:
+        """Take an attempt's slots that were not free at once: the resource's, then a global one.
+
+        Waits (in the FIFO queue for a global slot); a resource slot taken is given back if
+        the wait for the global one ends in an exception.
+        """
         admission = self.admission
-        resource, limiter = admission.limiters(leaf)
-        # A member started after its group was cancelled must not reach the judge just
-        # because a slot is free (acquiring without waiting is no checkpoint). A reservation
-        # still held here is released by the group if this raises.
-        await checkpoint_if_cancelled()
-        reserved, stats.reserved = stats.reserved, False
-        if resource is not None and not reserved:
+        resource = admission.limiters(leaf)[0]
+        if resource is not None:
             await acquire(resource, stats)
         try:
-            if not reserved and not admission.take_global(stats):
+            if not admission.take_global(stats):
                 await admission.acquire_global(stats)
-            try:
-                return await self._guarded(leaf, stats, started, ctx, None)
-            finally:
-                limiter.release_on_behalf_of(stats)
-                if admission.waiting:
-                    admission.dispatch()
-        finally:
+        except BaseException:
             if resource is not None:
                 resource.release_on_behalf_of(stats)
+            raise
 
     async def _guarded(
-        self, leaf: Leaf, stats: LeafStats, started: float, ctx: Context, carried: Carried | None
+        self, leaf: Leaf, stats: LeafStats, ctx: Context, carried: Carried | None
     ) -> Judgment:
-        """Call the judge under the timeout; time reported by ``add_queued`` queues.
+        """One attempt: take its slots, call the judge under the timeout, give the slots back.
 
-        A fresh attempt (``carried`` None) calls ``leaf.step(ctx)`` and steps it once inline to
-        learn whether it suspends; a carried one continues the coroutine the fast path
-        stepped. The scope gets its deadline only once the judge suspends: one that completes
-        in its first step cannot be interrupted anyway, and a scope without a deadline costs
-        half as much (no timer). A judge already known to suspend (`Learned.suspends`) is not
-        stepped: the deadline (the same instant, counted from ``began``) is set first and the
-        judge is awaited whole, without `Resume` relaying each of its steps;
-        `tests/engine/test_engine_known_suspend.py` pins both ways to the same results. One
-        frame drives the judge (no helper coroutines per step).
+        A fresh attempt (``carried`` None) counts itself, checks that its evaluation was not
+        cancelled and takes the leaf's slots (those the group reserved for it, else free
+        ones at once, else it waits in `_admit`); a carried one holds the slots the fast path
+        took. Both give them back when they end, after the attempt's timing is recorded. One
+        coroutine from the slots to the judge, so the only frames alive while the judge waits
+        for its model are the evaluation's, this one and the judge's.
         """
-        clock, token = start_attempt()
-        began = perf_counter()
-        stats.queued += began - started
-        timeout = self.timeouts[leaf.index]
-        scope = None if timeout is None else cancel_scope()
-        armed: Armed | None = None
-        try:
-            with scope or _NO_SCOPE:
-                if carried is not None:
-                    coro, first, value = carried.coro, carried.first, _SUSPENDED
-                elif self.learned.suspends[leaf.index]:  # it suspends: no step to learn it
-                    coro, first, value = leaf.step(ctx), _UNSTEPPED, _SUSPENDED
-                else:
-                    coro = leaf.step(ctx)
-                    first, value = self._first_step(leaf, coro)
-                if value is _SUSPENDED:
-                    if scope is not None:
-                        assert timeout is not None  # a scope is made only for a timeout
-                        armed = arm(scope, timeout, began)
-                    try:
-                        value = await (coro if first is _UNSTEPPED else Resume(coro, first))
-                    except BaseException as exc:
-                        if is_stray_cancellation(exc):
-                            raise stray(leaf, exc) from exc
-                        raise
-                judgment = (
-                    value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
-                )
-            # Also when the judge swallowed the deadline's cancellation and returned, or
-            # blocked past the deadline without suspending: an attempt that overran its
-            # timeout is a TimeoutError whatever the judge returned.
-            if scope is not None and (
-                scope.cancel_called or perf_counter() - began > timeout  # type: ignore[operator]
+        if carried is None:
+            stats.attempts += 1
+            started, stats.since = stats.since or perf_counter(), 0.0
+            # A member started after its group was cancelled must not reach the judge just
+            # because a slot is free (acquiring without waiting is no checkpoint). A
+            # reservation still held here is released by the group if this raises.
+            await checkpoint_if_cancelled()
+            reserved, stats.reserved = stats.reserved, False
+            admission = self.admission
+            if not reserved and (
+                leaf.resource in admission.limits or not admission.take_global(stats)
             ):
-                raise self.timed_out(leaf, stats.attempts)
-            return judgment  # a judgment, coerced or returned
+                await self._admit(leaf, stats)  # a resource slot first, or wait for one
+        else:
+            started = carried.began
+        try:
+            clock, token = start_attempt()
+            began = perf_counter()
+            stats.queued += began - started
+            timeout = self.timeouts[leaf.index]
+            scope = None if timeout is None else cancel_scope()
+            armed: Armed | None = None
+            try:
+                # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive for
+                # as long as the judge waits (one object per case every collection walks)
+                if scope is not None:
+                    scope.__enter__()
+                try:
+                    coro, first, value = self._begin(leaf, ctx, carried)
+                    if value is _SUSPENDED:
+                        if scope is not None:
+                            assert timeout is not None  # a scope is made only for a timeout
+                            armed = arm(scope, timeout, began)
+                        try:
+                            value = await (coro if first is _UNSTEPPED else Resume(coro, first))
+                        except BaseException as exc:
+                            if is_stray_cancellation(exc):
+                                raise stray(leaf, exc) from exc
+                            raise
+                    judgment = (
+                        value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
+                    )
+                except BaseException as exc:  # the scope swallows its own cancellation
+                    if scope is None or not scope.__exit__(type(exc), exc, exc.__traceback__):
+                        raise
+                else:
+                    if scope is not None:
+                        scope.__exit__(None, None, None)
+                # Also when the judge swallowed the deadline's cancellation and returned, or
+                # blocked past the deadline without suspending: an attempt that overran its
+                # timeout is a TimeoutError whatever the judge returned.
+                if scope is not None and (
+                    scope.cancel_called or perf_counter() - began > timeout  # type: ignore[operator]
+                ):
+                    raise self.timed_out(leaf, stats.attempts)
+                return judgment  # a judgment, coerced or returned
+            finally:
+                if armed is not None:  # before anything awaits: the timer never sees it again
+                    disarm(armed)
+                queued = end_attempt(clock, token)
+                stats.working += perf_counter() - began - queued
+                stats.queued += queued
         finally:
-            if armed is not None:  # before anything awaits: the timer never sees it again
-                disarm(armed)
-            queued = end_attempt(clock, token)
-            stats.working += perf_counter() - began - queued
-            stats.queued += queued
+            self.admission.release(leaf, stats)
+
+    def _begin(
+        self, leaf: Leaf, ctx: Context, carried: Carried | None
+    ) -> tuple[Coroutine[Any, Any, object], object, Any]:
+        """The judge's coroutine, what it first yielded and its value (`_SUSPENDED`: none yet).
+
+        A fresh attempt calls ``leaf.step(ctx)`` and steps it once inline to learn whether it
+        suspends; a carried one continues the coroutine the fast path stepped. The scope gets
+        its deadline only once the judge suspends: one that completes in its first step
+        cannot be interrupted anyway, and a scope without a deadline costs half as much (no
+        timer). A judge already known to suspend (`Learned.suspends`) is not stepped: the
+        deadline (the same instant, counted from the attempt's start) is set first and the
+        judge is awaited whole (`_UNSTEPPED`), without `Resume` relaying each of its steps;
+        `tests/engine/test_engine_known_suspend.py` pins both ways to the same results.
+        """
+        if carried is not None:
+            return carried.coro, carried.first, _SUSPENDED
+        if self.learned.suspends[leaf.index]:  # it suspends: no step to learn it
+            return leaf.step(ctx), _UNSTEPPED, _SUSPENDED
+        coro = leaf.step(ctx)
+        first, value = self._first_step(leaf, coro)
+        return coro, first, value
 
     def _first_step(self, leaf: Leaf, coro: Coroutine[Any, Any, object]) -> tuple[object, object]:
         """Step a fresh judge coroutine once: (what it yielded, `_SUSPENDED`) or (None, value)."""
@@ -354,16 +407,10 @@ class LeafRunner:
         if run.deadline is not None:  # the fast path never starts under a deadline
             raise AssertionError("agentjudge engine: a carried attempt under a deadline")
         try:
-            outcome = await self._carried_attempt(leaf, run.ctx, carried)
+            outcome = await self._guarded(leaf, stats, run.ctx, carried)
         except Exception as exc:
             outcome = await self._recover(leaf, run, stats, exc)
         result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
         if self.on_result is not None:
             await self.notify(leaf, result)
         return result
-
-    async def _carried_attempt(self, leaf: Leaf, ctx: Context, carried: Carried) -> Judgment:
-        try:
-            return await self._guarded(leaf, carried.stats, carried.began, ctx, carried)
-        finally:
-            self.admission.release(leaf, carried.stats)

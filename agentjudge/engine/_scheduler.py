@@ -18,6 +18,7 @@ A context flows through the engine like this (docs/concepts/engine.md draws it):
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from time import perf_counter
 from typing import Any, cast
 
@@ -67,33 +68,30 @@ class Scheduler:
         self._nested = frozenset(_groups_with_siblings(plan.root, under=False))
         """Ids of groups that run alongside siblings (inside a jury of two or more)."""
 
-    async def execute(self, run: RunState) -> Verdict:
-        """Evaluate one run from the plan's root and build its verdict."""
+    def execute(self, run: RunState) -> Awaitable[Verdict]:
+        """Evaluate one run from the plan's root and build its verdict.
+
+        A plain function returning the evaluation's coroutine: a root leaf's is the leaf
+        boundary's own (`LeafRunner.verdict`), one coroutine fewer alive while its judge waits.
+        """
         root = self.plan.root
+        if type(root) is Leaf:
+            return self.leaves.verdict(root, run)
+        return self._execute(root, run)
+
+    async def _execute(self, root: Node | None, run: RunState) -> Verdict:
+        """`execute` of a root that is not a leaf: a group, a cascade or nothing."""
         try:
             if type(root) is Group:
                 judgment = await self.run_group(root, run)
             elif root is None:
                 judgment = Judgment.abstained("no judges are configured")
-            elif type(root) is Leaf:
-                result = await self.leaves.run(root, run)
-                judgment = result.judgment or Judgment.abstained(
-                    f"judge {root.name!r} was not sampled"
-                )
             else:
                 assert isinstance(root, CascadeNode)
                 judgment = await self.run_cascade(root, run, record=True)
         except CompositeFailure as exc:
             judgment = Judgment.errored(str(exc))
-        results = run.results
-        return Verdict.fast(
-            judgment=judgment,
-            # Every leaf stored a result (the common case) when as many completed.
-            results=tuple(results)  # type: ignore[arg-type]  # no None left
-            if len(run.completed) == len(results)
-            else tuple(r for r in results if r is not None),
-            tiers=tuple(run.tiers) if run.tiers else (),
-        )
+        return run.verdict_of(judgment)
 
     async def run_node(
         self, node: Node, run: RunState, stats: LeafStats | None = None

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from agentjudge.core import Context, JudgeResult, TierAttempt, Verdict
+from agentjudge.core import Context, JudgeResult, Judgment, TierAttempt, Verdict
 from agentjudge.exceptions import EvaluationCancelled
 
 __all__ = ["PENDING", "Carried", "CompositeFailure", "LeafStats", "Queued", "RunState"]
@@ -118,6 +118,18 @@ class RunState:
         if self._changed is not None:
             self._changed.set()
             self._changed = None
+
+    def verdict_of(self, judgment: Judgment) -> Verdict:
+        """The evaluation's `Verdict`: ``judgment`` and the results stored so far, leaf order."""
+        results = self.results
+        return Verdict.fast(
+            judgment=judgment,
+            # Every leaf stored a result (the common case) when as many completed.
+            results=tuple(results)  # type: ignore[arg-type]  # no None left
+            if len(self.completed) == len(results)
+            else tuple(r for r in results if r is not None),
+            tiers=tuple(self.tiers) if self.tiers else (),
+        )
 
     def add_tier(self, attempt: TierAttempt) -> None:
         """Record a cascade tier's attempt (most evaluations have none: no list per case)."""

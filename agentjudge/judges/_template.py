@@ -159,7 +159,8 @@ class PromptTemplate:
         """The policy for absent metadata keys."""
         self.name = name
         """The name used in error messages."""
-        parts: list[tuple[str, str, str]] = []  # (literal before, variable, placeholder text)
+        # (literal before, variable, placeholder text, a standard field read as it is)
+        parts: list[tuple[str, str, str, bool]] = []
         seen: dict[str, None] = {}
         unknown: set[str] = set()
         position = 0
@@ -168,7 +169,8 @@ class PromptTemplate:
             if not _is_known(variable):
                 self._refuse_unknown(match)  # raises under STRICT only
                 unknown.add(variable)
-            parts.append((text[position : match.start()], variable, match.group(0)))
+            direct = variable in _STANDARD and variable != "messages"
+            parts.append((text[position : match.start()], variable, match.group(0), direct))
             seen.setdefault(variable, None)
             position = match.end()
         self._parts = tuple(parts)
@@ -230,8 +232,13 @@ class PromptTemplate:
                 absent (unknown variables were refused at construction already).
         """
         pieces: list[str] = []
-        for literal, variable, placeholder in self._parts:
+        for literal, variable, placeholder, direct in self._parts:
             pieces.append(literal)
+            if direct:  # a field such as input or output: an exact str is its own text
+                value = getattr(ctx, variable)
+                if type(value) is str:
+                    pieces.append(value)
+                    continue
             pieces.append(self._value(variable, placeholder, ctx))
         pieces.append(self._tail)
         return "".join(pieces)
