@@ -11,16 +11,25 @@ and uses ``openai.AsyncOpenAI(...)`` as before: the SDK is imported at the first
 (in the one worker that runs the group), and a missing SDK skips the test that needed it, as
 ``pytest.importorskip`` does. A test that needs a module itself (``langgraph.prebuilt``) calls
 `import_sdk`, ``pytest.importorskip`` with the garbage collector paused meanwhile.
+
+Each SDK client also builds its HTTP clients with a TLS context of its own, and loading a CA
+bundle into one costs ~50 ms of CPU: the sdk group's tests made 65 of them (~3.4 s; a
+``genai.Client`` makes four, a LangChain ``ChatOpenAI`` two). The fake server speaks plain
+HTTP, so no context is ever used: the tests hand `tls_context`, one per process, to the SDKs'
+own HTTP client classes (`sdk_http`, `genai_http_options`); what the SDKs send is unchanged.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import ssl
 from typing import Any
 
+import certifi
 import pytest
 
-__all__ = ["import_sdk", "sdk"]
+__all__ = ["genai_http_options", "import_sdk", "sdk", "sdk_http", "tls_context"]
 
 
 def import_sdk(name: str) -> Any:
@@ -56,3 +65,33 @@ class _LazySdk:
 def sdk(name: str) -> Any:
     """The module ``name``, imported on first attribute access (missing: the test is skipped)."""
     return _LazySdk(name)
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context the SDKs would make by default (certifi's bundle), made once."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def sdk_http(module: Any, *, sync: bool = False) -> Any:
+    """The HTTP client ``module`` (openai, anthropic) builds by default, on `tls_context`.
+
+    ``module.DefaultAsyncHttpxClient`` (``DefaultHttpxClient`` if ``sync``) is the SDK's own
+    class with its default timeout, limits and redirects; pass it as ``http_client=``.
+    """
+    factory = module.DefaultHttpxClient if sync else module.DefaultAsyncHttpxClient
+    return factory(verify=tls_context())
+
+
+def genai_http_options(types: Any, **options: Any) -> Any:
+    """``google.genai.types.HttpOptions(**options)`` whose clients use `tls_context`.
+
+    ``verify`` is httpx's argument, ``ssl`` aiohttp's (the SDK's async path and websockets);
+    the SDK keeps each client's own and drops the other.
+    """
+    context = tls_context()
+    tls = {
+        "client_args": {"verify": context},
+        "async_client_args": {"verify": context, "ssl": context},
+    }
+    return types.HttpOptions(**tls, **options)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sdk_support import import_sdk
+from sdk_support import import_sdk, sdk_http
 
 from agentjudge import Context, ExecutionStatus, Message, Status, ToolCall
 from agentjudge.bridges import from_agent_run, from_langchain_message
@@ -44,8 +44,14 @@ async def run_langgraph_agent(server: FakeModelServer) -> dict[str, Any]:
         """The weather in a city."""
         return "sunny"
 
+    openai = import_sdk("openai")
     model = lc_openai.ChatOpenAI(
-        model="gpt-4o-mini", base_url=server.base_url, api_key="test", max_retries=0
+        model="gpt-4o-mini",
+        base_url=server.base_url,
+        api_key="test",
+        max_retries=0,
+        http_client=sdk_http(openai, sync=True),  # their TLS context is shared (sdk_support)
+        http_async_client=sdk_http(openai),
     )
     bound = model.bind_tools([get_weather])
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sdk_support import import_sdk, sdk
+from sdk_support import import_sdk, sdk, sdk_http
 
 from agentjudge import Context, ExecutionStatus, Message, ToolCall
 from agentjudge.bridges import (
@@ -40,6 +40,13 @@ EXPECTED = (
 )
 
 
+def _openai(server: FakeModelServer) -> Any:
+    """The SDK's AsyncOpenAI on the fake server (its default HTTP client, see `sdk_http`)."""
+    return openai.AsyncOpenAI(
+        base_url=server.base_url, api_key="test", max_retries=0, http_client=sdk_http(openai)
+    )
+
+
 def _script(server: FakeModelServer, *, text: str | None = None) -> None:
     server.enqueue(FakeResponse(text=text, tool_calls=[WEATHER]), FakeResponse(text="It is sunny."))
 
@@ -55,7 +62,7 @@ async def test_openai_chat_completion_with_tool_calls() -> None:
     """A ChatCompletion after a tool round trip: the conversation sent plus the reply."""
     async with FakeModelServer() as server:
         _script(server)
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = _openai(server)
         conversation: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
         first = await client.chat.completions.create(
             model="gpt-4o-mini", messages=conversation, tools=CHAT_TOOLS
@@ -83,7 +90,7 @@ async def test_openai_chat_completion_with_tool_calls() -> None:
 async def test_openai_chat_invalid_arguments_are_named_not_raised() -> None:
     """A model's unparseable tool arguments leave no trajectory and name the message."""
     async with FakeModelServer() as server:
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = _openai(server)
         completion = await client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "hi"}]
         )
@@ -103,7 +110,7 @@ async def test_openai_responses_api_with_function_calls() -> None:
     tools: list[Any] = [{"type": "function", "name": "get_weather", "parameters": PARAMETERS}]
     async with FakeModelServer() as server:
         _script(server)
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = _openai(server)
         first = await client.responses.create(
             model="gpt-4.1", instructions="Be brief.", input="Weather in Paris?", tools=tools
         )
@@ -132,7 +139,7 @@ async def test_openai_responses_api_with_function_calls() -> None:
 async def test_openai_responses_incomplete(reason: str, status: ExecutionStatus) -> None:
     """An incomplete Response's status follows its incomplete reason."""
     async with FakeModelServer(FakeResponse(text="part", finish_reason=reason)) as server:
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = _openai(server)
         response = await client.responses.create(model="m", input="hi")
         await client.close()
     ctx = from_openai_response(response)
@@ -149,7 +156,9 @@ async def test_anthropic_message_with_tool_use() -> None:
             FakeResponse(text="Let me check.", tool_calls=[weather]),
             FakeResponse(text="It is sunny."),
         )
-        client = anthropic.AsyncAnthropic(base_url=server.url, api_key="test", max_retries=0)
+        client = anthropic.AsyncAnthropic(
+            base_url=server.url, api_key="test", max_retries=0, http_client=sdk_http(anthropic)
+        )
         conversation: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
         first = await client.messages.create(
             model="claude-x", max_tokens=100, messages=conversation
@@ -181,7 +190,12 @@ async def test_langchain_chat_openai_tool_calls_and_graph_state() -> None:
     async with FakeModelServer() as server:
         _script(server)
         model = lc_openai.ChatOpenAI(
-            model="gpt-4o-mini", base_url=server.base_url, api_key="test", max_retries=0
+            model="gpt-4o-mini",
+            base_url=server.base_url,
+            api_key="test",
+            max_retries=0,
+            http_client=sdk_http(openai, sync=True),
+            http_async_client=sdk_http(openai),
         ).bind_tools(CHAT_TOOLS)
         history: list[Any] = [lc_messages.HumanMessage("Weather in Paris?")]
         first = await model.ainvoke(history)
@@ -211,7 +225,7 @@ async def test_pydantic_ai_agent_run_result() -> None:
 
     async with FakeModelServer() as server:
         _script(server)
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = _openai(server)
         model = pai_openai.OpenAIChatModel(
             "gpt-4o-mini", provider=provider.OpenAIProvider(openai_client=client)
         )
@@ -247,7 +261,7 @@ async def test_pydantic_ai_tool_retry_is_a_tool_message() -> None:
             FakeResponse(tool_calls=[ToolCall("get_weather", {"city": "Paris, France"})]),
             FakeResponse(text="It is sunny."),
         )
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = _openai(server)
         model = pai_openai.OpenAIChatModel(
             "gpt-4o-mini", provider=provider.OpenAIProvider(openai_client=client)
         )
@@ -273,7 +287,7 @@ async def test_openai_agents_sdk_run_result() -> None:
 
     async with FakeModelServer() as server:
         _script(server)
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        client = _openai(server)
         model = agents.OpenAIResponsesModel(model="gpt-4.1", openai_client=client)
         agent = agents.Agent(name="weather", model=model, tools=[get_weather])
         config = agents.RunConfig(tracing_disabled=True)

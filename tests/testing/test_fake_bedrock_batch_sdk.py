@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from aws_support import use_fake_aws
+from aws_support import botocore_session, use_fake_aws
 from sdk_support import sdk
 
 from agentjudge.core import Message
@@ -27,7 +27,6 @@ from agentjudge.testing._fake_bedrock import FAKE_AWS_ACCESS_KEY_ID, FAKE_AWS_SE
 
 botocore_config = sdk("botocore.config")
 botocore_exceptions = sdk("botocore.exceptions")
-botocore_session = sdk("botocore.session")
 botocore_validate = sdk("botocore.validate")
 pytestmark = pytest.mark.xdist_group("sdk")  # botocore imports in one worker (sdk_support)
 
@@ -40,7 +39,7 @@ def _client(service: str, url: str, secret: str = FAKE_AWS_SECRET_ACCESS_KEY) ->
     config = botocore_config.Config(
         retries={"total_max_attempts": 1}, s3={"addressing_style": "path"}
     )
-    return botocore_session.get_session().create_client(
+    return botocore_session().create_client(
         service,
         region_name="us-west-2",
         endpoint_url=url,
@@ -150,7 +149,7 @@ async def test_agentjudge_job_request_follows_botocores_model(
         async with BatchCollector(model, state_path=tmp_path / "s.json", **fast) as batched:
             assert (await batched.complete(request)).text == "PASS"
     create = next(r for r in server.received if r.path == "/model-invocation-job")
-    service = botocore_session.get_session().get_service_model("bedrock")
+    service = botocore_session().get_service_model("bedrock")
     operation = service.operation_model("CreateModelInvocationJob")
     report = botocore_validate.ParamValidator().validate(create.json, operation.input_shape)
     assert not report.has_errors(), report.generate_report()

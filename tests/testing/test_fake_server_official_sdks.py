@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from sdk_support import sdk
+from sdk_support import genai_http_options, sdk, sdk_http
 
 from agentjudge.core import Message, ToolCall
 from agentjudge.models import ModelRequest, model_from_string
@@ -68,16 +68,22 @@ async def talking(kind: str) -> AsyncIterator[tuple[FakeModelServer, Any]]:
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
         if kind == "openai":
             async with openai.AsyncOpenAI(
-                base_url=server.base_url, api_key="sk-test", max_retries=0
+                base_url=server.base_url,
+                api_key="sk-test",
+                max_retries=0,
+                http_client=sdk_http(openai),
             ) as client:
                 yield server, client
         elif kind == "anthropic":
             async with anthropic.AsyncAnthropic(
-                base_url=server.url, api_key="ak-test", max_retries=0
+                base_url=server.url,
+                api_key="ak-test",
+                max_retries=0,
+                http_client=sdk_http(anthropic),
             ) as other:
                 yield server, other
         else:
-            options = genai_types.HttpOptions(base_url=server.url)
+            options = genai_http_options(genai_types, base_url=server.url)
             google = genai.Client(api_key="gk-test", http_options=options)
             try:
                 yield server, google
@@ -194,7 +200,7 @@ async def test_openai_sdk_retries_a_429_after_its_retry_after_ms() -> None:
     async with FakeModelServer(FakeResponse(text="PASS"), rate_limit=FakeRateLimit()) as server:
         server.enqueue(FakeResponse(status=429, text="slow down", headers={"retry-after-ms": "5"}))
         async with openai.AsyncOpenAI(
-            base_url=server.base_url, api_key="k", max_retries=1
+            base_url=server.base_url, api_key="k", max_retries=1, http_client=sdk_http(openai)
         ) as client:
             raw = await client.chat.completions.with_raw_response.create(
                 model="m", messages=[{"role": "user", "content": USER}]
@@ -469,7 +475,7 @@ async def test_genai_sdk_creates_polls_and_reads_an_inline_batch() -> None:
     """Regression: the fake required metadata.key and gave results only where the SDK never
     reads them (``response``, not ``metadata.output``)."""
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
-        options = genai_types.HttpOptions(base_url=server.url, api_version="v1beta")
+        options = genai_http_options(genai_types, base_url=server.url, api_version="v1beta")
         client = genai.Client(api_key="gk-test", http_options=options)
         try:
             asks = [
