@@ -16,7 +16,8 @@ Each SDK client also builds its HTTP clients with a TLS context of its own, and 
 bundle into one costs ~50 ms of CPU: the sdk group's tests made 65 of them (~3.4 s; a
 ``genai.Client`` makes four, a LangChain ``ChatOpenAI`` two). The fake server speaks plain
 HTTP, so no context is ever used: the tests hand `tls_context`, one per process, to the SDKs'
-own HTTP client classes (`sdk_http`, `genai_http_options`); what the SDKs send is unchanged.
+own HTTP client classes (`sdk_http`, `genai_http_options`) and to plain httpx clients; what
+they send is unchanged.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import anyio
 import httpx
 import pytest
 from asgi_support import fastapi, responses, uvicorn
+from sdk_support import tls_context
 
 from agentjudge import BackgroundEvaluator, CorrectnessJudge, ErrorPolicy, Evaluator, Jury, Majority
 from agentjudge.bridges import cancel_on_disconnect
@@ -64,7 +65,7 @@ async def load(base: str, requests: int, concurrency: int) -> list[int]:
     """POST /chat ``requests`` times, ``concurrency`` at a time; the status codes."""
     codes: list[int] = []
     limiter = anyio.Semaphore(concurrency)
-    async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=base, timeout=30, verify=tls_context()) as client:
 
         async def one(i: int) -> None:
             async with limiter:
@@ -144,7 +145,10 @@ async def test_an_awaited_handler_answers_within_its_deadline() -> None:
             }
 
         with anyio.fail_after(20):
-            async with serving(app) as base, httpx.AsyncClient(base_url=base) as client:
+            async with (
+                serving(app) as base,
+                httpx.AsyncClient(base_url=base, verify=tls_context()) as client,
+            ):
                 response = await client.post("/grade", json={"q": "q"})
     assert response.json()["status"] == "pass"
     assert "deadline (0.2 s)" in response.json()["stuck"]

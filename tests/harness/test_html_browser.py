@@ -33,6 +33,9 @@ ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+NODE_CACHE = Path(__file__).resolve().parent / "__pycache__" / "playwright-node"
+"""Node's compile cache for Playwright's driver: its start costs ~0.9 s of CPU, 0.2 s less with
+the driver's 7 MB of JavaScript compiled by an earlier run (Node 22+, ``NODE_COMPILE_CACHE``)."""
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +48,15 @@ def browser(report: Path) -> Iterator[Any]:
             pytest.fail(f"AGENTJUDGE_REQUIRE_BROWSER=1 but {message}")
         pytest.skip(message)
     sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
+    with pytest.MonkeyPatch.context() as patch:  # the driver copies the environment at start
+        patch.setenv("NODE_COMPILE_CACHE", str(NODE_CACHE))
+        playwright = sync_api.sync_playwright().start()
+    try:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         yield chromium
         chromium.close()
+    finally:
+        playwright.stop()
 
 
 @pytest.fixture(scope="module")
