@@ -55,8 +55,14 @@ def new_objects_only() -> Iterator[None]:
     loaded so far, ~0.3 s of CPU under ``make test``) then walks only the test's own objects.
     Garbage made inside is collected as before; garbage made before is not looked at.
     """
+    frozen_before = gc.get_freeze_count()
     gc.freeze()
     try:
         yield
     finally:
-        gc.unfreeze()
+        # Under pytest the heap is frozen already (tests/conftest.py freezes what collection
+        # built, sdk_support what an SDK import built): unfreezing would hand all of it back to
+        # every later full collection of the worker, so it stays frozen, with what survived
+        # the block. Elsewhere the heap is given back as it was.
+        if not frozen_before:
+            gc.unfreeze()
