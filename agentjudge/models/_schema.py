@@ -402,8 +402,10 @@ def _every(checks: list[Quick]) -> Quick:
         return _always
     if len(checks) == 1:
         return checks[0]
-    first, *rest = checks
-    return lambda value: first(value) and all(check(value) for check in rest)
+    first, second, *rest = checks
+    if not rest:
+        return lambda value: first(value) and second(value)
+    return lambda value: first(value) and second(value) and all(check(value) for check in rest)
 
 
 def _is_object(value: Any) -> bool:
