@@ -93,9 +93,11 @@ OPTIONAL_MODULES = (
     "opentelemetry.trace",
     "agentjudge.harness._run",
     "agentjudge.engine",
+    "agentjudge.judging",
 )
-RUNNING = ["agentjudge.engine", "agentjudge.harness._run"]
-"""What a run needs and ``agentjudge report`` does not (the end of the CLI used to import it)."""
+RUNNING = ["agentjudge.engine", "agentjudge.harness._run", "agentjudge.judging"]
+"""What a run needs and ``agentjudge report`` does not (the end of the CLI used to import it;
+the report imported the judges' runtime, asyncio included, for the mark of a user's frame)."""
 
 
 def _suite(folder: Path) -> Path:

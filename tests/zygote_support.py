@@ -175,18 +175,27 @@ class Zygote:
             self._process = None
 
 
+# What the docs' programs import, once: also what they load on first use (anyio's asyncio
+# backend on the first anyio.run, aiohttp, the default transport, on a client's first request;
+# the LLM and pairwise judges' modules behind agentjudge.judges' names; the report a run
+# prints), which each child imported again (~0.1 s of CPU for an example calling a model).
 _DEFAULT = Zygote(
     [
         "anyio",
+        "anyio._backends._asyncio",
         "pydantic",
+        "aiohttp",
         "agentjudge",
         "agentjudge.judges",
-        "agentjudge.testing._assertions",  # the package's names load on first use
+        "agentjudge.judges._llm",  # the package's names load on first use
+        "agentjudge.judges._pairwise",
+        "agentjudge.testing._assertions",
         "agentjudge.testing._fake_server",
         "agentjudge.testing._scripted",
         "agentjudge.models._openai",
         "agentjudge.models._anthropic",
         "agentjudge.harness._run",
+        "agentjudge.harness._report",
     ]
 )
 

@@ -47,6 +47,7 @@ from agentjudge.core._judgment import Check, Judgment, Status
 from agentjudge.core._results import JudgeResult, TierAttempt, Verdict
 
 __all__ = [
+    "USER_MARK",
     "encode_case",
     "encode_row",
     "judge_result_dict",
@@ -54,6 +55,10 @@ __all__ = [
     "tier_dict",
     "to_jsonable",
 ]
+
+USER_MARK = "> "
+"""The prefix of a frame in the user's own code, in the short tracebacks rows carry (written by
+`agentjudge.judging.short_traceback`, shown by ``agentjudge report``, which needs no judging)."""
 
 
 def judgment_dict(j: Judgment) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from agentjudge.core._rows import USER_MARK
 from agentjudge.harness._cases import (
     CaseJudge,
     FailingCase,
@@ -19,7 +20,6 @@ from agentjudge.harness._cases import (
 from agentjudge.harness._summary import FlippedCase, RunSummary
 from agentjudge.harness._text import plural
 from agentjudge.harness._tool_diff import tool_diff_lines, without_diff
-from agentjudge.judging import USER_MARK
 
 __all__ = [
     "attention_lines",

@@ -22,12 +22,12 @@ import sysconfig
 import traceback
 from pathlib import Path
 
+from agentjudge.core._rows import USER_MARK
+
 __all__ = ["TRACEBACK_FRAMES", "USER_MARK", "short_traceback"]
 
 TRACEBACK_FRAMES = 6
 """Frames kept (the innermost ones; the innermost user frame is always among them)."""
-USER_MARK = "> "
-"""The prefix of a frame in the user's own code."""
 GAP = "..."
 """The entry standing for frames left out between two kept frames."""
 
