@@ -26,11 +26,8 @@ from agentjudge.calibration import (
 
 
 def _exact_cdf(k: int, n: int, p: Fraction) -> Fraction:
-    """Brute force: the binomial CDF in exact rational arithmetic, summed over the common
-    denominator ``b**n`` of ``p = a / b`` (integers, one fraction at the end: the same value as
-    a sum of Fractions, without reducing each of the k + 1 terms)."""
-    a, b = p.numerator, p.denominator
-    return Fraction(sum(comb(n, i) * a**i * (b - a) ** (n - i) for i in range(k + 1)), b**n)
+    """Brute force: the binomial CDF in exact rational arithmetic."""
+    return sum((comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k + 1)), Fraction(0))
 
 
 @settings(max_examples=60, deadline=None)

@@ -38,17 +38,8 @@ def _guard(event, args):
 
 sys.addaudithook(_guard)
 """
-# The search plugin runs as `make docs` runs it (its search box is on every page), but adds no
-# page to the index: the index (search/search_index.json, read by the search box in a browser)
-# is the one output no check here reads, and extracting it re-parses every page's HTML, about a
-# fifth of the build's CPU. Every page and asset is otherwise the one `make docs` writes.
-_NO_SEARCH_ENTRIES = """
-from material.plugins.search.plugin import SearchIndex
-SearchIndex.add_entry_from_context = lambda self, page: None
-"""
 _OFFLINE_BUILD = (
     _NO_NETWORK
-    + _NO_SEARCH_ENTRIES
     + """
 import runpy
 sys.argv = ["mkdocs", *sys.argv[1:]]
