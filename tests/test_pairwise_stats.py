@@ -157,13 +157,22 @@ def _ordered_pairs(systems: Sequence[str]) -> st.SearchStrategy[tuple[str, str]]
     return st.sampled_from([(a, b) for a in systems for b in systems if a != b])
 
 
+# The strategies the composites below draw from are built once, not at every draw: building a
+# `sampled_from` of a list is not cached by hypothesis and was a large part of these tests' CPU.
+# Same choices, same distribution of examples (hypothesis's mutations tell strategies apart by
+# their elements, so a few derandomized examples differ from the in-place build's).
+_ABCD_PAIRS = _ordered_pairs("abcd")
+_WINNER = st.sampled_from((0, 1, None))
+"""The first, the second or neither (a tie): the index into the drawn pair."""
+
+
 @st.composite
 def _comparisons(draw: st.DrawFn) -> list[Comparison]:
     out = []
     for _ in range(draw(st.integers(1, 30))):
-        first, second = draw(_ordered_pairs("abcd"))
-        winner = draw(st.sampled_from([first, second, None]))
-        out.append(Comparison(first, second, winner))
+        pair = draw(_ABCD_PAIRS)
+        winner = draw(_WINNER)
+        out.append(Comparison(*pair, None if winner is None else pair[winner]))
     return out
 
 
@@ -291,13 +300,19 @@ def test_bradley_terry_is_within_tolerance_of_the_mle_when_it_says_converged(
     assert max(abs(fit.strengths[s] - reference[s]) for s in reference) <= 1e-10
 
 
+_SYSTEMS = {k: [f"s{i}" for i in range(k)] for k in range(3, 8)}
+_SYSTEM_PAIRS = {k: _ordered_pairs(systems) for k, systems in _SYSTEMS.items()}
+"""`_skewed`'s systems and their pair strategies by count, built once (see `_ABCD_PAIRS`)."""
+
+
 @st.composite
 def _skewed(draw: st.DrawFn) -> tuple[list[Comparison], float]:
-    systems = [f"s{i}" for i in range(draw(st.integers(3, 7)))]
+    systems = _SYSTEMS[draw(st.integers(3, 7))]
     strength = {s: draw(st.integers(0, 6)) for s in systems}
+    pairs = _SYSTEM_PAIRS[len(systems)]
     data = []
     for _ in range(draw(st.integers(10, 80))):
-        first, second = draw(_ordered_pairs(systems))
+        first, second = draw(pairs)
         upset = draw(st.integers(0, 9)) == 0  # the weaker side wins one time in ten
         stronger = first if strength[first] >= strength[second] else second
         weaker = second if stronger == first else first
