@@ -46,14 +46,24 @@ METADATA: st.SearchStrategy[dict[str, Any]] = st.one_of(
 @st.composite
 def judgments(draw: st.DrawFn, metadata: bool = True) -> Judgment:
     """A judgment of any status, with the fields that status allows."""
-    status = draw(st.sampled_from(["pass", "fail", "abstain", "error"]))
+    status = draw(_STATUSES)
     meta = draw(METADATA) if metadata else {}
     if status == "error":
         return Judgment.errored("ValueError: boom", metadata=meta)
     fields: dict[str, Any] = {"label": draw(LABELS), "metadata": meta}
     if status in ("pass", "fail"):
-        fields["score"] = draw(st.one_of(st.none(), st.sampled_from([0.0, 0.25, 1.0])))
+        fields["score"] = draw(_SCORES)
     return Judgment(status=status, reasoning="r", **fields)
+
+
+# The strategies `judgments` and `verdicts` draw from, built once rather than at every draw
+# (hypothesis does not cache a `sampled_from` of a list; building them cost much of this CPU).
+_STATUSES = st.sampled_from(["pass", "fail", "abstain", "error"])
+_SCORES = st.one_of(st.none(), st.sampled_from([0.0, 0.25, 1.0]))
+_MAYBE_JUDGMENTS = st.one_of(st.none(), judgments())
+_PLAIN_JUDGMENTS = judgments(metadata=False)
+_MAYBE_PLAIN_JUDGMENTS = st.one_of(st.none(), _PLAIN_JUDGMENTS)
+_ERROR_TYPES = st.sampled_from([None, None, "BudgetExhausted", "ValueError"])
 
 
 @st.composite
@@ -63,14 +73,14 @@ def verdicts(draw: st.DrawFn) -> Verdict:
     count = draw(st.integers(1, 4))
     results = []
     for i in range(count):
-        judgment = draw(st.one_of(st.none(), judgments()))
+        judgment = draw(_MAYBE_JUDGMENTS)
         results.append(
             JudgeResult(
                 name=f"j{i}",
                 judgment=judgment,
                 sampled=judgment is not None,
                 tier=("cheap" if i < 2 else "strong") if tiered else None,
-                error_type=draw(st.sampled_from([None, None, "BudgetExhausted", "ValueError"])),
+                error_type=draw(_ERROR_TYPES),
             )
         )
     tiers: tuple[TierAttempt, ...] = ()
@@ -81,12 +91,12 @@ def verdicts(draw: st.DrawFn) -> Verdict:
             TierAttempt(
                 name=n,
                 policy=TierPolicy.FINAL,
-                judgment=draw(st.one_of(st.none(), judgments(metadata=False))),
+                judgment=draw(_MAYBE_PLAIN_JUDGMENTS),
                 stopped=n == stop,
             )
             for n in names
         )
-    return Verdict(judgment=draw(judgments(metadata=False)), results=tuple(results), tiers=tiers)
+    return Verdict(judgment=draw(_PLAIN_JUDGMENTS), results=tuple(results), tiers=tiers)
 
 
 CASES = st.lists(
