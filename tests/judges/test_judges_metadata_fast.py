@@ -35,12 +35,16 @@ from agentjudge.models._usage import add_usage
 counts = st.one_of(st.none(), st.integers(0, 10**7))
 clients = st.sampled_from(["openai:gpt-4o-mini", "anthropic:claude-3-5-haiku-latest", "x:unpriced"])
 
+# Built once rather than at every draw (hypothesis does not cache a `sampled_from` of a list).
+_MODELS = st.sampled_from([None, "gpt-4o-mini", "unknown-model"])
+_WARNINGS = st.lists(st.sampled_from(["dropped", "w"]), max_size=2)
+
 
 @st.composite
 def responses(draw: st.DrawFn) -> ModelResponse:
     return ModelResponse(
         text=draw(st.text(max_size=8)),
-        model=draw(st.sampled_from([None, "gpt-4o-mini", "unknown-model"])),
+        model=draw(_MODELS),
         usage=Usage(
             input_tokens=draw(counts),
             output_tokens=draw(counts),
@@ -48,7 +52,7 @@ def responses(draw: st.DrawFn) -> ModelResponse:
         ),
         cached=draw(st.booleans()),
         batch=draw(st.booleans()),
-        warnings=tuple(draw(st.lists(st.sampled_from(["dropped", "w"]), max_size=2))),
+        warnings=tuple(draw(_WARNINGS)),
     )
 
 

@@ -45,6 +45,10 @@ parsed = st.one_of(
     st.fixed_dictionaries({"other": words}),
 )
 counts = st.one_of(st.none(), st.integers(0, 10**6))
+# Built once rather than at every draw (hypothesis does not cache a `sampled_from` of a list).
+_MODELS = st.one_of(st.none(), st.just("fake-1"), st.just("gpt-4o-mini"))
+_FINISH_REASONS = st.sampled_from([None, "stop", "length"])
+_WARNINGS = st.lists(words, max_size=2)
 
 
 @st.composite
@@ -52,11 +56,11 @@ def responses(draw: st.DrawFn) -> ModelResponse:
     fields: dict[str, Any] = {
         "text": draw(texts),
         "parsed": draw(parsed),
-        "model": draw(st.one_of(st.none(), st.just("fake-1"), st.just("gpt-4o-mini"))),
-        "finish_reason": draw(st.sampled_from([None, "stop", "length"])),
+        "model": draw(_MODELS),
+        "finish_reason": draw(_FINISH_REASONS),
         "usage": Usage(input_tokens=draw(counts), output_tokens=draw(counts)),
         "cached": draw(st.booleans()),
-        "warnings": tuple(draw(st.lists(words, max_size=2))),
+        "warnings": tuple(draw(_WARNINGS)),
         "batch": draw(st.booleans()),
     }
     return ModelResponse(**fields)
