@@ -154,8 +154,10 @@ async def _cancel_later(scope: anyio.CancelScope, after: int) -> None:
 def _schedules(
     kind: type[Schedule], publishers: int, reader_pause: int, **more: Any
 ) -> st.SearchStrategy[Any]:
-    return st.integers(1, publishers).flatmap(
-        lambda n: st.builds(
+    # One strategy per publisher count, built here rather than by `flatmap` at every example
+    # (building them each time was a large share of these property tests' CPU).
+    by_count = {
+        n: st.builds(
             kind,
             items=st.tuples(*[st.integers(0, 4)] * n),
             pauses=st.tuples(*[st.integers(0, 2)] * n),
@@ -164,7 +166,9 @@ def _schedules(
             reader_pause=st.integers(0, reader_pause),
             **more,
         )
-    )
+        for n in range(1, publishers + 1)
+    }
+    return st.integers(1, publishers).flatmap(by_count.__getitem__)
 
 
 schedules = _schedules(Schedule, 3, 2)
