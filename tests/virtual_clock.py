@@ -1,9 +1,10 @@
 """Run async code on an asyncio loop whose clock jumps: sleeps and timeouts take no real time.
 
 Whenever the loop would block waiting for a timer, the virtual clock advances to that timer
-instead. When it would block with no timer at all (everything waits for something that never
-comes: a wedge), `Wedged` is raised. Only for code that does no real I/O (e.g. the adaptive
-controller driven directly).
+instead; the engine's attempt clocks read it too (`_ATTEMPT_CLOCKS`), so no attempt overruns
+its timeout because the machine was slow. When it would block with no timer at all
+(everything waits for something that never comes: a wedge), `Wedged` is raised. Only for
+code that does no real I/O (e.g. the adaptive controller driven directly).
 
 The adaptive controller also reads how busy its loop's thread was (`thread_busy_time`); on a
 virtual loop that clock is virtual too (`VirtualWork`): by default it never advances (virtual
@@ -13,6 +14,8 @@ time passes only while the loop waits), so no run depends on the real CPU it too
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import selectors
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -81,6 +84,29 @@ def run_virtual(main: Callable[[], Awaitable[T]], work: VirtualWork | None = Non
     ``work``: what the adaptive controller reads as its loop's busy clock (None: never busy).
     """
     clock = (work or VirtualWork()).busy_time
-    # create: the clock is patched in even where the controller has none (an older tree)
-    with mock.patch.object(_adaptive, "thread_busy_time", clock, create=True):
-        return anyio.run(main, backend="asyncio", backend_options={"loop_factory": _VirtualLoop})
+    loops: list[_VirtualLoop] = []
+
+    def new_loop() -> _VirtualLoop:
+        loops.append(_VirtualLoop())
+        return loops[-1]
+
+    def attempt_clock() -> float:
+        return loops[-1].time()
+
+    with contextlib.ExitStack() as patches:
+        # create: the clock is patched in even where the controller has none (an older tree)
+        patches.enter_context(mock.patch.object(_adaptive, "thread_busy_time", clock, create=True))
+        for module in _ATTEMPT_CLOCKS:
+            engine = importlib.import_module(f"agentjudge.engine.{module}")
+            if hasattr(engine, "perf_counter"):
+                patches.enter_context(mock.patch.object(engine, "perf_counter", attempt_clock))
+        return anyio.run(main, backend="asyncio", backend_options={"loop_factory": new_loop})
+
+
+_ATTEMPT_CLOCKS = ("_leaf", "_fastpath", "_deadline", "_inline", "_scheduler")
+"""The engine modules whose attempt clock (``perf_counter``: how long an attempt took, whether
+it overran its timeout) `run_virtual` sets to the loop's virtual time. On the real clock a
+judge that answers at once still "overran" a 0.1 s timeout when the machine stalled the
+process that long mid-attempt (a full garbage collection of a test worker's heap, a busy
+machine): it failed the fast-path equivalence property on one path only, once in three
+runs under load. On the virtual clock an attempt takes only the time its awaits let pass."""
