@@ -56,6 +56,7 @@ from agentjudge.models._failures import (
     status_hint,
 )
 from agentjudge.models._headers import CapacitySignals, header_signals, parse_retry_after
+from agentjudge.models._json import dumps as json_dumps
 from agentjudge.models._json import loads as json_loads
 from agentjudge.models._loop import LoopLocal
 from agentjudge.models._options import ClientKeywords, ClientOptions
@@ -335,7 +336,7 @@ class HTTPModelClient(ProviderHooks):
             # the body is encoded here and not kept while the request is in flight (fewer
             # live objects per call: the collector's work grows with them); the token
             # estimate only matters to a RateLimit with a budget
-            content = json.dumps(self.request_body(request, messages, plain_schema)).encode()
+            content = json_dumps(self.request_body(request, messages, plain_schema))
             limited = self.rate_limit.enabled
             estimate = self._estimate(request, messages, plain_schema) if limited else 0
             if gate is None:

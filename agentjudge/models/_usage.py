@@ -48,7 +48,8 @@ def read_usage(
 
     Every count is checked here (`UsageReader.count`), so the `Usage` is built without
     validating it again (one is read per answer; equal to ``Usage(**counts)``, pinned by a
-    property test).
+    property test). How ``fields`` is read (each path split into keys) is worked out once per
+    mapping (`_plan`), not per answer.
 
     Args:
         client: The client's name (in warnings).
@@ -59,31 +60,61 @@ def read_usage(
     """
     if not isinstance(raw, dict):
         return Usage(), ()
+    plan = _plan(fields)
     reader: UsageReader | None = None  # made for the first refused count only
-    counts: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
-    for field, path in fields.items():
-        value: Any = raw
-        for key in _PATH_KEYS.get(path) or _keys(path):
-            value = value.get(key) if isinstance(value, dict) else None
+    counts: dict[str, int | None] = _NO_COUNTS.copy()
+    for field, key, deeper, path in plan.steps:
+        value: Any = raw.get(key)
+        for inner in deeper:
+            value = value.get(inner) if isinstance(value, dict) else None
         if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
             reader = reader or UsageReader(client)
             value = reader.count(value, f"{where}.{path}")  # refused: None and a warning
         counts[field] = value
     warnings = () if reader is None else tuple(reader.warnings)
-    if len(counts) != len(_USAGE_FIELDS):  # a field Usage does not have: validation says so
+    if not plan.known:  # a field Usage does not have: validation says so
         return Usage(**{f: counts[f] for f in fields}), warnings
-    return build_model(Usage, counts, set(fields)), warnings
+    return build_model(Usage, counts, set(plan.fields_set)), warnings
 
 
-_PATH_KEYS: dict[str, tuple[str, ...]] = {}
-"""Each dotted path's keys (the providers' few usage paths, split once)."""
+_NO_COUNTS: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
+"""Every `Usage` field unset, in declaration order (copied per answer)."""
 
 
-def _keys(path: str) -> tuple[str, ...]:
-    keys = tuple(path.split("."))
-    if len(_PATH_KEYS) < 256:  # the providers' paths; never grows without bound
-        _PATH_KEYS[path] = keys
-    return keys
+class _Plan:
+    """How `read_usage` reads one ``fields`` mapping: worked out once per mapping."""
+
+    __slots__ = ("fields", "fields_set", "known", "snapshot", "steps")
+
+    def __init__(self, fields: Mapping[str, str]) -> None:
+        self.fields = fields
+        """The mapping itself (held, so its id is not reused while the plan is kept)."""
+        self.snapshot = dict(fields)
+        """Its items when planned: a mapping changed since is planned again."""
+        steps = []
+        for field, path in fields.items():
+            first, *deeper = path.split(".")
+            steps.append((field, first, tuple(deeper), path))
+        self.steps: tuple[tuple[str, str, tuple[str, ...], str], ...] = tuple(steps)
+        """(field, first key, the keys below it, the dotted path) per field, in order."""
+        self.fields_set = frozenset(fields)
+        self.known = self.fields_set <= _NO_COUNTS.keys()
+        """Every field is a `Usage` field (else validation refuses the counts)."""
+
+
+_PLANS: dict[int, _Plan] = {}
+"""Each ``fields`` mapping's plan, by id (the providers' few mappings; bounded)."""
+
+
+def _plan(fields: Mapping[str, str]) -> _Plan:
+    """The plan of ``fields`` (made on first use, and again when the mapping changed)."""
+    plan = _PLANS.get(id(fields))
+    if plan is not None and plan.fields is fields and plan.snapshot == fields:
+        return plan
+    if len(_PLANS) >= 256:  # mappings made per call: never grows without bound
+        _PLANS.clear()
+    plan = _PLANS[id(fields)] = _Plan(fields)
+    return plan
 
 
 def add_usage(a: Usage | None, b: Usage, warnings: list[str]) -> Usage:

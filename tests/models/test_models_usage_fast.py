@@ -74,3 +74,24 @@ def test_read_usage_still_refuses_a_field_usage_does_not_have() -> None:
     """A provider's mapping naming an unknown `Usage` field fails as validation did."""
     with pytest.raises(ValidationError, match="not_a_field"):
         read_usage("c", {"n": 1}, "usage", {"not_a_field": "n"})
+
+
+def test_a_fields_mapping_changed_after_use_is_read_as_it_is_now() -> None:
+    """How a mapping is read is worked out once, but a changed mapping is worked out again."""
+    fields = {"input_tokens": "prompt_tokens"}
+    raw = {"prompt_tokens": 3, "usage": {"in": 5}}
+    assert read_usage("c", raw, "usage", fields)[0] == Usage(input_tokens=3)
+    fields["input_tokens"] = "usage.in"
+    fields["output_tokens"] = "prompt_tokens"
+    usage, _ = read_usage("c", raw, "usage", fields)
+    assert usage == Usage(input_tokens=5, output_tokens=3)
+    assert usage.model_fields_set == {"input_tokens", "output_tokens"}
+
+
+def test_mappings_made_per_call_keep_the_plans_bounded() -> None:
+    """A provider that builds its mapping per answer does not grow the plan table for ever."""
+    from agentjudge.models import _usage
+
+    for n in range(600):
+        assert read_usage("c", {"n": n}, "usage", {"input_tokens": "n"})[0].input_tokens == n
+    assert len(_usage._PLANS) <= 256
