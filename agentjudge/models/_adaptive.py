@@ -125,6 +125,7 @@ _BUSY_SPAN = 0.1
 _BACKOFF_FIRST = 0.05
 _BACKOFF_MAX = 5.0
 _TRACE_POINTS = 4096
+_new_tuple = tuple.__new__
 
 
 # -- the controller -------------------------------------------------------------------------------
@@ -401,7 +402,9 @@ class AdaptiveController:
             self._dispatch(now)
 
     def _record(self, now: float) -> None:
-        self.trace.append(TracePoint(now, self.window, self.rate, self.in_flight, self.throttles))
+        # the tuple made directly: TracePoint(...) is the same value through a Python frame
+        point = (now, self.window, self.rate, self.in_flight, self.throttles)
+        self.trace.append(_new_tuple(TracePoint, point))
 
     # -- feedback ---------------------------------------------------------------------------------
 
@@ -430,8 +433,8 @@ class AdaptiveController:
             if hints is not None:
                 self._observe_tokens(started, hints)
                 hold = self._apply_hints(hints) or hold
-            if not hold:
-                self._grow()
+            if not hold and (self.window < self.ceiling or self.rate is not None):
+                self._grow()  # else nothing grows (the window at its ceiling, unpaced)
         finally:
             self._release(now)
 

@@ -43,7 +43,7 @@ class LoopLocal(Generic[T]):
 
     def get(self) -> T:
         """The value for the running loop."""
-        loop = current_loop()
+        loop = running_loop()  # current_loop(), one call fewer (one per request)
         if self._loop is not loop or self._value is None:
             self._value = self._factory()
             self._loop = loop
