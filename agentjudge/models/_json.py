@@ -58,10 +58,11 @@ def loads(content: bytes) -> Any:
     return json.loads(content)
 
 
+_make_encoder: Any = getattr(_encoder, "c_make_encoder", None)  # CPython's C accelerator
 _ENCODE: Any = (
     None
-    if _encoder.c_make_encoder is None  # pragma: no cover - CPython always has it
-    else _encoder.c_make_encoder(
+    if _make_encoder is None  # pragma: no cover - CPython always has it
+    else _make_encoder(
         None,  # no circular check: a cycle recurses until RecursionError, then json.dumps
         json.JSONEncoder().default,
         _encoder.encode_basestring_ascii,
@@ -87,6 +88,6 @@ def dumps(value: dict[str, Any]) -> bytes:
     if _ENCODE is not None and type(value) is dict:
         try:
             return "".join(_ENCODE(value, 0)).encode()
-        except Exception:  # noqa: S110 - json.dumps raises its own error (or encodes it)
-            pass
+        except Exception:
+            pass  # json.dumps raises its own error for it (or encodes it)
     return json.dumps(value).encode()
