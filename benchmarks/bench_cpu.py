@@ -10,7 +10,10 @@ concurrency 100 each):
 * ``fake_plain``: the fake client alone (subtract it from the judge rows);
 * ``judge_plain`` / ``judge_struct``: an `LLMJudge` (plain / ``output_model=``) called directly;
 * ``eval_bare``: `Evaluator.run` of the bare judge (the engine alone, minus ``floor``);
-* ``eval_plain`` / ``eval_struct``: `Evaluator.run` of the LLM judges (engine plus judge).
+* ``eval_plain`` / ``eval_struct``: `Evaluator.run` of the LLM judges (engine plus judge);
+* ``client`` / ``client_fixed``: `OpenAIChat.complete` itself (adaptive / ``adaptive=False``),
+  its poster replaced by one that suspends once and returns W4's answer (the client's own
+  work without aiohttp's; minus ``floor``).
 
 ``--alive`` holds ``CONCURRENCY`` calls at the client and counts the objects the garbage
 collector tracks that are alive per case in flight (the ``eval_*`` and ``judge_*`` variants;
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import re
 import shutil
 import subprocess
@@ -40,11 +44,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+from multidict import CIMultiDict, CIMultiDictProxy
 from pydantic import BaseModel
 
 import agentjudge
-from agentjudge import Context, Evaluator, Judgment, LLMJudge
+from agentjudge import Context, Evaluator, Judgment, LLMJudge, Message, ModelRequest, OpenAIChat
 from agentjudge.models import ModelResponse, Usage
+from agentjudge.models._transport import Poster, Response, Session
 
 ANSWER = "The answer matches the reference.\nAnswer: YES"
 PROMPT = "Question: {{input}}\nAnswer: {{output}}\nIs the answer correct?"
@@ -172,6 +178,54 @@ def judge(structured: bool) -> LLMJudge:
     return LLMJudge("j", AtOnce(structured), PROMPT, output_model=Grade if structured else None)
 
 
+W4_BODY = (
+    b'{"id": "chatcmpl-1", "object": "chat.completion", "created": 1795690185, "model": '
+    b'"judge", "choices": [{"index": 0, "message": {"role": "assistant", "content": '
+    + json.dumps(ANSWER).encode()
+    + b'}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 11, '
+    b'"total_tokens": 12}}'
+)
+"""What W4's provider answers (`bench_llm.py --serve`)."""
+
+
+class AtOncePoster(Poster):
+    """A poster that suspends once and answers with W4's body (no connection)."""
+
+    headers = CIMultiDictProxy(
+        CIMultiDict(
+            {
+                "Server": "fake",
+                "Content-Type": "application/json",
+                "Content-Length": str(len(W4_BODY)),
+            }
+        )
+    )
+
+    async def post(self, url: str, content: bytes, headers: Any, *_: Any) -> Response:
+        await asyncio.sleep(0)
+        return Response(200, self.headers, W4_BODY, False, len(W4_BODY))
+
+
+class AtOnceChat(OpenAIChat):
+    """`OpenAIChat` on `AtOncePoster`."""
+
+    def _new_session(self) -> Session:
+        return Session(AtOncePoster(), self.max_concurrency, self.name)
+
+
+def client(adaptive: bool) -> Run:
+    model = AtOnceChat(
+        "judge", base_url="http://127.0.0.1:9/v1", api_key="k", max_concurrency=CONCURRENCY
+    )
+    model.adaptive = adaptive
+    request = ModelRequest(messages=(Message(role="user", content="Is 4 the answer to 2+2?"),))
+
+    async def call(_: Context) -> None:
+        assert (await model.complete(request)).text == ANSWER
+
+    return direct(call)
+
+
 VARIANTS: dict[str, Callable[[], Run]] = {
     "floor": lambda: direct(bare),
     "fake_plain": lambda: direct(AtOnce(False).complete),
@@ -180,6 +234,8 @@ VARIANTS: dict[str, Callable[[], Run]] = {
     "eval_bare": lambda: evaluated(bare),
     "eval_plain": lambda: evaluated(judge(False)),
     "eval_struct": lambda: evaluated(judge(True)),
+    "client": lambda: client(True),
+    "client_fixed": lambda: client(False),
 }
 
 

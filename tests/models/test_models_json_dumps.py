@@ -56,7 +56,7 @@ def _outcome(encode: Any, value: Any) -> tuple[str, Any]:
         return "error", (type(exc), str(exc))
 
 
-@settings(max_examples=150)
+@settings(max_examples=100)
 @given(body=st.dictionaries(KEYS, VALUES, max_size=5))
 def test_dumps_is_json_dumps_encoded(body: dict[Any, Any]) -> None:
     """Same bytes as ``json.dumps(body).encode()``, or the same error type and text."""
