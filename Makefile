@@ -41,8 +41,8 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # no wall-clock bound and pass with the machine at load 18. Their instance, like a run's own,
 # prestarts no idle workers. Groups need pytest below 9.2 (pyproject.toml says why; the
 # conftest refuses a run whose groups were lost). On a fresh clone, quiet machine
-# (2026-11-26): the parallel part 136-164 s, the timing part 18-22 s; it was 165-176 s and
-# 87-96 s.
+# (2026-11-26, 83240da): `make test` 160 s, the parallel part 124-128 s, the timing part
+# 16-18 s (at 57163c0: 166 s, 136-164 s and 17-23 s; the session before: 165-176 s and 87-96 s).
 # The second part collects only the files that can hold timing tests (tests/serial_files.py;
 # tests/conftest.py checks the list whenever the whole suite is collected).
 # Before them, two processes collect the suite once to write pytest's rewritten test modules
