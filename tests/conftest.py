@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from serial_files import SERIAL_MARKERS, holds_serial_tests
 
 # `make test` runs pytest under `uv run`, and Ray (2.45+) then starts every worker of a job with
@@ -32,52 +32,20 @@ if "no:langsmith_plugin" not in os.environ.get("PYTEST_ADDOPTS", ""):
     ).strip()
 
 
-def _load_hypothesis_profile() -> None:
-    """Register this suite's hypothesis profiles and load one (``ci`` unless told).
-
-    No per-example deadline and no "input generation is slow" check: both read the wall
-    clock, and on a loaded machine (CI neighbours, `make test`'s own workers) they failed tests
-    whose property held (FlakyStrategyDefinition / FailedHealthCheck at load average 18).
-    """
-    from hypothesis import HealthCheck, settings
-
-    settings.register_profile(
-        "ci",
-        derandomize=True,
-        print_blob=True,
-        deadline=None,
-        suppress_health_check=[HealthCheck.too_slow],
-    )
-    settings.register_profile("explore", max_examples=500)
-    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
-
-
-# Hypothesis is imported (~0.4 s of CPU) only by a run that collects a module naming it: `make
-# test`'s timing part collects none. A module's `@settings(...)` takes the profile's values when
-# it is imported, so the profile is loaded before the first such module is; a module that
-# imported hypothesis without naming it (through a helper) would have had the defaults, hence
-# the error below.
-_hypothesis_profile: list[str] = []
-"""The module before which the profile was loaded (empty until then)."""
-_modules_collected: list[str] = []
-
-
-def pytest_collectstart(collector: pytest.Collector) -> None:
-    """Load the hypothesis profile before collecting the first module that uses hypothesis."""
-    if not isinstance(collector, pytest.Module) or _hypothesis_profile:
-        return
-    imported = "hypothesis" in sys.modules
-    if imported and _modules_collected:
-        raise pytest.UsageError(
-            f"hypothesis was imported while collecting {_modules_collected}, whose text does "
-            "not name it, so their settings missed tests/conftest.py's profile: name hypothesis "
-            "in the module that imports it (through a helper)"
-        )
-    if imported or "hypothesis" in collector.path.read_text(encoding="utf-8"):
-        _load_hypothesis_profile()
-        _hypothesis_profile.append(str(collector.path))
-    else:
-        _modules_collected.append(str(collector.path))
+# No per-example deadline and no "input generation is slow" check: both read the wall clock,
+# and on a loaded machine (CI neighbours, `make test`'s own workers) they failed tests whose
+# property held (FlakyStrategyDefinition / FailedHealthCheck at load average 18).
+# (Loading this only before the first module that names hypothesis saved ~0.35 s in the timing
+# part but made a module that gets hypothesis through a helper a usage error: not worth it.)
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    print_blob=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("explore", max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 # A module whose source starts Python interpreters (the CLI as a program, worker processes, the
