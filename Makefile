@@ -32,7 +32,7 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 	$(RUN) python -m agentjudge report .agentjudge/rag_qa
 
 # The suite runs on every core (pytest-xdist) at idle priority (SCHED_IDLE, `chrt --idle 0`;
-# `nice -n 19` where chrt is missing), while the few wall-clock tests (marker `timing`) run
+# `nice -n 19` where chrt is missing or refused), while the few wall-clock tests (marker `timing`) run
 # beside it at the normal priority: a core runs the parallel part only while no timing test
 # wants it, and the kernel preempts an idle-priority task at once when a normal one wakes up,
 # so a busy neighbour test cannot make them miss their bounds. (Until 2026-11-26 they ran alone
@@ -64,7 +64,7 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # nothing.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=10
-IDLE := $(shell command -v chrt >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19")
+IDLE := $(shell chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19")
 TIMING := $(RUN) pytest -q -p no:cacheprovider --durations=5 -m timing
 
 WARM := PYTHONDONTWRITEBYTECODE= $(IDLE) $(RUN) pytest -q --collect-only -p no:cacheprovider
