@@ -180,3 +180,18 @@ def test_telemetry_imports_opentelemetry_only_when_a_provider_may_be_set() -> No
         "assert Telemetry.create() is not None\n"
     )
     _passes_in_a_fresh_interpreter(code)
+
+
+def test_the_ray_broker_imports_no_engine() -> None:
+    """A Ray run's broker actor is an interpreter of its own that imports `LimitBroker`'s
+    module: it holds plain numbers (leases, dollars, rate controllers) and loads no engine
+    (the actors' `LeasedBudget`, an engine `Budget`, is imported on the actors only)."""
+    code = (
+        "import sys\n"
+        "from agentjudge.harness._ray_limits import LimitBroker, LimitKeeper\n"
+        "assert 'agentjudge.engine' not in sys.modules, 'the broker imported the engine'\n"
+        "assert LimitKeeper(None, 'a').budget(None) is None\n"
+        "assert 'agentjudge.engine' not in sys.modules\n"
+        "assert type(LimitKeeper(None, 'a').budget(1.0)).__name__ == 'LeasedBudget'\n"
+    )
+    _passes_in_a_fresh_interpreter(code)

@@ -1,7 +1,8 @@
 """Cluster-wide ``max_cost`` on Ray: leases of dollars from the run's broker actor.
 
 Each Ray actor's Evaluator has a `LeasedBudget`: a `Budget` of the whole ``max_cost`` whose
-room to reserve comes from the broker (`DollarLeases`, held by ``_ray_limits.LimitBroker``).
+room to reserve comes from the broker (`_ray_dollars.DollarLeases`, held by
+``_ray_limits.LimitBroker``).
 With every renewal (every ``RENEW_SECONDS``, with the limits' leases) an actor reports what
 its calls spent, what its calls in flight reserve, and what its waiting calls need; it gets
 back its *allowance*: the most it may have spent and reserved, and what the other actors
@@ -12,7 +13,7 @@ spent. The rule:
   allowances never sum above ``max_cost``, so the actors together stay within it as one
   budget does (a call reserves its upper bound before it is sent);
 * an allowance is what the holder used plus some headroom: what its waiting calls need, and,
-  while no other actor waits, a slice of ``max_cost`` (`SLICES` per holder) so calls rarely
+  while no other actor waits, a slice of ``max_cost`` (``SLICES`` per holder) so calls rarely
   wait for the broker. While another actor waits, a holder keeps no spare headroom: one
   actor cannot sit on dollars others need;
 * a call is refused (``BudgetExhausted``) by the rule of one budget applied to the cluster's
@@ -30,105 +31,11 @@ that died, what it reserved after its last renewal (at most its headroom then: o
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from agentjudge.engine import Budget
 from agentjudge.engine._budget import _exhausted, _Hold, _Meter
+from agentjudge.harness._ray_dollars import Allowance
 
-__all__ = ["SLICES", "Allowance", "DollarLeases", "LeasedBudget"]
-
-SLICES = 4
-"""Without others waiting, a holder's spare headroom is ``max_cost / (SLICES * holders)``."""
-
-
-@dataclass(frozen=True)
-class Allowance:
-    """The broker's answer to one holder's renewal."""
-
-    limit: float
-    """The most the holder may have spent and reserved (dollars)."""
-    others_spent: float
-    """Dollars spent by the other holders (a dead one: what it had used)."""
-    others_reserved: float
-    """Dollars the other live holders' calls in flight reserve."""
-    out: str | None
-    """The first refusal's message once some holder refused a call, else None."""
-
-
-@dataclass
-class _Account:
-    expires: float
-    live: bool = True
-    limit: float = 0.0
-    counted: float = 0.0
-    spent: float = 0.0
-    used: float = 0.0
-    wanting: float = 0.0
-
-
-class DollarLeases:
-    """Dollar allowances of the holders within one ``max_cost`` (the broker's state).
-
-    Args:
-        cap: ``max_cost`` (dollars).
-        lease: Seconds an allowance lasts without renewal.
-        clock: Monotonic seconds (tests pass their own).
-    """
-
-    def __init__(self, cap: float, lease: float, clock: Callable[[], float] = time.monotonic):
-        self.cap = cap
-        self.lease = lease
-        self.clock = clock
-        self.accounts: dict[str, _Account] = {}
-        self.out: str | None = None
-
-    def counted(self) -> float:
-        """Dollars the holders are counted for (never above ``cap``)."""
-        return sum(a.counted for a in self.accounts.values())
-
-    def renew(
-        self, holder: str, spent: float, reserved: float, wanting: float, out: str | None = None
-    ) -> Allowance:
-        """Renew ``holder``'s allowance (see the module docs)."""
-        now = self.clock()
-        for account in self.accounts.values():
-            if account.live and account.expires < now:
-                self._close(account)  # expired: only what it had used stays counted
-        me = self.accounts.setdefault(holder, _Account(expires=now))
-        me.expires, me.live = now + self.lease, True
-        me.spent, me.used, me.wanting = spent, spent + reserved, wanting
-        self.out = self.out or out
-        others = [a for a in self.accounts.values() if a is not me]
-        free = self.cap - sum(a.counted for a in others) - me.used
-        headroom = wanting
-        if not any(a.live and a.wanting > 0 for a in others):
-            live = 1 + sum(a.live for a in others)
-            headroom = max(wanting, self.cap / (SLICES * live))
-        previous = me.limit
-        me.limit = me.used + max(0.0, min(headroom, free))
-        me.counted = max(previous, me.limit, me.used)
-        return Allowance(
-            limit=me.limit,
-            others_spent=sum(a.spent if a.live else a.used for a in others),
-            others_reserved=sum(a.used - a.spent for a in others if a.live),
-            out=self.out,
-        )
-
-    def drop(self, holder: str, spent: float, reserved: float) -> None:
-        """``holder`` ended: what it used stays counted, the rest of its allowance is free."""
-        account = self.accounts.get(holder)
-        if account is not None:
-            account.spent, account.used = spent, spent + reserved
-            self._close(account)
-
-    @staticmethod
-    def _close(account: _Account) -> None:
-        account.live = False
-        account.wanting = 0.0
-        account.limit = account.counted = account.used
-        account.spent = account.used
+__all__ = ["LeasedBudget"]
 
 
 class LeasedBudget(Budget):

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentjudge.engine import BudgetExhausted
-from agentjudge.harness._ray_budget import SLICES, Allowance, DollarLeases, LeasedBudget
+from agentjudge.harness._ray_budget import LeasedBudget
+from agentjudge.harness._ray_dollars import SLICES, Allowance, DollarLeases
 
 
 class Clock:
