@@ -21,10 +21,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agentjudge._lazy import lazy_attribute
-from agentjudge._retry import RetryPolicy
 from agentjudge.exceptions import ModelError, ModelHTTPError, ModelResponseError
 
 if TYPE_CHECKING:
+    from agentjudge._retry import RetryPolicy
     from agentjudge.models._anthropic import AnthropicMessages
     from agentjudge.models._azure import AzureOpenAIChat
     from agentjudge.models._batch import BatchCollector
@@ -58,8 +58,11 @@ if TYPE_CHECKING:
 
 # Loaded on first access: the clients' modules import httpx / aiohttp; the values, prices, rate
 # limits and the cache are not needed by a run whose judges call no model (the command line
-# imports this package to recognise ``provider:model`` names).
+# imports this package to recognise ``provider:model`` names). `RetryPolicy` too (a pydantic
+# model, with tenacity): the Ray broker imports the adaptive controller from this package and
+# needs neither (~0.1 s of CPU in every run's broker interpreter).
 _LAZY: dict[str, str] = {
+    "RetryPolicy": "agentjudge._retry",
     "SqliteCache": "agentjudge.models._cache",
     "CapacitySignals": "agentjudge.models._headers",
     "header_signals": "agentjudge.models._headers",
