@@ -195,6 +195,6 @@ def test_the_ray_broker_imports_neither_the_engine_nor_the_retry_policy() -> Non
         "assert 'tenacity' not in sys.modules, 'the broker imported the retry policy'\n"
         "assert LimitKeeper(None, 'a').budget(None) is None\n"
         "assert 'agentjudge.engine' not in sys.modules\n"
-        "assert type(LimitKeeper(None, 'a').budget(1.0)).__name__ == 'LeasedBudget'\n"
     )
+    # (An actor's keeper builds its `LeasedBudget` in test_harness_ray's max_cost run.)
     _passes_in_a_fresh_interpreter(code)
