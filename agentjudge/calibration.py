@@ -256,6 +256,17 @@ class _Support:
         self._bounds: dict[tuple[int, int], float] = {}
         self._answers: dict[tuple[int, int, float], bool] = {}
 
+    def candidates(self, grid: list[float], min_support: int) -> list[float]:
+        """The points of ``grid`` (ascending) that keep at least ``min_support`` cases.
+
+        ``count(lam)[0] >= min_support`` holds exactly for ``lam`` at or below the
+        ``min_support``-th highest confidence, so the candidates are a prefix of the grid: one
+        bisection instead of a count per grid point.
+        """
+        if min_support > len(self._confidences):
+            return []
+        return grid[: bisect.bisect_right(grid, self._confidences[-min_support])]
+
     def count(self, threshold: float) -> tuple[int, int]:
         """``(n, errors)`` among the cases whose confidence >= ``threshold``."""
         j = bisect.bisect_left(self._confidences, threshold)
@@ -355,7 +366,7 @@ def _calibrate_tier(
 ) -> TierCalibration:
     """One tier's threshold by fixed-sequence testing from the highest candidate down."""
     support = _Support(cases, delta)
-    candidates = [lam for lam in _linspace(grid) if support.count(lam)[0] >= min_support]
+    candidates = support.candidates(_linspace(grid), min_support)
     if not candidates:
         threshold, basis = previous, "reused_previous"
     elif support.exceeds(candidates[-1], alpha):

@@ -106,12 +106,18 @@ class TierSpec:
             return self.high if confidence >= self.knee else self.low
         return self.low + (self.high - self.low) * (confidence - 0.5) / 0.5
 
-    def draw(self, rng: random.Random) -> Case:
-        """One case: (confidence, agrees with the human)."""
-        confidence = (
-            self.fixed if self.fixed is not None else 0.5 + 0.5 * rng.random() ** self.shape
-        )
-        return confidence, rng.random() < self.accuracy(confidence)
+    def draws(self, rng: random.Random, n: int) -> tuple[Case, ...]:
+        """``n`` cases, each (confidence, agrees with the human), two numbers from ``rng`` each
+        (the benchmark draws millions: the lookups are made once per call, not per case)."""
+        random_, accuracy = rng.random, self.accuracy
+        if self.fixed is not None:
+            confidence, chance = self.fixed, accuracy(self.fixed)
+            return tuple((confidence, random_() < chance) for _ in range(n))
+        shape, cases = self.shape, []
+        for _ in range(n):
+            confidence = 0.5 + 0.5 * random_() ** shape
+            cases.append((confidence, random_() < accuracy(confidence)))
+        return tuple(cases)
 
     def mass_below(self, threshold: float) -> float:
         """P(confidence < threshold)."""
@@ -167,8 +173,9 @@ class Synthetic:
 def generate(n: int, seed: int | str, specs: Sequence[TierSpec] = TIERS) -> Synthetic:
     """``n`` fresh cases judged by every tier (the calibration set's shape)."""
     rng = random.Random(seed)
-    human = tuple(rng.choice(("pass", "fail")) for _ in range(n))
-    tiers = tuple(tuple(spec.draw(rng) for _ in range(n)) for spec in specs)
+    choice, labels = rng.choice, ("pass", "fail")
+    human = tuple(choice(labels) for _ in range(n))
+    tiers = tuple(spec.draws(rng, n) for spec in specs)
     return Synthetic(tuple(f"c{i:05d}" for i in range(n)), human, tiers, tuple(specs))
 
 

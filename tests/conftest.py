@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from serial_files import SERIAL_MARKERS, holds_serial_tests
 
 # `make test` runs pytest under `uv run`, and Ray (2.45+) then starts every worker of a job with
@@ -109,8 +110,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_band)
 
 
+def _build_text_tables_once() -> None:
+    """Have hypothesis's table of the characters ``st.text()`` draws from built once per clone.
+
+    The first ``st.text()`` a process draws computes which of the 1.1 million code points
+    UTF-8 encodes (~2.5 s of CPU) and keeps the answer in ``.hypothesis/unicode_data``; on a
+    fresh clone every xdist worker computed it again at its first text draw (the first
+    ``test_models_json_fast`` property took ~3.9 s of CPU instead of ~1 s). Each collection
+    builds it here under a lock: the first process (`make test`'s warm collection) computes
+    and writes it, every later one reads the file (~20 ms).
+    """
+    lock = Path(__file__).parent / "__pycache__" / "hypothesis-text-tables.lock"
+    lock.parent.mkdir(exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: each process builds its own
+        st.text().validate()
+        return
+    with lock.open("a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process building it: wait, then read it
+        st.text().validate()
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Freeze what collection built; refuse a loadgroup run whose groups were lost.
+    """Build hypothesis's text tables once (`_build_text_tables_once`); freeze what collection
+    built; refuse a loadgroup run whose groups were lost.
 
     Collecting the suite imports ~1,250 modules (agentjudge, hypothesis, pytest's test
     modules): their ~200k objects stay alive for the session, and every full collection of
@@ -128,6 +152,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     instance and shared runs again. pyproject.toml keeps pytest below 9.2; this check makes
     the next such break a clear error instead of a slower suite.
     """
+    _build_text_tables_once()
     gc.freeze()
     if not getattr(session.config.option, "loadgroup", False):
         return

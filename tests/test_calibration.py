@@ -163,6 +163,19 @@ def test_each_count_is_decided_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(cdfs) <= 2 * len(expected)  # at most two CDFs per decision, none repeated
 
 
+@pytest.mark.parametrize("min_support", [1, 2, 30, 199, 200, 201])
+def test_candidates_are_the_grid_points_that_keep_min_support_cases(min_support: int) -> None:
+    """The bisected prefix of the grid is exactly the points a count per point keeps, with
+    confidences on grid points (a threshold equal to a confidence keeps it) and ties."""
+    rng = random.Random(7)
+    grid = [i / 100 for i in range(101)]
+    cases = [(rng.choice(grid[40:]), rng.random() < 0.8) for _ in range(200)]
+    support = _Support(cases, 0.1)
+    expected = [lam for lam in grid if support.count(lam)[0] >= min_support]
+    assert support.candidates(grid, min_support) == expected
+    assert (expected == []) == (min_support > 200)
+
+
 PAPER: dict[str, Any] = {"untested": "paper", "split_delta": False}
 """The paper's own rule: untested fallbacks applied, every tier tested at delta."""
 OPTIONS: dict[str, Any] = {"alpha": 0.1, "delta": 0.1, "min_support": 30, "grid": 11} | PAPER

@@ -7,6 +7,7 @@ arbitrary scores, thresholds and weights.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import random
 from collections.abc import Sequence
@@ -192,17 +193,41 @@ finished_judgments = st.one_of(
 slots = st.one_of(st.none(), finished_judgments)
 
 
+FIXED_SCORES: tuple[dict[float | None, Judgment], ...] = tuple(
+    {score: make(score=score) for score in (None, 0.0, 1.0)}
+    for make in (Judgment.passed, Judgment.failed)
+)
+"""The PASS and FAIL judgments of `random_judgment` without a random score, built once."""
+
+
 def random_judgment(rng: random.Random) -> Judgment:
-    """What `finished_judgments` draws, from a plain Random (a score half of the time)."""
+    """What `finished_judgments` draws, from a plain Random (a score half of the time).
+
+    A judgment without a random score is one of `FIXED_SCORES` (equal to a new one; building
+    ~40,000 judgments was a third of the property's CPU); the same numbers are taken from rng.
+    """
     kind = rng.randrange(4)
     if kind >= 2:
         return (A, E)[kind - 2]
-    score = rng.choice((None, 0.0, 1.0, rng.random()))
+    drawn = rng.random()
+    score = rng.choice((None, 0.0, 1.0, drawn))
+    if score is not drawn:
+        return FIXED_SCORES[kind][score]
     return Judgment.passed(score=score) if kind == 0 else Judgment.failed(score=score)
 
 
 thresholds = st.floats(0.0, 1.0)
 policies = st.sampled_from(list(ErrorPolicy))
+# Built once, not at every draw of the composites below (the same draws).
+kinds = st.sampled_from(["majority", "consensus", "average", "median", "weighted"])
+ties = st.sampled_from(list(TiePolicy))
+weight_lists = {
+    n: st.lists(
+        st.sampled_from([0.0, 0.5, 1.0, 3.0]) | st.floats(0.0, 100.0), min_size=n, max_size=n
+    )
+    for n in range(1, 9)
+}
+zero_weight_fix = {n: st.integers(0, n - 1) for n in range(1, 9)}
 MAX_EXAMPLES = 200
 """Drawn populations. Each is checked with every choice of running slots, so 200 examples check
 40 times the decisions and as many complete populations as 400 examples of one choice each did,
@@ -213,9 +238,9 @@ in about half the time (counted: 1,616 decisions and 200 complete against 40 and
 def strategies(draw: st.DrawFn) -> VotingStrategy:
     """Any strategy with any knobs."""
     policy = draw(policies)
-    kind = draw(st.sampled_from(["majority", "consensus", "average", "median", "weighted"]))
+    kind = draw(kinds)
     if kind == "majority":
-        return Majority(tie=draw(st.sampled_from(list(TiePolicy))), errors=policy)
+        return Majority(tie=draw(ties), errors=policy)
     if kind == "consensus":
         return Consensus(errors=policy)
     cls: Any = {"average": Average, "median": Median, "weighted": WeightedAverage}[kind]
@@ -227,14 +252,13 @@ def weight_vectors(draw: st.DrawFn, n: int) -> list[float] | None:
     """None, or n finite non-negative weights that are not all zero."""
     if draw(st.booleans()):
         return None
-    weights = draw(
-        st.lists(
-            st.sampled_from([0.0, 0.5, 1.0, 3.0]) | st.floats(0.0, 100.0), min_size=n, max_size=n
-        )
-    )
+    weights = draw(weight_lists[n])
     if not any(weights):
-        weights[draw(st.integers(0, n - 1))] = 1.0
+        weights[draw(zero_weight_fix[n])] = 1.0
     return weights
+
+
+weight_vectors = functools.cache(weight_vectors)  # one strategy per length, not per example
 
 
 @settings(max_examples=MAX_EXAMPLES, deadline=None)

@@ -96,8 +96,9 @@ def collect(seed: int) -> list[str]:
     """Dumps of aggregate and decided results over a fixed random set of ballots."""
     rng = random.Random(seed)
     out: list[str] = []
+    strategies = counting_strategies()  # frozen: built once, not per ballot
     for judgments, weights in ballots(rng, 400):
-        for strategy in counting_strategies():
+        for strategy in strategies:
             out.append(dump(strategy.aggregate(judgments, weights)))
             for _ in range(2):
                 done: list[Judgment | None] = [
@@ -133,8 +134,9 @@ def test_interned_results_equal_fresh_ones() -> None:
 def test_each_call_equals_the_golden_result() -> None:
     """aggregate() and decided() with nothing running equal the uncached build, call by call."""
     rng = random.Random(11)
+    strategies = counting_strategies()  # frozen: built once, not per ballot
     for judgments, weights in ballots(rng, 300):
-        for strategy in counting_strategies():
+        for strategy in strategies:
             expected = dump(golden(strategy, list(judgments)))
             assert dump(strategy.aggregate(judgments, weights)) == expected
             assert dump(strategy.decided(judgments, weights)) == expected

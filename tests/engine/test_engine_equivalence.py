@@ -138,53 +138,71 @@ VOTINGS = st.sampled_from(
 )
 
 
+# The strategies the composites below draw from, built once instead of at every draw.
+BEHAVIOUR = st.sampled_from(BEHAVIOURS)
+RESOURCE = st.sampled_from([None, None, "gpu"])
+JURY_SIZE = st.integers(2, 5)
+NEST = st.integers(0, 5)
+WEIGHT_LISTS = {
+    n: st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=n, max_size=n) for n in range(2, 6)
+}
+TIER_COUNT = st.integers(1, 3)
+STOPPING_POLICY = st.sampled_from(
+    [
+        TierPolicy.REJECT_ON_ANY_FAIL,
+        TierPolicy.ACCEPT_ON_ALL_PASS,
+        TierPolicy.STOP_ON_AGREEMENT,
+        TierPolicy.STOP_ON_CONFIDENCE,
+    ]
+)
+THRESHOLD = st.sampled_from([0.0, 0.5, 0.8])
+MAX_CONCURRENCY = st.integers(1, 8)
+LIMIT = st.integers(1, 2)
+RETRY = st.sampled_from(
+    [None, RetryPolicy(attempts=2, initial_delay=0.0, max_delay=0.0, jitter=False)]
+)
+RATES = st.sampled_from([None, 0.5, 0.0])
+SEED = st.integers(0, 2**16)
+
+
 @st.composite
 def leaves(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
     counter[0] += 1
-    behaviour = draw(st.sampled_from(BEHAVIOURS))
-    resource = draw(st.sampled_from([None, None, "gpu"]))
+    behaviour = draw(BEHAVIOUR)
+    resource = draw(RESOURCE)
     return ("leaf", behaviour, f"j{counter[0]}_{behaviour}", resource)
 
 
 @st.composite
 def juries(draw: st.DrawFn, counter: list[int], depth: int = 0) -> tuple[Any, ...]:
-    size = draw(st.integers(2, 5))
+    size = draw(JURY_SIZE)
     members: list[Any] = []
     for _ in range(size):
-        if depth == 0 and draw(st.integers(0, 5)) == 0:
+        if depth == 0 and draw(NEST) == 0:
             members.append(draw(juries(counter, depth + 1)))
         else:
             members.append(draw(leaves(counter)))
     voting = draw(VOTINGS)
     weights = None
     if isinstance(voting, WeightedAverage) or draw(st.booleans()):
-        weights = draw(st.lists(st.sampled_from([0.5, 1.0, 2.0]), min_size=size, max_size=size))
+        weights = draw(WEIGHT_LISTS[size])
     counter[0] += 1
     return ("jury", members, voting, weights, draw(st.booleans()), f"jury{counter[0]}")
 
 
 @st.composite
 def cascades(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
-    count = draw(st.integers(1, 3))
+    count = draw(TIER_COUNT)
     tiers = []
     for k in range(count):
         policy = TierPolicy.FINAL
         if k < count - 1:
-            policy = draw(
-                st.sampled_from(
-                    [
-                        TierPolicy.REJECT_ON_ANY_FAIL,
-                        TierPolicy.ACCEPT_ON_ALL_PASS,
-                        TierPolicy.STOP_ON_AGREEMENT,
-                        TierPolicy.STOP_ON_CONFIDENCE,
-                    ]
-                )
-            )
+            policy = draw(STOPPING_POLICY)
         threshold = None
         if policy is TierPolicy.STOP_ON_CONFIDENCE or (
             policy is TierPolicy.FINAL and draw(st.booleans())
         ):
-            threshold = draw(st.sampled_from([0.0, 0.5, 0.8]))
+            threshold = draw(THRESHOLD)
         body = draw(juries(counter, 1)) if draw(st.booleans()) else draw(leaves(counter))
         tiers.append((f"t{k}", body, policy, threshold))
     return ("cascade", tiers, draw(st.booleans()))
@@ -226,15 +244,11 @@ def configurations(draw: st.DrawFn) -> dict[str, Any]:
     root = draw(st.one_of(juries(counter), cascades(counter)))
     return {
         "root": root,
-        "max_concurrency": draw(st.integers(1, 8)),
-        "limits": {r: draw(st.integers(1, 2)) for r in sorted(resources_of(root))},
-        "retry": draw(
-            st.sampled_from(
-                [None, RetryPolicy(attempts=2, initial_delay=0.0, max_delay=0.0, jitter=False)]
-            )
-        ),
-        "rates": draw(st.sampled_from([None, 0.5, 0.0])),
-        "seed": draw(st.integers(0, 2**16)),
+        "max_concurrency": draw(MAX_CONCURRENCY),
+        "limits": {r: draw(LIMIT) for r in sorted(resources_of(root))},
+        "retry": draw(RETRY),
+        "rates": draw(RATES),
+        "seed": draw(SEED),
     }
 
 
