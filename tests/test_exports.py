@@ -300,6 +300,7 @@ def _same_package_tree(a: str, b: str) -> bool:
     "package",
     [
         "agentjudge",
+        "agentjudge.core",
         "agentjudge.models",
         "agentjudge.harness",
         "agentjudge.judges",

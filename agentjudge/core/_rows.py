@@ -39,12 +39,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePath
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from agentjudge.core._judgment import Check, Judgment, Status
-from agentjudge.core._results import JudgeResult, TierAttempt, Verdict
+
+if TYPE_CHECKING:  # the reading side (`agentjudge report`) loads no case or result models
+    from agentjudge.core._results import JudgeResult, TierAttempt, Verdict
 
 __all__ = [
     "USER_MARK",

@@ -17,9 +17,10 @@ Why not fold the row dicts only: turning a live verdict into its row dicts
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentjudge.core import Verdict
+if TYPE_CHECKING:
+    from agentjudge.core import Verdict
 
 __all__ = ["FoldCase", "Judged", "case_from_row", "case_from_verdict", "effective_score"]
 

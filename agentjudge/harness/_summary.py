@@ -34,17 +34,19 @@ import random
 import statistics
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentjudge.agreement import wilson_interval
-from agentjudge.core import Verdict
 from agentjudge.harness._agreement import AgreementSummary, AgreementTally, JurySummary
 from agentjudge.harness._cascade_summary import CascadeSummary, CascadeTally
 from agentjudge.harness._cost import BudgetOutcome, CostSummary, CostTally
 from agentjudge.harness._fold import FoldCase, Judged, case_from_row, case_from_verdict
 from agentjudge.harness._pairwise_summary import PairwiseSummary, PairwiseTally
+
+if TYPE_CHECKING:
+    from agentjudge.core import Verdict
 
 __all__ = [
     "BaselineJudge",
