@@ -4,7 +4,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 UV := $(PYTHON) -m uv
 RUN := $(UV) run --frozen --all-extras
-SRC := agentjudge _agentjudge_pytest.py tests benchmarks $(wildcard examples)
+SRC := agentjudge _agentjudge_pytest.py tests benchmarks docs/hooks $(wildcard examples)
 
 .PHONY: help uv install run test quick lint typecheck cov bench docs all clean
 
