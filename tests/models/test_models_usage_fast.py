@@ -95,3 +95,44 @@ def test_mappings_made_per_call_keep_the_plans_bounded() -> None:
     for n in range(600):
         assert read_usage("c", {"n": n}, "usage", {"input_tokens": "n"})[0].input_tokens == n
     assert len(_usage._PLANS) <= 256
+
+
+VALID_COUNT = st.one_of(st.none(), st.integers(min_value=0, max_value=2**53 - 1))
+VALID_RAW = st.dictionaries(
+    st.sampled_from(KEYS + NESTED),
+    st.one_of(VALID_COUNT, st.dictionaries(DETAIL, COUNT)),
+)
+
+
+@settings(max_examples=100)
+@given(raw=st.one_of(VALID_RAW, RAW), fields=FIELDS)
+def test_the_top_level_counts_read_at_once_equal_reading_each(
+    raw: dict[str, Any], fields: Mapping[str, str]
+) -> None:
+    """The fast path (top-level counts all valid: taken by C loops) reads what the loop reads.
+
+    The general path is forced by making `_all_counts` refuse; the results must be the same
+    `Usage` (fields set, repr) and the same warnings in the same order.
+    """
+    from unittest import mock
+
+    from agentjudge.models import _usage
+
+    fast, fast_warnings = read_usage("c", raw, "usage", fields)
+    with mock.patch.object(_usage, "_all_counts", lambda values: False):
+        slow, slow_warnings = read_usage("c", raw, "usage", fields)
+    assert fast_warnings == slow_warnings
+    assert fast == slow
+    assert fast.model_fields_set == slow.model_fields_set
+    assert repr(fast) == repr(slow)
+
+
+@settings(max_examples=100)
+@given(values=st.lists(COUNT, max_size=6))
+def test_all_counts_is_the_readers_test_of_each_value(values: list[Any]) -> None:
+    """`_all_counts` is True exactly when `UsageReader.count` keeps every value as it is."""
+    from agentjudge.models._usage import _all_counts
+
+    reader = UsageReader("c")
+    kept = all(reader.count(v, "x") is v for v in values) and not reader.warnings
+    assert _all_counts(values) is kept
