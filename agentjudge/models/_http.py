@@ -349,7 +349,7 @@ class HTTPModelClient(ProviderHooks):
             attempts += made
             queued += waited
             warnings.extend(reply.warnings)
-            usage = add_usage(usage, reply.usage, warnings)
+            usage = reply.usage if usage is None else add_usage(usage, reply.usage, warnings)
             if plain_schema is None:
                 break
             try:
@@ -474,9 +474,10 @@ class HTTPModelClient(ProviderHooks):
         """
         session = self._session.get()
         started = loop_time()
-        waited = not session.take_slot_now()  # each step takes free capacity without awaiting
+        slots = session.limiter
+        waited = not slots.take_now()  # each step takes free capacity without awaiting
         if waited:
-            await session.take_slot()
+            await slots.take()
         try:
             control = session.controller if self.adaptive else None
             begun = started
@@ -513,7 +514,7 @@ class HTTPModelClient(ProviderHooks):
                 raise
             return self._answered(response, control, begun, lease)
         finally:
-            session.limiter.release()
+            slots.release()
 
     async def _admit(self, control: Controller) -> float:
         """Wait for the controller's capacity; a pause past the deadline is an HTTP error.
