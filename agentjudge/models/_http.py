@@ -111,15 +111,16 @@ def _sent_reply(sent: tuple[Reply, int, float]) -> Reply:
 
 
 class _Tally:
-    """What one logical send counts over its HTTP requests."""
+    """What one logical send counts over its HTTP requests.
 
-    __slots__ = ("queued", "throttled")
+    The counts start as class attributes (made per send without a Python ``__init__``; a
+    count is an instance attribute once it changed, which most sends never do).
+    """
 
-    def __init__(self) -> None:
-        self.queued = 0.0
-        """Seconds spent waiting for capacity."""
-        self.throttled = 0
-        """Throttled answers the adaptive client retried itself (not counted as attempts)."""
+    queued: float = 0.0
+    """Seconds spent waiting for capacity."""
+    throttled: int = 0
+    """Throttled answers the adaptive client retried itself (not counted as attempts)."""
 
 
 class HTTPModelClient(ProviderHooks):

@@ -63,13 +63,7 @@ def read_usage(
     plan = _plan(fields)
     reader: UsageReader | None = None  # made for the first refused count only
     counts: dict[str, int | None] = _NO_COUNTS.copy()
-    flat = [*map(raw.get, plan.flat_keys)]  # the top-level counts, read by C loops
-    if _all_counts(flat):  # the usual answer: taken as they are, the nested ones read below
-        counts.update(zip(plan.flat_fields, flat))
-        steps = plan.nested
-    else:  # one is refused: every count read one by one, warnings in field order
-        steps = plan.steps
-    for field, key, deeper, path in steps:
+    for field, key, deeper, path in plan.steps:
         value: Any = raw.get(key)
         for inner in deeper:
             value = value.get(inner) if isinstance(value, dict) else None
@@ -85,31 +79,12 @@ def read_usage(
 
 _NO_COUNTS: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
 """Every `Usage` field unset, in declaration order (copied per answer)."""
-_INT_OR_NONE = frozenset((int, type(None)))
-
-
-def _all_counts(values: list[Any]) -> bool:
-    """True when every value is None or an int within ``0..2**53-1`` (`UsageReader.count`'s
-    test, made by C loops: `read_usage` then takes them as they are)."""
-    if not _INT_OR_NONE.issuperset(map(type, values)):
-        return False
-    sized = [*filter(None, values)]  # the ints but 0 (in range anyway)
-    return not sized or (min(sized) >= 0 and max(sized) <= MAX_TOKEN_COUNT)
 
 
 class _Plan:
     """How `read_usage` reads one ``fields`` mapping: worked out once per mapping."""
 
-    __slots__ = (
-        "fields",
-        "fields_set",
-        "flat_fields",
-        "flat_keys",
-        "known",
-        "nested",
-        "snapshot",
-        "steps",
-    )
+    __slots__ = ("fields", "fields_set", "known", "snapshot", "steps")
 
     def __init__(self, fields: Mapping[str, str]) -> None:
         self.fields = fields
@@ -122,11 +97,6 @@ class _Plan:
             steps.append((field, first, tuple(deeper), path))
         self.steps: tuple[tuple[str, str, tuple[str, ...], str], ...] = tuple(steps)
         """(field, first key, the keys below it, the dotted path) per field, in order."""
-        self.flat_fields = tuple(step[0] for step in self.steps if not step[2])
-        self.flat_keys = tuple(step[1] for step in self.steps if not step[2])
-        """The fields read from a top-level key (no dot in the path), and those keys."""
-        self.nested = tuple(step for step in self.steps if step[2])
-        """The steps of the other fields (a nested path), in order."""
         self.fields_set = frozenset(fields)
         self.known = self.fields_set <= _NO_COUNTS.keys()
         """Every field is a `Usage` field (else validation refuses the counts)."""
