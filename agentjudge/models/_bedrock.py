@@ -341,7 +341,7 @@ class BedrockConverse(HTTPModelClient):
         return {name.lower(): value for name, value in request.headers.items()}
 
     async def _post(self, poster: Poster, content: bytes, headers: Mapping[str, str]) -> Response:
-        """Sign this attempt (a fresh ``X-Amz-Date``), then POST it."""
+        """Sign this attempt (a fresh ``X-Amz-Date``), then POST it (`_once` awaits it)."""
         signed = await self.signed_headers("POST", self.url, content, headers)
         return await super()._post(poster, content, signed)
 

@@ -25,7 +25,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from functools import partial
 from types import TracebackType
 from typing import Any, Self, Unpack
@@ -111,15 +111,16 @@ def _sent_reply(sent: tuple[Reply, int, float]) -> Reply:
 
 
 class _Tally:
-    """What one logical send counts over its HTTP requests."""
+    """What one logical send counts over its HTTP requests.
 
-    __slots__ = ("queued", "throttled")
+    The counts start as class attributes (made per send without a Python ``__init__``; a
+    count is an instance attribute once it changed, which most sends never do).
+    """
 
-    def __init__(self) -> None:
-        self.queued = 0.0
-        """Seconds spent waiting for capacity."""
-        self.throttled = 0
-        """Throttled answers the adaptive client retried itself (not counted as attempts)."""
+    queued: float = 0.0
+    """Seconds spent waiting for capacity."""
+    throttled: int = 0
+    """Throttled answers the adaptive client retried itself (not counted as attempts)."""
 
 
 class HTTPModelClient(ProviderHooks):
@@ -349,7 +350,7 @@ class HTTPModelClient(ProviderHooks):
             attempts += made
             queued += waited
             warnings.extend(reply.warnings)
-            usage = add_usage(usage, reply.usage, warnings)
+            usage = reply.usage if usage is None else add_usage(usage, reply.usage, warnings)
             if plain_schema is None:
                 break
             try:
@@ -474,9 +475,10 @@ class HTTPModelClient(ProviderHooks):
         """
         session = self._session.get()
         started = loop_time()
-        waited = not session.take_slot_now()  # each step takes free capacity without awaiting
+        slots = session.limiter
+        waited = not slots.take_now()  # each step takes free capacity without awaiting
         if waited:
-            await session.take_slot()
+            await slots.take()
         try:
             control = session.controller if self.adaptive else None
             begun = started
@@ -502,14 +504,18 @@ class HTTPModelClient(ProviderHooks):
                 add_queued(queued)  # waiting for capacity is queueing, not the judge's work
             try:
                 response = await self._post(session.poster, content, headers)
-            except BaseException:
+            except BaseException as exc:
                 lease.settle(None)  # not answered: the estimate stands
                 if control is not None:
                     control.finished()
+                if isinstance(exc, httpx.HTTPError):
+                    clean = self.secrets.scrub(exc)  # a transport error holding a secret
+                    if clean is not exc:
+                        raise clean from None
                 raise
             return self._answered(response, control, begun, lease)
         finally:
-            session.limiter.release()
+            slots.release()
 
     async def _admit(self, control: Controller) -> float:
         """Wait for the controller's capacity; a pause past the deadline is an HTTP error.
@@ -574,17 +580,15 @@ class HTTPModelClient(ProviderHooks):
                 assert control is not None
                 control.finished()
 
-    async def _post(self, poster: Poster, content: bytes, headers: Mapping[str, str]) -> Response:
-        """One POST; a transport error whose text holds a secret is raised redacted."""
-        try:
-            return await poster.post(
-                self.url, content, headers, self.timeout, self.max_response_bytes
-            )
-        except httpx.HTTPError as exc:
-            clean = self.secrets.scrub(exc)
-            if clean is exc:
-                raise
-            raise clean from None
+    def _post(
+        self, poster: Poster, content: bytes, headers: Mapping[str, str]
+    ) -> Awaitable[Response]:
+        """The POST of one attempt, for `_once` to await (a hook: Bedrock signs each attempt).
+
+        Not a coroutine of its own (one level fewer per request): `_once` redacts a transport
+        error whose text holds a secret.
+        """
+        return poster.post(self.url, content, headers, self.timeout, self.max_response_bytes)
 
     def _signals(self, response: Response) -> CapacitySignals:
         """The provider's `capacity_signals` of ``response``; a failing hook reads headers."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import traceback
+from typing import Any
 
 import httpx
 import pytest
@@ -172,6 +173,30 @@ async def test_transport_error_whose_cause_holds_the_key_is_raised_without_the_c
         with pytest.raises(httpx.ConnectError, match="proxy tunnel failed") as caught:
             await model.complete(REQUEST)
     await http.aclose()
+    assert KEY not in _everything(caught.value)
+
+
+class _SigningChat(OpenAIChat):
+    """A provider whose ``_post`` hook does its own async work first (as Bedrock signs)."""
+
+    async def _post(self, poster: Any, content: bytes, headers: Any) -> Any:
+        request = httpx.Request("POST", self.url)
+        raise httpx.ConnectError(f"signer refused Bearer {KEY}", request=request)
+
+
+async def test_a_transport_error_from_the_post_hook_itself_is_redacted() -> None:
+    """The POST is awaited in `_once`, which redacts: also what a ``_post`` hook raises itself.
+
+    (Before, only errors of the poster, inside the base ``_post``, were redacted.)
+    """
+    async with (
+        FakeModelServer(FakeResponse(text="PASS")) as server,
+        _SigningChat("m", base_url=server.base_url, api_key=KEY, retry=None) as model,
+    ):
+        with pytest.raises(httpx.ConnectError) as caught:
+            await model.complete(REQUEST)
+        assert server.requests == []
+    assert str(caught.value) == "signer refused [REDACTED]"
     assert KEY not in _everything(caught.value)
 
 
