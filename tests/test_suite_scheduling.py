@@ -49,17 +49,17 @@ class _Worker:
 
 def _run(scheduler_type: type[LoadGroupScheduling], rng: random.Random) -> list[Any]:
     """Finish tests in the order ``rng`` picks; record every decision the scheduler makes."""
-    scheduler = scheduler_type(_Config())  # type: ignore[arg-type]
+    scheduler = scheduler_type(_Config())
     nodes = [_Worker(f"gw{i}") for i in range(NODES)]
     for node in nodes:
-        scheduler.add_node(node)  # type: ignore[arg-type]
+        scheduler.add_node(node)
     for node in nodes:
-        scheduler.add_node_collection(node, COLLECTION)  # type: ignore[arg-type]
+        scheduler.add_node_collection(node, COLLECTION)
     scheduler.schedule()
     trace: list[Any] = []
     while busy := [node for node in nodes if node.queue]:
         node = rng.choice(busy)
-        scheduler.mark_test_complete(node, node.queue.pop(0))  # type: ignore[arg-type]
+        scheduler.mark_test_complete(node, node.queue.pop(0))
         trace.append(
             (
                 node.gateway.id,
