@@ -8,12 +8,27 @@ from __future__ import annotations
 
 import gc
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
-from hypothesis import strategies as st
 from serial_files import SERIAL_MARKERS, holds_serial_tests
+
+# Collecting the suite builds ~300k objects that live for the session (modules, test items) or
+# die by reference counting, plus some cyclic garbage (items pytest-asyncio replaces, fixture
+# requests). With the default first-generation threshold (700 allocations) the garbage collector
+# ran ~400 times from here to the end of a whole-suite collection, three of them full
+# collections over the growing heap: ~0.35 s of CPU in every process that collects (each xdist
+# worker, the timing part). Until collection ends the first generation holds 20,000 objects:
+# ~40 collections, which still free that garbage (what is left cyclic in the older generations
+# for the freeze below is ~100 objects, ~200 with the default), ~0.2 s. Set before hypothesis is
+# imported (a good part of the start-up); `pytest_collection` puts the threshold back.
+_GC_THRESHOLD = gc.get_threshold()
+gc.set_threshold(20_000, *_GC_THRESHOLD[1:])
+
+from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 # `make test` runs pytest under `uv run`, and Ray (2.45+) then starts every worker of a job with
 # `uv run` in a copy of the job's working directory: each Ray test run built the project and
@@ -81,33 +96,79 @@ def _starts_interpreters(path: Path) -> bool:
 _GROUPS_FIRST = ("ray", "docs-examples", "sdk", "browser", "asgi")
 
 
-def _band(item: pytest.Item) -> int:
-    group = item.get_closest_marker("xdist_group")
+_GROUPED = pytest.StashKey[list[pytest.Item]]()
+"""The collected tests marked ``xdist_group`` (for `pytest_collection_finish`'s check)."""
+
+
+def _closest_marks(item: pytest.Item) -> dict[str, pytest.Mark]:
+    """Each marker name of ``item`` with its closest mark (`get_closest_marker`'s answer).
+
+    One walk over the item's nodes instead of one per name asked: a name the item does not
+    carry cost a walk up to the session each time, three times per test.
+    """
+    marks: dict[str, pytest.Mark] = {}
+    for mark in item.iter_markers():
+        marks.setdefault(mark.name, mark)
+    return marks
+
+
+def _band(group: pytest.Mark | None, slow: bool) -> int:
     if group is not None:
         name = group.args[0] if group.args else group.kwargs.get("name")
         if name in _GROUPS_FIRST:
             return _GROUPS_FIRST.index(name)
         return len(_GROUPS_FIRST)
-    return len(_GROUPS_FIRST) + (1 if item.get_closest_marker("slow") else 2)
+    return len(_GROUPS_FIRST) + (1 if slow else 2)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
     """Mark the tests of modules that start interpreters as ``slow``; check that every
     ``timing`` test is in a file `make test`'s second part collects; put the longest
     units of work first (see `_GROUPS_FIRST`)."""
     unlisted = set()
+    bands = []
+    grouped = []
     for item in items:
+        marks = _closest_marks(item)
+        slow = "slow" in marks
         if _starts_interpreters(item.path):
             item.add_marker(pytest.mark.slow)
-        serial = any(item.get_closest_marker(m) for m in SERIAL_MARKERS)
-        if serial and not holds_serial_tests(item.path):
+            slow = True
+        if any(m in marks for m in SERIAL_MARKERS) and not holds_serial_tests(item.path):
             unlisted.add(str(item.path))
+        group = marks.get("xdist_group")
+        if group is not None:
+            grouped.append(item)
+        bands.append(_band(group, slow))
     if unlisted:
         raise pytest.UsageError(
             "these files mark tests timing in a way tests/serial_files.py does not see, so "
             f"`make test` would run them in neither part: {sorted(unlisted)}"
         )
-    items.sort(key=_band)
+    session.stash[_GROUPED] = grouped
+    order = sorted(range(len(items)), key=bands.__getitem__)
+    items[:] = [items[i] for i in order]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Iterator[object]:
+    """Restore the garbage collector's threshold (see `_GC_THRESHOLD`) once collection is over,
+    also where there is none (the xdist controller) or it failed."""
+    try:
+        return (yield)
+    finally:
+        gc.set_threshold(*_GC_THRESHOLD)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with bookkeeping that does not grow with the suite (see
+    tests/xdist_scheduling.py); any other ``--dist`` is xdist's own."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist_scheduling import FinishedUnitsForgotten
+
+    return FinishedUnitsForgotten(config, log)
 
 
 def _build_text_tables_once() -> None:
@@ -156,10 +217,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
     if not getattr(session.config.option, "loadgroup", False):
         return
+    selected = {id(item) for item in session.items}
     lost = [
         item.nodeid
-        for item in session.items
-        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid.rpartition("]")[2]
+        for item in session.stash.get(_GROUPED, [])
+        if id(item) in selected and "@" not in item.nodeid.rpartition("]")[2]
     ]
     if lost:
         raise pytest.UsageError(
