@@ -10,7 +10,6 @@ import gc
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from serial_files import SERIAL_MARKERS, holds_serial_tests
@@ -158,17 +157,6 @@ def pytest_collection(session: pytest.Session) -> Iterator[object]:
         return (yield)
     finally:
         gc.set_threshold(*_GC_THRESHOLD)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """``--dist loadgroup`` with bookkeeping that does not grow with the suite (see
-    tests/xdist_scheduling.py); any other ``--dist`` is xdist's own."""
-    if config.getvalue("dist") != "loadgroup":
-        return None
-    from xdist_scheduling import FinishedUnitsForgotten
-
-    return FinishedUnitsForgotten(config, log)
 
 
 def _build_text_tables_once() -> None:

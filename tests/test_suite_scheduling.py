@@ -1,92 +1,12 @@
-"""The suite's own machinery: `make test`'s loadgroup scheduler (tests/xdist_scheduling.py) and
-the collection hooks of tests/conftest.py, made cheaper without changing what they decide."""
+"""The suite's own machinery: the collection hooks of tests/conftest.py, made cheaper without
+changing what they decide."""
 
 from __future__ import annotations
 
 import gc
-import random
-from types import ModuleType, SimpleNamespace
-from typing import Any
+from types import ModuleType
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from xdist.scheduler import LoadGroupScheduling
-from xdist_scheduling import FinishedUnitsForgotten
-
-NODES = 3
-# A collection as `make test` sees it: a few groups (renamed ``nodeid@group`` by the workers),
-# handed out first, then tests that are each their own unit of work.
-COLLECTION = [
-    *(f"tests/test_g.py::test_{i}@{('ray', 'sdk', 'asgi')[i % 3]}" for i in range(30)),
-    *(f"tests/test_m.py::test_{i}" for i in range(150)),
-    *(f"tests/test_p.py::test_x[{i}@]" for i in range(20)),  # an "@" in a parameter id
-]
-
-
-class _Config:
-    option = SimpleNamespace(loadscopereorder=False)
-
-    def getvalue(self, name: str) -> list[str]:
-        assert name == "tx"
-        return [f"{NODES}*popen"]
-
-
-class _Worker:
-    """What a scheduler asks of xdist's worker controller: take work, shut down."""
-
-    def __init__(self, name: str) -> None:
-        self.gateway = SimpleNamespace(id=name)
-        self.shutting_down = False
-        self.queue: list[int] = []
-
-    def send_runtest_some(self, indices: list[int]) -> None:
-        self.queue.extend(indices)
-
-    def shutdown(self) -> None:
-        self.shutting_down = True
-
-
-def _run(scheduler_type: type[LoadGroupScheduling], rng: random.Random) -> list[Any]:
-    """Finish tests in the order ``rng`` picks; record every decision the scheduler makes."""
-    scheduler = scheduler_type(_Config())
-    nodes = [_Worker(f"gw{i}") for i in range(NODES)]
-    for node in nodes:
-        scheduler.add_node(node)
-    for node in nodes:
-        scheduler.add_node_collection(node, COLLECTION)
-    scheduler.schedule()
-    trace: list[Any] = []
-    while busy := [node for node in nodes if node.queue]:
-        node = rng.choice(busy)
-        scheduler.mark_test_complete(node, node.queue.pop(0))
-        trace.append(
-            (
-                node.gateway.id,
-                [list(n.queue) for n in nodes],
-                [n.shutting_down for n in nodes],
-                scheduler.tests_finished,
-                scheduler.has_pending,
-            )
-        )
-        if scheduler_type is FinishedUnitsForgotten:
-            for units in scheduler.assigned_work.values():
-                assert all(not all(unit.values()) for unit in units.values())
-    return trace
-
-
-@settings(max_examples=15)
-@given(st.randoms(use_true_random=False))
-def test_the_scheduler_hands_out_work_as_xdists_with_only_open_units_kept(
-    rng: random.Random,
-) -> None:
-    """Same hand-outs, shut-downs and answers as xdist's loadgroup scheduler for any order in
-    which the workers finish their tests, while its bookkeeping never holds a finished unit
-    (xdist's keeps all of them and recounts them after every test)."""
-    seed = rng.getrandbits(32)
-    ours = _run(FinishedUnitsForgotten, random.Random(seed))
-    assert ours == _run(LoadGroupScheduling, random.Random(seed))
-    assert len(ours) == len(COLLECTION)
 
 
 def _suite_conftest(config: pytest.Config) -> ModuleType:
