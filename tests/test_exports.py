@@ -235,29 +235,6 @@ def test_unknown_model_attribute_raises() -> None:
         agentjudge.models.Nope  # noqa: B018
 
 
-def test_a_run_without_model_judges_loads_no_http_stack(tmp_path: Path) -> None:
-    """`agentjudge run` of a suite with plain judges imports no httpx, aiohttp or jsonschema.
-
-    Every CLI start paid ~0.5 s of CPU for the model clients before (batch mode's client
-    check and the provider registry imported them); the harness's own tests start hundreds.
-    """
-    (tmp_path / "task.py").write_text("def answer(case):\n    return case.input\n")
-    (tmp_path / "judges.py").write_text("def nonempty(ctx):\n    return bool(ctx.output)\n")
-    (tmp_path / "data.jsonl").write_text('{"id": "a", "input": "x"}\n')
-    probe = (
-        "import sys\n"
-        "from agentjudge.harness._cli import main\n"
-        "code = main(['run', '--dataset', 'data.jsonl', '--task', 'task:answer',\n"
-        "             '--judges', 'judges:nonempty', '--out', 'out', '--progress', 'off'])\n"
-        "heavy = sorted(m for m in ('httpx', 'aiohttp', 'jsonschema') if m in sys.modules)\n"
-        "print(code, heavy)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
-    assert proc.stdout.strip().splitlines()[-1] == "0 []", proc.stderr
-
-
 API_INDEX = PAGE.parents[1] / "api" / "index.md"
 
 
