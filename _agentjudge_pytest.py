@@ -80,7 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _CONFIGS.append(config)
     exprs = [*config.getini("agentjudge_gates"), *config.getoption("agentjudge_gate")]
     if exprs:
-        from agentjudge._pytest._session import parse_gates
+        from agentjudge._pytest._record import parse_gates
 
         try:
             config.stash[_GATES] = parse_gates(exprs)
@@ -98,7 +98,7 @@ def record_outcome(results: tuple[JudgeResult, ...], aggregate: Judgment | None)
     """Tally one checked outcome in the innermost running session (called by `assert_passes`)."""
     if not _CONFIGS:
         return
-    from agentjudge._pytest._session import encode_outcome
+    from agentjudge._pytest._record import encode_outcome
 
     _CONFIGS[-1].stash[_ROWS].append(encode_outcome(results, aggregate))
 

@@ -87,6 +87,15 @@ import agentjudge.testing
 from agentjudge.testing import assert_eval
 seen["testing modules for assert_eval"] = sorted(
     m for m in set(agentjudge.testing._LAZY.values()) if m in sys.modules)
+import types, _agentjudge_pytest as plugin
+session = types.SimpleNamespace(stash={plugin._ROWS: []})  # a running session, as pytest's
+plugin._CONFIGS.append(session)
+plugin.record_outcome((), None)  # what assert_eval calls for each checked outcome
+assert len(session.stash[plugin._ROWS]) == 1
+seen["session modules for recording"] = sorted(
+    m for m in sys.modules
+    if m in ("agentjudge._pytest._session", "agentjudge.harness._gates")
+    or m.startswith(("agentjudge.harness._summary", "agentjudge.harness._report")))
 print(json.dumps(seen))
 """
 PROBE_GROUP = pytest.mark.xdist_group("exports-import-probe")
@@ -217,6 +226,16 @@ def test_assertions_load_without_the_fake_server(imports: dict[str, Any]) -> Non
     """``from agentjudge.testing import assert_eval`` (in every pytest-xdist worker of a session
     using the plugin) imports neither the fake server nor the scripted judges."""
     assert imports["testing modules for assert_eval"] == ["agentjudge.testing._assertions"]
+
+
+@PROBE_GROUP
+def test_recording_an_outcome_loads_neither_the_summary_nor_the_report(
+    imports: dict[str, Any],
+) -> None:
+    """What every pytest-xdist worker of a session using the plugin does (``assert_eval``, then
+    the outcome recorded as a row) imports neither the summary folds, the report, nor the gate
+    parser: only the process that ends the session needs them."""
+    assert imports["session modules for recording"] == []
 
 
 def test_unknown_judges_attribute_raises() -> None:
