@@ -79,7 +79,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_ROWS] = []
     _CONFIGS.append(config)
     exprs = [*config.getini("agentjudge_gates"), *config.getoption("agentjudge_gate")]
-    if exprs:
+    # Gates are checked where the session ends: an xdist worker (``workerinput``) never reads
+    # them, and its controller parsed them before starting it (a malformed gate stops there).
+    if exprs and not hasattr(config, "workerinput"):
         from agentjudge._pytest._record import parse_gates
 
         try:
