@@ -79,8 +79,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_ROWS] = []
     _CONFIGS.append(config)
     exprs = [*config.getini("agentjudge_gates"), *config.getoption("agentjudge_gate")]
-    if exprs:
-        from agentjudge._pytest._session import parse_gates
+    # Gates are checked where the session ends: an xdist worker (``workerinput``) never reads
+    # them, and its controller parsed them before starting it (a malformed gate stops there).
+    if exprs and not hasattr(config, "workerinput"):
+        from agentjudge._pytest._record import parse_gates
 
         try:
             config.stash[_GATES] = parse_gates(exprs)
@@ -98,7 +100,7 @@ def record_outcome(results: tuple[JudgeResult, ...], aggregate: Judgment | None)
     """Tally one checked outcome in the innermost running session (called by `assert_passes`)."""
     if not _CONFIGS:
         return
-    from agentjudge._pytest._session import encode_outcome
+    from agentjudge._pytest._record import encode_outcome
 
     _CONFIGS[-1].stash[_ROWS].append(encode_outcome(results, aggregate))
 

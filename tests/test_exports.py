@@ -87,6 +87,15 @@ import agentjudge.testing
 from agentjudge.testing import assert_eval
 seen["testing modules for assert_eval"] = sorted(
     m for m in set(agentjudge.testing._LAZY.values()) if m in sys.modules)
+import types, _agentjudge_pytest as plugin
+session = types.SimpleNamespace(stash={plugin._ROWS: []})  # a running session, as pytest's
+plugin._CONFIGS.append(session)
+plugin.record_outcome((), None)  # what assert_eval calls for each checked outcome
+assert len(session.stash[plugin._ROWS]) == 1
+seen["session modules for recording"] = sorted(
+    m for m in sys.modules
+    if m in ("agentjudge._pytest._session", "agentjudge.harness._gates")
+    or m.startswith(("agentjudge.harness._summary", "agentjudge.harness._report")))
 print(json.dumps(seen))
 """
 PROBE_GROUP = pytest.mark.xdist_group("exports-import-probe")
@@ -219,6 +228,16 @@ def test_assertions_load_without_the_fake_server(imports: dict[str, Any]) -> Non
     assert imports["testing modules for assert_eval"] == ["agentjudge.testing._assertions"]
 
 
+@PROBE_GROUP
+def test_recording_an_outcome_loads_neither_the_summary_nor_the_report(
+    imports: dict[str, Any],
+) -> None:
+    """What every pytest-xdist worker of a session using the plugin does (``assert_eval``, then
+    the outcome recorded as a row) imports neither the summary folds, the report, nor the gate
+    parser: only the process that ends the session needs them."""
+    assert imports["session modules for recording"] == []
+
+
 def test_unknown_judges_attribute_raises() -> None:
     """An unknown name of the lazy judges package is an AttributeError naming it."""
     import agentjudge.judges
@@ -233,29 +252,6 @@ def test_unknown_model_attribute_raises() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         agentjudge.models.Nope  # noqa: B018
-
-
-def test_a_run_without_model_judges_loads_no_http_stack(tmp_path: Path) -> None:
-    """`agentjudge run` of a suite with plain judges imports no httpx, aiohttp or jsonschema.
-
-    Every CLI start paid ~0.5 s of CPU for the model clients before (batch mode's client
-    check and the provider registry imported them); the harness's own tests start hundreds.
-    """
-    (tmp_path / "task.py").write_text("def answer(case):\n    return case.input\n")
-    (tmp_path / "judges.py").write_text("def nonempty(ctx):\n    return bool(ctx.output)\n")
-    (tmp_path / "data.jsonl").write_text('{"id": "a", "input": "x"}\n')
-    probe = (
-        "import sys\n"
-        "from agentjudge.harness._cli import main\n"
-        "code = main(['run', '--dataset', 'data.jsonl', '--task', 'task:answer',\n"
-        "             '--judges', 'judges:nonempty', '--out', 'out', '--progress', 'off'])\n"
-        "heavy = sorted(m for m in ('httpx', 'aiohttp', 'jsonschema') if m in sys.modules)\n"
-        "print(code, heavy)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
-    assert proc.stdout.strip().splitlines()[-1] == "0 []", proc.stderr
 
 
 API_INDEX = PAGE.parents[1] / "api" / "index.md"

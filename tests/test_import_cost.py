@@ -36,6 +36,80 @@ def _passes_in_a_fresh_interpreter(code: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+# What loads on first use, checked step after step in ONE fresh interpreter (one per step
+# cost ~0.5 s of CPU each, four of them). Each step is code with its own asserts; the steps run
+# in this order, each in a namespace of its own, and a failing step is reported by its test while
+# the later steps still run. A step's "not imported yet" asserts thus hold with every earlier
+# step's modules loaded (stricter than alone), and each "imported now" assert follows the "not
+# yet" assert of its own step, so it is the step that loaded the module.
+FIRST_USE = {
+    # A public name loads what it needs; the fake server loads without the evaluator.
+    "public name": (
+        "import sys, agentjudge\n"
+        "assert 'pydantic' not in sys.modules\n"
+        "assert agentjudge.Context is agentjudge.core.Context\n"
+        "assert 'pydantic' in sys.modules and 'httpx' not in sys.modules\n"
+        "from agentjudge.testing import FakeModelServer\n"
+        "assert 'agentjudge.engine' not in sys.modules\n"
+        "from agentjudge.testing import assert_passes\n"
+        "assert 'agentjudge.engine' in sys.modules\n"
+        "from agentjudge.harness import Suite\n"
+        "assert Suite.__module__ == 'agentjudge.harness._suite'\n"
+    ),
+    "provider name": (
+        "from agentjudge.models import _registry\n"
+        "from agentjudge.harness._loading import names_model\n"
+        "assert names_model('OpenAI:gpt-4o-mini')\n"
+        "assert _registry._plugin_cache is None, 'entry points read'\n"
+        "assert not names_model('task:answer')\n"
+        "assert _registry._plugin_cache is not None\n"
+    ),
+    "packaging": (
+        "import sys\n"
+        "from agentjudge.judges import normalize_requirement\n"
+        "assert 'packaging' not in sys.modules\n"
+        "assert normalize_requirement('My_Pkg >= 1.0.0') == 'my-pkg>=1'\n"
+        "assert 'packaging' in sys.modules\n"
+    ),
+    # Last: it sets OpenTelemetry's global provider.
+    "telemetry": (
+        "import sys\n"
+        "from agentjudge.harness._telemetry import Telemetry\n"
+        "assert Telemetry.create() is None\n"
+        "assert 'opentelemetry.trace' not in sys.modules\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "assert Telemetry.create() is not None\n"
+    ),
+}
+_STEPS = """
+import json, sys, traceback
+failed = {}
+for name, code in json.loads(sys.argv[1]).items():
+    try:
+        exec(compile(code, name, "exec"), {"__name__": "__main__"})
+    except BaseException:
+        failed[name] = traceback.format_exc()
+print(json.dumps(failed))
+"""
+FIRST_USE_GROUP = pytest.mark.xdist_group("import-cost-first-use")
+
+
+@pytest.fixture(scope="module")
+def first_use_failures() -> dict[str, str]:
+    """The `FIRST_USE` steps that failed in a fresh interpreter, with their tracebacks."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _STEPS, json.dumps(FIRST_USE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    failures: dict[str, str] = json.loads(proc.stdout)
+    return failures
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -53,22 +127,11 @@ def test_light_entry_points_import_no_heavy_dependency(args: list[str]) -> None:
     assert sorted(modules.intersection(HEAVY)) == []
 
 
-def test_a_public_name_still_loads_on_first_use() -> None:
+@FIRST_USE_GROUP
+def test_a_public_name_still_loads_on_first_use(first_use_failures: dict[str, str]) -> None:
     """Touching a name imports what it needs; a subpackage is reachable as an attribute. The
     fake server (``python -m agentjudge.testing serve``) loads without the evaluator."""
-    code = (
-        "import sys, agentjudge\n"
-        "assert 'pydantic' not in sys.modules\n"
-        "assert agentjudge.Context is agentjudge.core.Context\n"
-        "assert 'pydantic' in sys.modules and 'httpx' not in sys.modules\n"
-        "from agentjudge.testing import FakeModelServer\n"
-        "assert 'agentjudge.engine' not in sys.modules\n"
-        "from agentjudge.testing import assert_passes\n"
-        "assert 'agentjudge.engine' in sys.modules\n"
-        "from agentjudge.harness import Suite\n"
-        "assert Suite.__module__ == 'agentjudge.harness._suite'\n"
-    )
-    _passes_in_a_fresh_interpreter(code)
+    assert "public name" not in first_use_failures, first_use_failures["public name"]
 
 
 # A real ``python -m agentjudge ARGS`` whose interpreter writes, at exit, which of the modules
@@ -84,6 +147,8 @@ sys.argv = ["agentjudge", *{args!r}]
 runpy.run_module("agentjudge", run_name="__main__", alter_sys=True)
 """
 
+HTTP_STACK = ("httpx", "aiohttp", "jsonschema")
+"""What only model judges need (every CLI start paid ~0.5 s of CPU for it once)."""
 OPTIONAL_MODULES = (
     "agentjudge.harness._report",
     "agentjudge.harness._agreement_report",
@@ -96,6 +161,7 @@ OPTIONAL_MODULES = (
     "agentjudge.judging",
     "agentjudge.core._context",
     "agentjudge.core._results",
+    *HTTP_STACK,
 )
 RUNNING = [
     "agentjudge.core._context",
@@ -137,59 +203,68 @@ def _cli_imports(folder: Path, *args: str) -> list[str]:
     return imported
 
 
-def test_cli_run_and_report_import_only_what_they_use(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cli_imports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """Which `OPTIONAL_MODULES` three programs imported: ``run --quiet`` and ``run`` of a suite
+    with plain judges, then ``report`` of its results (each a fresh ``python -m agentjudge``)."""
+    folder = tmp_path_factory.mktemp("cli-imports")
+    suite = _suite(folder)
+    return {
+        "quiet": _cli_imports(folder, "run", str(suite), "--out", "out", "--quiet"),
+        "loud": _cli_imports(folder, "run", str(suite), "--out", "out", "--overwrite"),
+        "report": _cli_imports(folder, "report", "out"),
+    }
+
+
+CLI_GROUP = pytest.mark.xdist_group("import-cost-cli")
+
+
+@CLI_GROUP
+def test_cli_run_and_report_import_only_what_they_use(cli_imports: dict[str, list[str]]) -> None:
     """``run --quiet`` prints no report: neither it nor calibration (an uncalibrated suite) is
     imported; ``run`` imports the report to print it; ``report`` neither runs nor calibrates."""
-    suite = _suite(tmp_path)
-    quiet = _cli_imports(tmp_path, "run", str(suite), "--out", "out", "--quiet")
-    assert quiet == RUNNING
-    loud = _cli_imports(tmp_path, "run", str(suite), "--out", "out", "--overwrite")
+    assert cli_imports["quiet"] == RUNNING
+    loud = cli_imports["loud"]
     assert "agentjudge.harness._report" in loud
     assert "agentjudge.harness._calibrate" not in loud
-    report = _cli_imports(tmp_path, "report", "out")
     reporting = ("_agreement_report", "_case_report", "_report")
-    assert report == [f"agentjudge.harness.{name}" for name in reporting]
+    assert cli_imports["report"] == [f"agentjudge.harness.{name}" for name in reporting]
 
 
-def test_a_built_in_provider_name_reads_no_entry_points() -> None:
+@CLI_GROUP
+def test_a_run_without_model_judges_loads_no_http_stack(cli_imports: dict[str, list[str]]) -> None:
+    """`agentjudge run` of a suite with plain judges imports no httpx, aiohttp or jsonschema.
+
+    Every CLI start paid ~0.5 s of CPU for the model clients before (batch mode's client
+    check and the provider registry imported them); the harness's own tests start hundreds.
+    (Checked on the runs above, with and without the report; it had a fresh interpreter of
+    its own in test_exports.)
+    """
+    for run in ("quiet", "loud"):
+        assert [m for m in HTTP_STACK if m in cli_imports[run]] == [], run
+
+
+@FIRST_USE_GROUP
+def test_a_built_in_provider_name_reads_no_entry_points(first_use_failures: dict[str, str]) -> None:
     """Deciding that ``openai:...`` names a model does not scan the installed entry points."""
-    code = (
-        "from agentjudge.models import _registry\n"
-        "from agentjudge.harness._loading import names_model\n"
-        "assert names_model('OpenAI:gpt-4o-mini')\n"
-        "assert _registry._plugin_cache is None, 'entry points read'\n"
-        "assert not names_model('task:answer')\n"
-        "assert _registry._plugin_cache is not None\n"
-    )
-    _passes_in_a_fresh_interpreter(code)
+    assert "provider name" not in first_use_failures, first_use_failures["provider name"]
 
 
-def test_the_judges_package_loads_packaging_only_to_compare_requirements() -> None:
+@FIRST_USE_GROUP
+def test_the_judges_package_loads_packaging_only_to_compare_requirements(
+    first_use_failures: dict[str, str],
+) -> None:
     """``packaging`` (~25 ms) is imported by the first requirement comparison, not before."""
-    code = (
-        "import sys\n"
-        "from agentjudge.judges import normalize_requirement\n"
-        "assert 'packaging' not in sys.modules\n"
-        "assert normalize_requirement('My_Pkg >= 1.0.0') == 'my-pkg>=1'\n"
-        "assert 'packaging' in sys.modules\n"
-    )
-    _passes_in_a_fresh_interpreter(code)
+    assert "packaging" not in first_use_failures, first_use_failures["packaging"]
 
 
-def test_telemetry_imports_opentelemetry_only_when_a_provider_may_be_set() -> None:
+@FIRST_USE_GROUP
+def test_telemetry_imports_opentelemetry_only_when_a_provider_may_be_set(
+    first_use_failures: dict[str, str],
+) -> None:
     """No global provider can exist before OpenTelemetry is imported (or named in the
     environment): a run then skips it; one set by the program still gets spans."""
-    code = (
-        "import sys\n"
-        "from agentjudge.harness._telemetry import Telemetry\n"
-        "assert Telemetry.create() is None\n"
-        "assert 'opentelemetry.trace' not in sys.modules\n"
-        "from opentelemetry import trace\n"
-        "from opentelemetry.sdk.trace import TracerProvider\n"
-        "trace.set_tracer_provider(TracerProvider())\n"
-        "assert Telemetry.create() is not None\n"
-    )
-    _passes_in_a_fresh_interpreter(code)
+    assert "telemetry" not in first_use_failures, first_use_failures["telemetry"]
 
 
 def test_the_ray_broker_imports_neither_the_engine_nor_the_retry_policy() -> None:

@@ -13,36 +13,15 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agentjudge.core import JudgeResult, Judgment
-from agentjudge.harness._gates import BASELINE_STATS, Gate, parse_gate, resolve_gate_subjects
+from agentjudge._pytest._record import encode_outcome, parse_gates
+from agentjudge.harness._gates import BASELINE_STATS, Gate, resolve_gate_subjects
 from agentjudge.harness._report import _ci, _num, gate_line, table
-from agentjudge.harness._results import encode_row, judge_result_dict, judgment_dict
 from agentjudge.harness._summary import GateOutcome, JudgeSummary, RunAggregate
 from agentjudge.harness._text import plural
 
 __all__ = ["SessionReport", "conclude", "encode_outcome", "parse_gates", "report_lines"]
 
 _HEADERS = ("judge", "n", "pass_rate", "ci95 (wilson)", "pass", "fail", "abstain", "error")
-
-
-def encode_outcome(results: Sequence[JudgeResult], aggregate: Judgment | None) -> str:
-    """One checked outcome as a results-row JSON line (``verdict`` null for bare results)."""
-    return encode_row(
-        {
-            "results": [judge_result_dict(r) for r in results],
-            "verdict": None if aggregate is None else judgment_dict(aggregate),
-            "error": None,
-        }
-    )
-
-
-def parse_gates(exprs: Iterable[str]) -> list[Gate]:
-    """Parse gate expressions (the ``agentjudge run`` syntax).
-
-    Raises:
-        ValueError: a malformed gate (the message names it and lists the valid stats).
-    """
-    return [parse_gate(expr) for expr in exprs]
 
 
 @dataclass

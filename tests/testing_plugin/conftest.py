@@ -4,6 +4,13 @@
 its sessions see no outer options. An in-process session then loaded the plugin, and since
 pytester restores ``sys.modules`` after each session, every session imported langsmith (and
 the pydantic models it defines) again: about 0.5 s of CPU per session, a dozen sessions here.
+
+For the same reason the plugin's own modules, which a session imports on first use (the
+summary, the gates and the dataset rows, and through them the harness's summary, report and
+dataset modules; xdist's controller side for the ``-n 2`` sessions), are imported here once:
+otherwise every session that uses the plugin imported them again (~0.1 s of CPU each). The
+plugin module itself still imports none of them (test_loading_the_plugin_imports_no_agentjudge
+checks that in a fresh interpreter).
 """
 
 from __future__ import annotations
@@ -11,6 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import xdist.dsession  # noqa: F401  (kept imported across sessions, see above)
+
+import agentjudge._pytest._cases
+import agentjudge._pytest._session  # noqa: F401
 
 
 @pytest.fixture
