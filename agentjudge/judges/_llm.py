@@ -46,6 +46,7 @@ from agentjudge.judges._verdict import (
     with_metadata,
 )
 from agentjudge.judging import JudgeKind
+from agentjudge.models._json import dumps as json_dumps
 from agentjudge.models._prices import response_cost
 from agentjudge.models._types import ModelClient, ModelRequest, ModelResponse
 from agentjudge.models._usage import add_usage
@@ -307,6 +308,22 @@ class _OutputShape:
                 "or a bool `passed` (or `pass`) field"
             )
         self.schema = output_model.model_json_schema()
+        self.flat = _flat_fields(output_model)
+
+    def validate(self, data: dict[str, Any]) -> BaseModel:
+        """``model.model_validate_json(json.dumps(data))``: the same instance or the same error.
+
+        The answer was decoded once already; serialising it to have pydantic read it again in
+        JSON mode is skipped (``model_validate`` of the values instead) for a model of flat
+        scalar fields (`_flat_fields`) and an answer of scalars read the same both ways
+        (`_flat_answer`), where the two modes agree (`tests/judges/test_judges_structured_read.py`).
+
+        Raises:
+            ValidationError: (or ValueError, TypeError) as the JSON-mode reading raises it.
+        """
+        if self.flat and _flat_answer(data):
+            return self.model.model_validate(data)
+        return self.model.model_validate_json(json_dumps(data))
 
 
 class LLMJudge(ModelJudgeBase):
@@ -477,7 +494,7 @@ class LLMJudge(ModelJudgeBase):
             if data is None:
                 return Judgment.abstained(f"Could not parse structured output: {why}")
         try:
-            instance = shape.model.model_validate_json(json.dumps(data))
+            instance = shape.validate(data)
         except (ValidationError, ValueError, TypeError) as exc:
             return Judgment.abstained(
                 f"Structured output does not match {shape.model.__name__}: "
@@ -547,6 +564,68 @@ def _json_value_position(
     if match is None:
         return f"no {key!r} value in the JSON answer"
     return VerdictPosition(match.end(), outcome)
+
+
+_FLAT_TYPES = frozenset({bool, str, int, float, bool | None, str | None, int | None, float | None})
+_FLAT_CONFIG = frozenset({"title", "extra"})
+_DECORATOR_KINDS = (
+    "validators",
+    "field_validators",
+    "root_validators",
+    "field_serializers",
+    "model_serializers",
+    "model_validators",
+    "computed_fields",
+)
+
+
+def _flat_fields(model: type[BaseModel]) -> bool:
+    """Whether ``model`` reads JSON scalars the same in Python and in JSON mode.
+
+    Only plain scalar fields (``bool``, ``str``, ``int``, ``float``, each optionally ``| None``)
+    without constraints or aliases, no validators or serializers of any kind, no settings but
+    ``title`` and ``extra``, and pydantic's own ``model_validate``/``model_validate_json``.
+    """
+    decorators = model.__pydantic_decorators__
+    return (
+        model.model_validate.__func__ is BaseModel.model_validate.__func__  # type: ignore[attr-defined]
+        and model.model_validate_json.__func__ is BaseModel.model_validate_json.__func__  # type: ignore[attr-defined]
+        and set(model.model_config) <= _FLAT_CONFIG
+        and not any(getattr(decorators, kind) for kind in _DECORATOR_KINDS)
+        and all(
+            info.annotation in _FLAT_TYPES
+            and not info.metadata
+            and info.alias is None
+            and info.validation_alias is None
+            for info in model.model_fields.values()
+        )
+    )
+
+
+_INT_LIMIT = 2**63
+
+
+def _flat_answer(data: object) -> bool:
+    """Whether ``data`` is a dict of values ``json.dumps`` and pydantic's JSON reading keep.
+
+    ASCII ``str`` keys; values exact ``bool``, ASCII ``str``, ``int`` within 64 bits, ``float``
+    or None (a lone surrogate or a huge int reads otherwise; NaN and infinities read alike).
+    """
+    if type(data) is not dict:
+        return False
+    for key, value in data.items():
+        if type(key) is not str or not key.isascii():
+            return False
+        kind = type(value)
+        if kind is str:
+            if not value.isascii():
+                return False
+        elif kind is int:
+            if not -_INT_LIMIT < value < _INT_LIMIT:
+                return False
+        elif kind is not float and kind is not bool and value is not None:
+            return False
+    return True
 
 
 def _summarise(exc: Exception) -> str:

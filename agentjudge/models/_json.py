@@ -59,21 +59,23 @@ def loads(content: bytes) -> Any:
 
 
 _make_encoder: Any = getattr(_encoder, "c_make_encoder", None)  # CPython's C accelerator
-_ENCODE: Any = (
-    None
-    if _make_encoder is None  # pragma: no cover - CPython always has it
-    else _make_encoder(
-        None,  # no circular check: a cycle recurses until RecursionError, then json.dumps
-        json.JSONEncoder().default,
-        _encoder.encode_basestring_ascii,
-        None,
-        ": ",
-        ", ",
-        False,
-        False,
-        True,
-    )
-)
+
+
+def c_encoder(*, sort_keys: bool, allow_nan: bool) -> Any:
+    """The C encoder ``json.JSONEncoder(sort_keys=..., allow_nan=...).encode`` builds per call.
+
+    Built once by the caller (ASCII, ``", "`` and ``": "``, no circular check: a cycle
+    recurses until RecursionError, so a caller falls back to the standard encoder for its
+    error); ``"".join(encoder(value, 0))`` is the text. None without CPython's accelerator.
+    """
+    if _make_encoder is None:  # pragma: no cover - CPython always has it
+        return None
+    default = json.JSONEncoder().default
+    ascii_text = _encoder.encode_basestring_ascii
+    return _make_encoder(None, default, ascii_text, None, ": ", ", ", sort_keys, False, allow_nan)
+
+
+_ENCODE: Any = c_encoder(sort_keys=False, allow_nan=True)
 """What ``json.dumps`` builds per call (default options: ASCII, ``", "`` and ``": "``, NaN
 allowed, keys unsorted), built once; it keeps no state between calls without its markers."""
 

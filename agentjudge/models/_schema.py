@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agentjudge.models._json import c_encoder
+
 if TYPE_CHECKING:  # jsonschema is imported on first use: judges and the CLI start without it
     from jsonschema.protocols import Validator
 
@@ -85,6 +87,9 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 """``json.loads(text, parse_constant=...)`` builds this decoder on every call: made once."""
 _CANONICAL = json.JSONEncoder(sort_keys=True, allow_nan=False)
 """``json.dumps(schema, sort_keys=True, allow_nan=False)``'s encoder, made once."""
+_SORTED: Any = c_encoder(sort_keys=True, allow_nan=False)
+"""The C encoder ``_CANONICAL.encode`` builds on every call (one per structured answer), built
+once: the same text, or on any failure ``_CANONICAL`` itself raises its own error."""
 
 
 def decode_json_object(text: str) -> dict[str, Any]:
@@ -179,7 +184,18 @@ def compiled_schema(schema: Mapping[str, Any], what: str = "response_schema") ->
 
 
 def _canonical(schema: Mapping[str, Any], what: str) -> str:
-    """The schema's canonical JSON text: the key its checks are cached by."""
+    """The schema's canonical JSON text: the key its checks are cached by.
+
+    Read for every structured answer, by the C encoder built once (`_SORTED`) for an exact
+    dict; anything it does not encode (and any other mapping) takes ``_CANONICAL.encode``,
+    which gives the same text or raises its own error
+    (``tests/models/test_models_schema_canonical.py``).
+    """
+    if _SORTED is not None and type(schema) is dict:
+        try:
+            return "".join(_SORTED(schema, 0))
+        except Exception:  # the standard encoder below raises its own error
+            pass
     try:
         return _CANONICAL.encode(schema)
     except (TypeError, ValueError) as exc:
