@@ -408,3 +408,40 @@ def test_timeout_lengths_that_come_and_go_keep_few_queues() -> None:
     lengths, cancelled = anyio.run(main)
     assert lengths <= _deadline._MAX_LENGTHS
     assert not any(cancelled)
+
+
+def test_attempts_reuse_the_scopes_of_attempts_that_ended_untouched() -> None:
+    """200 cases at concurrency 10 make a few scopes per worker, not 200; a timed-out one is
+    never reused, and every reused attempt still sees its own deadline."""
+    from agentjudge import _compat
+
+    async def main() -> tuple[int, list[float], int]:
+        _compat._SPARE.clear()
+        made = 0
+        backend = _compat._asyncio_backend()
+        create = backend.create_cancel_scope
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal made
+            made += 1
+            return create(*args, **kwargs)
+
+        judge = Waiting()
+        judge.release.set()
+        evaluator = Evaluator(judge, max_concurrency=10, timeout=30.0)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(backend, "create_cancel_scope", counted)
+            async for _ in evaluator.run([CTX] * 200, concurrency=10):
+                pass
+        kept = list(_compat._SPARE)
+        (result,) = await Evaluator(Waiting(), timeout=0.01, retry=None).evaluate(CTX)
+        assert result.error_type == "TimeoutError"
+        timed_out = [s for s in _compat._SPARE if s not in kept]
+        _compat._SPARE.clear()
+        return made, judge.seen, len(timed_out)
+
+    made, seen, timed_out = anyio.run(main)
+    assert made <= 40  # a few per worker (before: one per attempt, 200)
+    assert len(seen) == 200
+    assert all(29.0 < left <= 30.0 for left in seen)
+    assert timed_out == 0
