@@ -44,7 +44,6 @@ This module is the lowest layer: it imports only the standard library and the de
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -219,9 +218,6 @@ def _asyncio_backend() -> Any:
             and {"_deadline", "_timeout_handle"} <= set(getattr(scope, "__slots__", ()))
         )
         _backend = backend if usable else False
-        if usable and set(getattr(scope, "__slots__", ())) == _SCOPE_SLOTS:
-            global _recyclable
-            _recyclable = scope
     return _backend
 
 
@@ -230,12 +226,9 @@ def cancel_scope() -> anyio.CancelScope:
 
     A running asyncio loop in this thread means the asyncio backend (as `loop_time` reads
     it); elsewhere, or with an anyio whose backend is laid out differently, anyio decides.
-    On asyncio a scope given back by `recycle` (as a new one in every slot) is reused.
     """
     backend = _backend or _asyncio_backend()
     if backend and _running_loop is not None and _running_loop() is not None:
-        if _SPARE:
-            return cast("anyio.CancelScope", _SPARE.pop())
         return cast("anyio.CancelScope", backend.create_cancel_scope())
     import anyio
 
@@ -250,52 +243,6 @@ def checkpoint_if_cancelled() -> Awaitable[None]:
     import anyio.lowlevel
 
     return anyio.lowlevel.checkpoint_if_cancelled()
-
-
-_SPARE: list[Any] = []
-"""Exited `cancel_scope` scopes reset to a new scope's state (`recycle`), for the next one."""
-_SPARE_MAX = 1024
-_SCOPE_SLOTS = frozenset(
-    {"_active", "_cancel_called", "_cancel_handle", "_cancel_reason", "_cancelled_caught"}
-    | {"_cancelling_at_enter", "_child_scopes", "_deadline", "_host_task", "_parent_scope"}
-    | {"_pending_uncancellations", "_shield", "_tasks", "_timeout_handle"}
-)
-"""The asyncio scope's slots `recycle` knows how to reset (another anyio layout: no reuse)."""
-_recyclable: Any = None
-"""The asyncio backend's scope class when its slots are `_SCOPE_SLOTS` (`_asyncio_backend`)."""
-
-
-def recycle(scope: anyio.CancelScope) -> None:
-    """Keep ``scope``, a `cancel_scope` exited untouched, for the next `cancel_scope` call.
-
-    Only a scope that was never cancelled, holds no timer, task or child scope and is not
-    active is kept, reset to exactly what a new scope holds (each slot; the attempt scopes
-    of `agentjudge.engine._leaf`: three objects fewer per attempt). Anything else, and any
-    scope on another backend or anyio layout, is left to the collector.
-    """
-    if (
-        _recyclable is None
-        or type(scope) is not _recyclable
-        or scope._active  # type: ignore[attr-defined]
-        or scope._cancel_called  # type: ignore[attr-defined]
-        or scope._timeout_handle is not None  # type: ignore[attr-defined]
-        or scope._cancel_handle is not None  # type: ignore[attr-defined]
-        or scope._child_scopes  # type: ignore[attr-defined]
-        or scope._tasks  # type: ignore[attr-defined]
-        or len(_SPARE) >= _SPARE_MAX
-    ):
-        return
-    # what CancelScope.__init__() sets (deadline inf, no shield); the two sets are empty
-    scope._deadline = math.inf  # type: ignore[attr-defined]
-    scope._shield = False  # type: ignore[attr-defined]
-    scope._parent_scope = None  # type: ignore[attr-defined]
-    scope._cancel_reason = None  # type: ignore[attr-defined]
-    scope._cancelled_caught = False  # type: ignore[attr-defined]
-    scope._host_task = None  # type: ignore[attr-defined]
-    scope._cancelling_at_enter = 0  # type: ignore[attr-defined]
-    if scope._pending_uncancellations is not None:  # type: ignore[attr-defined]
-        scope._pending_uncancellations = 0  # type: ignore[attr-defined]
-    _SPARE.append(scope)
 
 
 def untimed_deadline(scope: anyio.CancelScope, at: float) -> object | None:

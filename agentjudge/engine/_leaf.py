@@ -17,7 +17,6 @@ from typing import Any, cast
 
 import anyio
 
-from agentjudge._compat import recycle
 from agentjudge._retry import RetryPolicy, call_with_retry
 from agentjudge.core import Context, JudgeResult, Judgment, Verdict
 from agentjudge.engine._admission import Admission, acquire
@@ -349,8 +348,6 @@ class LeafRunner:
             finally:
                 if armed is not None:  # before anything awaits: the timer never sees it again
                     disarm(armed)
-                if scope is not None:  # exited: reused when untouched (three objects fewer)
-                    recycle(scope)
                 queued = end_attempt(clock, token)
                 stats.working += perf_counter() - began - queued
                 stats.queued += queued
