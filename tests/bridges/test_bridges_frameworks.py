@@ -101,25 +101,37 @@ async def test_langgraph_agent_state_is_the_whole_trajectory() -> None:
     assert budget.status is Status.PASS, budget.reasoning
 
 
-def llamaindex_response() -> Any:
-    """A real LlamaIndex ``Response``: a query engine over two documents, top 2 retrieved."""
+def llamaindex_response(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A real LlamaIndex ``Response``: a query engine over two documents, top 2 retrieved.
+
+    Its splitters and prompt helper count tokens with a whitespace tokenizer: LlamaIndex's
+    default loads tiktoken's cl100k encoding (~0.26 s of CPU), and two one-sentence documents
+    never come near a chunk or context limit, so the count changes nothing here.
+    """
     core = import_sdk("llama_index.core")
     embeddings = import_sdk("llama_index.core.embeddings")
     llms = import_sdk("llama_index.core.llms")
+    parsers = import_sdk("llama_index.core.node_parser")
+    monkeypatch.setattr(core, "global_tokenizer", str.split)  # read by get_tokenizer()
     documents = [
         core.Document(text="Paris is the capital of France.", id_="france"),
         core.Document(text="Berlin is the capital of Germany.", id_="germany"),
     ]
     index = core.VectorStoreIndex.from_documents(
-        documents, embed_model=embeddings.MockEmbedding(embed_dim=8)
+        documents,
+        embed_model=embeddings.MockEmbedding(embed_dim=8),
+        # The default splitter, built here: Settings would keep it (and the tokenizer) for good.
+        transformations=[parsers.SentenceSplitter()],
     )
     engine = index.as_query_engine(llm=llms.MockLLM(max_tokens=4), similarity_top_k=2)
     return engine.query("What is the capital of France?")
 
 
-def test_llamaindex_response_source_nodes_become_the_rag_context() -> None:
+def test_llamaindex_response_source_nodes_become_the_rag_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """source_nodes' texts land in rag.context (what the RAG judges read), with ids and scores."""
-    response = llamaindex_response()
+    response = llamaindex_response(monkeypatch)
     assert type(response).__name__ == "Response" and len(response.source_nodes) == 2
     ctx = from_agent_run(response, input="What is the capital of France?")
     assert ctx.output == response.response and ctx.status is ExecutionStatus.SUCCESS
