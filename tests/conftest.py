@@ -122,7 +122,7 @@ def _band(group: pytest.Mark | None, slow: bool) -> int:
 
 def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
     """Mark the tests of modules that start interpreters as ``slow``; check that every
-    ``timing`` test is in a file `make test`'s second part collects; put the longest
+    ``timing`` test is in a file `make test`'s timing part collects; put the longest
     units of work first (see `_GROUPS_FIRST`)."""
     unlisted = set()
     bands = []

@@ -1,6 +1,7 @@
-"""The test files that can hold ``timing`` tests (`make test` runs those alone).
+"""The test files that can hold ``timing`` tests (`make test` runs those beside the rest, at a
+higher priority).
 
-The second part of `make test` collects only these files: collecting the whole suite costs
+The timing part of `make test` collects only these files: collecting the whole suite costs
 about 12 s of CPU, more than the timing tests themselves. The rule reads each module's text
 (a ``timing`` marker written anywhere in it); tests/conftest.py checks, whenever the whole
 suite is collected, that every test carrying it is in a file the rule finds, so a new one
