@@ -65,7 +65,9 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # each xdist worker then loads them instead of rewriting every module's asserts (12 s -> 4.5 s
 # of CPU per worker here). They run only when a test module or uv.lock (pytest's version names
 # the cached files) changed since they last ran: on an unchanged tree they were ~5 s of CPU for
-# nothing.
+# nothing. Beside them a third process builds hypothesis's text tables
+# (tests/hypothesis_tables.py), which each collection would otherwise build, under a lock, at
+# its end.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=10
 IDLE := $(shell chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19")
@@ -75,6 +77,7 @@ WARM := PYTHONDONTWRITEBYTECODE= $(RUN) pytest -q --collect-only -p no:cacheprov
 WARM_STAMP := tests/__pycache__/.warm-collect
 test: install ## Run the whole test suite (all cores; the timing tests beside it, at a higher priority)
 	@if [ ! -e $(WARM_STAMP) ] || [ -n "$$(find tests uv.lock \( -name '*.py' -o -name uv.lock \) -newer $(WARM_STAMP) -print -quit)" ]; then \
+		$(RUN) python tests/hypothesis_tables.py & \
 		$(WARM) tests/harness tests/judges >/dev/null 2>&1 & $(WARM) tests --ignore=tests/harness --ignore=tests/judges >/dev/null 2>&1; wait; \
 		mkdir -p tests/__pycache__ && touch $(WARM_STAMP); fi
 	@log=$$(mktemp); trap 'kill $$timing 2>/dev/null; rm -f "$$log"' EXIT; \

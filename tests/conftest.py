@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis_tables import build_once
 from serial_files import SERIAL_MARKERS, holds_serial_tests
 
 # Collecting the suite builds ~300k objects that live for the session (modules, test items) or
@@ -27,7 +28,6 @@ _GC_THRESHOLD = gc.get_threshold()
 gc.set_threshold(20_000, *_GC_THRESHOLD[1:])
 
 from hypothesis import HealthCheck, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 # `make test` runs pytest under `uv run`, and Ray (2.45+) then starts every worker of a job with
 # `uv run` in a copy of the job's working directory: each Ray test run built the project and
@@ -159,30 +159,8 @@ def pytest_collection(session: pytest.Session) -> Iterator[object]:
         gc.set_threshold(*_GC_THRESHOLD)
 
 
-def _build_text_tables_once() -> None:
-    """Have hypothesis's table of the characters ``st.text()`` draws from built once per clone.
-
-    The first ``st.text()`` a process draws computes which of the 1.1 million code points
-    UTF-8 encodes (~2.5 s of CPU) and keeps the answer in ``.hypothesis/unicode_data``; on a
-    fresh clone every xdist worker computed it again at its first text draw (the first
-    ``test_models_json_fast`` property took ~3.9 s of CPU instead of ~1 s). Each collection
-    builds it here under a lock: the first process (`make test`'s warm collection) computes
-    and writes it, every later one reads the file (~20 ms).
-    """
-    lock = Path(__file__).parent / "__pycache__" / "hypothesis-text-tables.lock"
-    lock.parent.mkdir(exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: each process builds its own
-        st.text().validate()
-        return
-    with lock.open("a") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # another process building it: wait, then read it
-        st.text().validate()
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Build hypothesis's text tables once (`_build_text_tables_once`); freeze what collection
+    """Build hypothesis's text tables once (tests/hypothesis_tables.py); freeze what collection
     built; refuse a loadgroup run whose groups were lost.
 
     Collecting the suite imports ~1,250 modules (agentjudge, hypothesis, pytest's test
@@ -201,7 +179,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     instance and shared runs again. pyproject.toml keeps pytest below 9.2; this check makes
     the next such break a clear error instead of a slower suite.
     """
-    _build_text_tables_once()
+    build_once()
     gc.freeze()
     if not getattr(session.config.option, "loadgroup", False):
         return
