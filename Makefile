@@ -39,9 +39,9 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # after the parallel part: ~17 s of wall, mostly their own waiting. Measured on this machine,
 # three busy idle-priority processes beside `/health`'s 10 ms p99 test: p99 3.4-7.8 ms.)
 # Their output is printed after the parallel part's; the target fails if either part failed.
-# On a fresh clone after `make install`, quiet machine (2026-11-26, main at 9597ac5+): 144 s
-# twice (the warm-up ~11 s, the parallel part 126-131 s); 2 workers instead of 3: 138 s for
-# the parallel part.
+# On a fresh clone after `make install`, quiet machine (2026-11-26): 144 s twice at be6d2d9
+# (the warm-up ~11 s, the parallel part 126-131 s; 2 workers instead of 3: 138 s for the
+# parallel part), 134 s at ebe3297 (warm-up ~8 s, parallel part 125 s; 119 s in its CI run).
 # `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
 # `xdist_group` on one worker, and `--no-loadscope-reorder` hands the work out in the order
 # tests/conftest.py sorts it: the longest groups first (the Ray tests: one local Ray instance,
