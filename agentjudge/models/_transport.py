@@ -479,18 +479,6 @@ class Session:
         self.limiter = Slots(max_concurrency)
         self.controller: Controller = new_controller(key, max_concurrency)
 
-    async def take_slot(self) -> None:
-        """Take one of the ``max_concurrency`` slots; give it back with ``limiter.release()``.
-
-        A free slot (nobody queued) is taken at once, without a trip through the event loop: a
-        request suspends soon enough when it is sent.
-        """
-        await self.limiter.take()
-
-    def take_slot_now(self) -> bool:
-        """Take a free slot (nobody queued) without awaiting; False: none free, nothing taken."""
-        return self.limiter.take_now()
-
     async def aclose(self) -> None:
         """Close the connections this session opened (an injected client stays open)."""
         await self.poster.aclose()

@@ -357,12 +357,12 @@ async def test_a_free_concurrency_slot_is_taken_without_a_trip_through_the_loop(
     session = Session(Poster(), max_concurrency=1)
     passes: list[int] = []
     asyncio.get_running_loop().call_soon(passes.append, 1)
-    await session.take_slot()
+    await session.limiter.take()
     assert passes == []
     second = anyio.Event()
 
     async def waiter() -> None:
-        await session.take_slot()
+        await session.limiter.take()
         second.set()
         session.limiter.release()
 

@@ -63,8 +63,8 @@ class SeparateExchange(OpenAIChat):
     ) -> Reply:
         session = self._session.get()
         started = loop_time()
-        if not session.take_slot_now():
-            await session.take_slot()
+        if not session.limiter.take_now():
+            await session.limiter.take()
         try:
             control = session.controller if self.adaptive else None
             begun = started
