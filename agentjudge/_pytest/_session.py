@@ -13,13 +13,12 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from agentjudge._pytest._record import encode_outcome, parse_gates
 from agentjudge.harness._gates import BASELINE_STATS, Gate, resolve_gate_subjects
 from agentjudge.harness._report import _ci, _num, gate_line, table
 from agentjudge.harness._summary import GateOutcome, JudgeSummary, RunAggregate
 from agentjudge.harness._text import plural
 
-__all__ = ["SessionReport", "conclude", "encode_outcome", "parse_gates", "report_lines"]
+__all__ = ["SessionReport", "conclude", "report_lines"]
 
 _HEADERS = ("judge", "n", "pass_rate", "ci95 (wilson)", "pass", "fail", "abstain", "error")
 
