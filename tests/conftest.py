@@ -95,10 +95,6 @@ def _starts_interpreters(path: Path) -> bool:
 _GROUPS_FIRST = ("ray", "docs-examples", "sdk", "browser", "asgi")
 
 
-_GROUPED = pytest.StashKey[list[pytest.Item]]()
-"""The collected tests marked ``xdist_group`` (for `pytest_collection_finish`'s check)."""
-
-
 def _closest_marks(item: pytest.Item) -> dict[str, pytest.Mark]:
     """Each marker name of ``item`` with its closest mark (`get_closest_marker`'s answer).
 
@@ -120,13 +116,12 @@ def _band(group: pytest.Mark | None, slow: bool) -> int:
     return len(_GROUPS_FIRST) + (1 if slow else 2)
 
 
-def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests of modules that start interpreters as ``slow``; check that every
     ``timing`` test is in a file `make test`'s timing part collects; put the longest
     units of work first (see `_GROUPS_FIRST`)."""
     unlisted = set()
     bands = []
-    grouped = []
     for item in items:
         marks = _closest_marks(item)
         slow = "slow" in marks
@@ -135,16 +130,12 @@ def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.It
             slow = True
         if any(m in marks for m in SERIAL_MARKERS) and not holds_serial_tests(item.path):
             unlisted.add(str(item.path))
-        group = marks.get("xdist_group")
-        if group is not None:
-            grouped.append(item)
-        bands.append(_band(group, slow))
+        bands.append(_band(marks.get("xdist_group"), slow))
     if unlisted:
         raise pytest.UsageError(
             "these files mark tests timing in a way tests/serial_files.py does not see, so "
             f"`make test` would run them in neither part: {sorted(unlisted)}"
         )
-    session.stash[_GROUPED] = grouped
     order = sorted(range(len(items)), key=bands.__getitem__)
     items[:] = [items[i] for i in order]
 
@@ -183,11 +174,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
     if not getattr(session.config.option, "loadgroup", False):
         return
-    selected = {id(item) for item in session.items}
     lost = [
         item.nodeid
-        for item in session.stash.get(_GROUPED, [])
-        if id(item) in selected and "@" not in item.nodeid.rpartition("]")[2]
+        for item in session.items
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid.rpartition("]")[2]
     ]
     if lost:
         raise pytest.UsageError(
