@@ -8,45 +8,14 @@ infinities, tuples, keys that are not strings, values JSON cannot hold, cycles).
 
 from __future__ import annotations
 
-import enum
 import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_values import KEYS, VALUES
 
 from agentjudge.models import _json
-
-
-class Level(enum.IntEnum):
-    """An int subclass: both encoders write its int value."""
-
-    LOW = 1
-
-
-SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(),
-    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=2),
-    st.just(Level.LOW),
-    st.sampled_from([object(), b"bytes", {1, 2}]),  # not JSON: a TypeError either way
-)
-KEYS = st.one_of(
-    st.text(max_size=5), st.integers(), st.floats(allow_nan=True), st.booleans(), st.none()
-)
-VALUES = st.recursive(
-    SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.lists(inner, max_size=3).map(tuple)
-        | st.dictionaries(KEYS, inner, max_size=4)
-    ),
-    max_leaves=12,
-)
 
 
 def _outcome(encode: Any, value: Any) -> tuple[str, Any]:

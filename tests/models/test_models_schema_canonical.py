@@ -15,30 +15,10 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from json_values import KEYS, VALUES
 
 from agentjudge.models import _schema
 
-SCALARS = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.integers(min_value=-(2**70), max_value=2**70),
-    st.floats(allow_nan=True, allow_infinity=True),
-    st.text(max_size=6),
-    st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=2),
-    st.sampled_from([object(), b"bytes", {1, 2}]),  # not JSON: a TypeError either way
-)
-KEYS = st.one_of(st.text(max_size=5), st.integers(), st.floats(allow_nan=True), st.none())
-VALUES = st.recursive(
-    SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.lists(inner, max_size=3).map(tuple)
-        | st.dictionaries(KEYS, inner, max_size=4)
-        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
-    ),
-    max_leaves=12,
-)
 BEFORE = json.JSONEncoder(sort_keys=True, allow_nan=False)
 
 
