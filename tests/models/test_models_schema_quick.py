@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Iterator
 from typing import Any, Literal, Optional
 
 import pytest
@@ -177,9 +178,15 @@ def _outcome(check: Any, *args: Any) -> Any:
         return RecursionError
 
 
-def _checks(schema: dict[str, Any]) -> tuple[Any, Any]:
+def _judged(schema: dict[str, Any], values: list[Any]) -> Iterator[tuple[Any, Any, Any]]:
+    """Each value with jsonschema's errors (the compiled validator's, checked equal to
+    `schema_errors`') and the schema's quick check (None: it has none)."""
     validator = compiled_schema(schema)  # the metaschema accepts every generated schema
-    return validator, quick_check(validator.schema)
+    quick = quick_check(validator.schema)
+    for value in values:
+        errors = _outcome(validator_errors, validator, value)
+        assert _outcome(schema_errors, value, schema) == errors
+        yield value, errors, quick
 
 
 @settings(max_examples=80, deadline=None)
@@ -187,10 +194,7 @@ def _checks(schema: dict[str, Any]) -> tuple[Any, Any]:
 def test_the_quick_check_is_jsonschema_on_json_values(
     schema: dict[str, Any], values: list[Any]
 ) -> None:
-    validator, quick = _checks(schema)
-    for value in values:
-        errors = _outcome(validator_errors, validator, value)
-        assert _outcome(schema_errors, value, schema) == errors
+    for value, errors, quick in _judged(schema, values):
         if quick is not None:
             assert quick(value) is (errors == []), (schema, value, errors)
 
@@ -201,10 +205,7 @@ def test_the_quick_check_never_accepts_what_jsonschema_refuses(
     schema: dict[str, Any], values: list[Any]
 ) -> None:
     """Non-finite numbers, subclasses of JSON types, tuples: the quick check defers or agrees."""
-    validator, quick = _checks(schema)
-    for value in values:
-        errors = _outcome(validator_errors, validator, value)
-        assert _outcome(schema_errors, value, schema) == errors
+    for value, errors, quick in _judged(schema, values):
         if quick is not None and quick(value):
             assert errors == [], (schema, value)
 
@@ -225,18 +226,14 @@ def test_each_keyword_is_jsonschema_on_every_kind_of_value(parts: list[dict[str,
 
 
 def _check_pool(schema: dict[str, Any]) -> None:
-    validator, quick = _checks(schema)
     for odd, pool in ((False, POOL), (True, ODD_POOL)):
-        for item in pool:
-            value = {"a": item}
-            errors = _outcome(validator_errors, validator, value)
-            assert _outcome(schema_errors, value, schema) == errors
+        for value, errors, quick in _judged(schema, [{"a": item} for item in pool]):
             if quick is None:
                 continue
             if odd:  # the quick check may defer (False) but never accept what jsonschema refuses
-                assert not quick(value) or errors == [], (schema, item)
+                assert not quick(value) or errors == [], (schema, value)
             else:
-                assert quick(value) is (errors == []), (schema, item, errors)
+                assert quick(value) is (errors == []), (schema, value, errors)
 
 
 @given(SUBSCHEMA)
