@@ -76,6 +76,10 @@ PRELOAD = [
     "opentelemetry.trace",
     "opentelemetry.metrics",
     "anyio._backends._asyncio",
+    # Last: first-use imports, warm caches, gc.freeze (see there). By its dotted name: the
+    # forkserver's sys.path is that of a fresh interpreter (Python 3.11 ignores the test
+    # process's), where the project folder (the editable install) is, but not tests/harness.
+    "tests.harness.cli_preload",
 ]
 _context: Any = None
 
