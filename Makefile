@@ -59,28 +59,21 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # The timing part collects only the files that can hold timing tests (tests/serial_files.py;
 # tests/conftest.py checks the list whenever the whole suite is collected), without pytest's
 # cache (two sessions at once would overwrite each other's record of failed tests).
-# First of all (alone: beside the timing part, at idle priority, they took ~7 s longer), two
-# processes collect the suite once to write pytest's rewritten
-# test modules to __pycache__ (PYTHONDONTWRITEBYTECODE, set on some machines, would stop that):
-# each xdist worker then loads them instead of rewriting every module's asserts (12 s -> 4.5 s
-# of CPU per worker here). They run only when a test module or uv.lock (pytest's version names
-# the cached files) changed since they last ran: on an unchanged tree they were ~5 s of CPU for
-# nothing. Beside them a third process builds hypothesis's text tables
-# (tests/hypothesis_tables.py), which each collection would otherwise build, under a lock, at
-# its end.
+# Each xdist worker first writes its share of pytest's rewritten test modules to __pycache__
+# (tests/rewrite_share.py), so on a fresh clone the suite's asserts are rewritten once in all,
+# not once per worker (10 s of CPU per worker cold against 4 s warm). Until 2026-11-26 a
+# warm-up ran before the suite instead: two processes collecting it, ~8 s of wall alone, ~5 s
+# more CPU in all than the shares. Beside the first collections a process builds
+# hypothesis's text tables (tests/hypothesis_tables.py) where this clone has none yet, which
+# each collection would otherwise wait for, under a lock, at its end.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=10
 IDLE := $(shell chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19")
 TIMING := $(RUN) pytest -q -p no:cacheprovider --durations=5 -m timing
 
-WARM := PYTHONDONTWRITEBYTECODE= $(RUN) pytest -q --collect-only -p no:cacheprovider
-WARM_STAMP := tests/__pycache__/.warm-collect
 test: install ## Run the whole test suite (all cores; the timing tests beside it, at a higher priority)
-	@if [ ! -e $(WARM_STAMP) ] || [ -n "$$(find tests uv.lock \( -name '*.py' -o -name uv.lock \) -newer $(WARM_STAMP) -print -quit)" ]; then \
-		$(RUN) python tests/hypothesis_tables.py & \
-		$(WARM) tests/harness tests/judges >/dev/null 2>&1 & $(WARM) tests --ignore=tests/harness --ignore=tests/judges >/dev/null 2>&1; wait; \
-		mkdir -p tests/__pycache__ && touch $(WARM_STAMP); fi
 	@log=$$(mktemp); trap 'kill $$timing 2>/dev/null; rm -f "$$log"' EXIT; \
+	[ -d .hypothesis/unicode_data ] || $(RUN) python tests/hypothesis_tables.py & \
 	$(TIMING) $$($(PYTHON) tests/serial_files.py) >"$$log" 2>&1 & timing=$$!; \
 	echo "$(IDLE) $(RUN) $(PYTEST_PARALLEL) -m \"not timing\""; \
 	$(IDLE) $(RUN) $(PYTEST_PARALLEL) -m "not timing"; parallel=$$?; \

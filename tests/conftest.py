@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis_tables import build_once
+from rewrite_share import write_share
 from serial_files import SERIAL_MARKERS, holds_serial_tests
 
 # Collecting the suite builds ~300k objects that live for the session (modules, test items) or
@@ -143,7 +144,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session) -> Iterator[object]:
     """Restore the garbage collector's threshold (see `_GC_THRESHOLD`) once collection is over,
-    also where there is none (the xdist controller) or it failed."""
+    also where there is none (the xdist controller) or it failed.
+
+    An xdist worker first writes its share of the rewritten test modules (tests/rewrite_share.py).
+    """
+    write_share(session.config)
     try:
         return (yield)
     finally:

@@ -5,9 +5,9 @@ encodes (~2.5 s of CPU) and keeps the answer in ``.hypothesis/unicode_data``; on
 every xdist worker computed it again at its first text draw (the first ``test_models_json_fast``
 property took ~3.9 s of CPU instead of ~1 s). `build_once` builds it under a lock: the first
 process computes and writes it, every later one reads the file (~20 ms). tests/conftest.py
-calls it when a collection ends; `make test`'s warm-up runs this file as a script beside its
-two collecting processes, so the table is built while they collect instead of after (~1.5 s
-of wall on a fresh clone).
+calls it when a collection ends; `make test` runs this file as a script beside the first
+collections where the clone has no table yet, so the table is built while they collect
+instead of after (~1.5 s of wall on a fresh clone).
 """
 
 from __future__ import annotations
