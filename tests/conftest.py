@@ -48,6 +48,20 @@ if "no:langsmith_plugin" not in os.environ.get("PYTEST_ADDOPTS", ""):
     ).strip()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Leave langsmith's asserts as they are when its plugin is blocked (pyproject.toml).
+
+    pytest rewrites the asserts of every module of a package that registers a plugin, loaded
+    or not: langsmith's 224 modules, which LangChain imports, were rewritten (read, parsed,
+    compiled again) in the worker running the sdk tests, ~1.5 s of CPU, since the rewritten
+    form is cached only where bytecode may be written. A blocked plugin never runs: its
+    package's asserts are nobody's test assertions.
+    """
+    if config.pluginmanager.is_blocked("langsmith_plugin"):
+        marked = getattr(config.pluginmanager.rewrite_hook, "_must_rewrite", set())
+        marked.discard("langsmith")  # pytest's set of packages whose modules it rewrites
+
+
 # No per-example deadline and no "input generation is slow" check: both read the wall clock,
 # and on a loaded machine (CI neighbours, `make test`'s own workers) they failed tests whose
 # property held (FlakyStrategyDefinition / FailedHealthCheck at load average 18).
