@@ -58,7 +58,7 @@ def pytest_configure(config: pytest.Config) -> None:
     package's asserts are nobody's test assertions.
     """
     if config.pluginmanager.is_blocked("langsmith_plugin"):
-        marked = getattr(config.pluginmanager.rewrite_hook, "_must_rewrite", set())
+        marked: set[str] = getattr(config.pluginmanager.rewrite_hook, "_must_rewrite", set())
         marked.discard("langsmith")  # pytest's set of packages whose modules it rewrites
 
 
