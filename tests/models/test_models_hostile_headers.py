@@ -339,14 +339,24 @@ async def test_a_pause_error_names_the_real_status_and_cause() -> None:
     """A request that cannot outwait a backoff after 503s (no Retry-After sent) fails unsent
     with HTTP 503 and "backoff", not "HTTP 429 ... Retry-After"."""
     patient = RetryPolicy(attempts=6, initial_delay=0.01, max_delay=0.02)
+    fifth = anyio.Event()
+
+    def fifth_503(_: Any) -> FakeResponse:
+        fifth.set()
+        return FakeResponse(status=503)
+
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
-        server.enqueue(*[FakeResponse(status=503)] * 5)
+        server.enqueue(*[FakeResponse(status=503)] * 4, fifth_503)
         async with (
             OpenAIChat("m", base_url=server.base_url, retry=patient) as model,
             anyio.create_task_group() as tg,
         ):
             tg.start_soon(model.complete, REQUEST)
             controller = model._session.get().controller
+            # Polled only once the fifth 503 is sent: the four pauses before it (~1 s) would
+            # be spent polling (wait_all_tasks_blocked returns at once while the client
+            # sleeps), a second of CPU for nothing.
+            await fifth.wait()
             while controller.throttles < 5:  # 5 steps: the last pause is 0.8-0.96 s
                 await anyio.wait_all_tasks_blocked()
             with anyio.fail_after(0.3), pytest.raises(ModelHTTPError) as caught:
