@@ -46,3 +46,15 @@ def test_tests_run_in_band_order_with_the_collection_time_gc_threshold_undone(
     bands = [band(item) for item in request.session.items]
     assert bands == sorted(bands)
     assert gc.get_threshold() == conftest._GC_THRESHOLD
+
+
+def test_a_blocked_plugins_package_keeps_its_asserts(request: pytest.FixtureRequest) -> None:
+    """langsmith's plugin is blocked (pyproject.toml's addopts), so its modules are not
+    rewritten; an active plugin's package (hypothesis) still is."""
+    manager = request.config.pluginmanager
+    marked = getattr(manager.rewrite_hook, "_must_rewrite", None)
+    if not isinstance(marked, set):
+        pytest.skip("pytest's asserts are not rewritten in this run (--assert=plain)")
+    assert manager.is_blocked("langsmith_plugin")
+    assert "langsmith" not in marked
+    assert "hypothesis" in marked
