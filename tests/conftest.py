@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis_tables import build_once
-from rewrite_share import write_share
+from rewrite_share import write_imported, write_share
 from serial_files import SERIAL_MARKERS, holds_serial_tests
 
 # Collecting the suite builds ~300k objects that live for the session (modules, test items) or
@@ -49,7 +49,8 @@ if "no:langsmith_plugin" not in os.environ.get("PYTEST_ADDOPTS", ""):
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Leave langsmith's asserts as they are when its plugin is blocked (pyproject.toml).
+    """Leave langsmith's asserts as they are when its plugin is blocked (pyproject.toml); cache
+    what pytest rewrote as it started (tests/rewrite_share.py, `write_imported`).
 
     pytest rewrites the asserts of every module of a package that registers a plugin, loaded
     or not: langsmith's 224 modules, which LangChain imports, were rewritten (read, parsed,
@@ -60,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.pluginmanager.is_blocked("langsmith_plugin"):
         marked: set[str] = getattr(config.pluginmanager.rewrite_hook, "_must_rewrite", set())
         marked.discard("langsmith")  # pytest's set of packages whose modules it rewrites
+    write_imported(config)  # the plugins' modules pytest rewrote as it started (rewrite_share)
 
 
 # No per-example deadline and no "input generation is slow" check: both read the wall clock,

@@ -14,6 +14,11 @@ Started at the same moment, each worker rewrites about its own *n*-th, and their
 then load every module from the cache. An existing cached module is used only when its
 header names the source's current mtime and size (pytest's own check, `_read_pyc`'s header).
 
+The modules pytest rewrote as a process started (those of the packages that register a
+plugin: hypothesis, anyio, xdist, ...) are cached the same way, by `write_imported`: where
+bytecode may not be written (``PYTHONDONTWRITEBYTECODE``) pytest rewrote them in every process
+of every run, ~1.5 s of CPU each (hypothesis's 73 modules ~1.0 s, anyio's ~0.25 s).
+
 pytest's assertion functions are private: if this pytest lacks them, nothing is written and
 each worker rewrites what it imports, as pytest always does (slower, same result).
 """
@@ -28,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["write_share"]
+__all__ = ["write_imported", "write_share"]
 
 
 def _fresh(source: Path, pyc: Path) -> bool:
@@ -64,17 +69,10 @@ def _modules(config: pytest.Config, args: list[str]) -> list[Path]:
     return sorted(found)
 
 
-def write_share(config: pytest.Config, args: list[str] | None = None) -> list[Path]:
-    """Write this xdist worker's share of the rewritten modules; the sources it rewrote.
-
-    ``args``: the paths to look under (default: the run's own arguments, else ``testpaths``).
-    Does nothing outside an xdist worker (``PYTEST_XDIST_WORKER`` ``gw<k>`` of
-    ``PYTEST_XDIST_WORKER_COUNT`` >= 2), or where pytest's functions are missing.
-    """
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
-    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
-    if not worker.startswith("gw") or count < 2:
-        return []
+def _write(config: pytest.Config, sources: list[Path]) -> list[Path]:
+    """Write the rewritten code of each of ``sources`` whose cached form is not current, as
+    pytest's import would; the sources written (none where pytest's functions are missing or
+    asserts are not rewritten)."""
     try:
         from _pytest.assertion.rewrite import (
             PYC_TAIL,
@@ -88,10 +86,8 @@ def write_share(config: pytest.Config, args: list[str] | None = None) -> list[Pa
     state = config.stash.get(assertstate_key, None)
     if state is None:  # --assert=plain: nothing is rewritten
         return []
-    modules = _modules(config, list(config.args) if args is None else args)
-    start = len(modules) * int(worker[2:]) // count
     written = []
-    for source in modules[start:] + modules[:start]:
+    for source in sources:
         folder = get_cache_dir(source)
         pyc = folder / (source.name[:-3] + PYC_TAIL)
         if _fresh(source, pyc):
@@ -104,3 +100,32 @@ def write_share(config: pytest.Config, args: list[str] | None = None) -> list[Pa
         if _write_pyc(state, code, stat, pyc):
             written.append(source)
     return written
+
+
+def write_share(config: pytest.Config, args: list[str] | None = None) -> list[Path]:
+    """Write this xdist worker's share of the rewritten modules; the sources it rewrote.
+
+    ``args``: the paths to look under (default: the run's own arguments, else ``testpaths``).
+    Does nothing outside an xdist worker (``PYTEST_XDIST_WORKER`` ``gw<k>`` of
+    ``PYTEST_XDIST_WORKER_COUNT`` >= 2), or where pytest's functions are missing.
+    """
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if not worker.startswith("gw") or count < 2:
+        return []
+    modules = _modules(config, list(config.args) if args is None else args)
+    start = len(modules) * int(worker[2:]) // count
+    return _write(config, modules[start:] + modules[:start])
+
+
+def write_imported(config: pytest.Config) -> list[Path]:
+    """Cache each module pytest's import hook has loaded in this process; the sources written.
+
+    Called by the xdist controller before it starts the workers (`pytest_configure`), this
+    writes the plugins' modules once, so the workers, and every later run, load them instead
+    of rewriting them. A module whose cached form is current is left alone.
+    """
+    loaded = getattr(config.pluginmanager.rewrite_hook, "_rewritten_names", None)
+    if not isinstance(loaded, dict):  # --assert=plain, or another pytest
+        return []
+    return _write(config, [Path(source) for source in loaded.values()])

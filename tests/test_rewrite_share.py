@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from _pytest.assertion.rewrite import PYC_TAIL, _read_pyc
-from rewrite_share import write_share
+from rewrite_share import write_imported, write_share
 
 
 def _suite(folder: Path) -> list[Path]:
@@ -71,3 +71,23 @@ def test_a_module_that_does_not_parse_is_left_to_its_import_to_report(
     sources[0].write_text("def broken(:\n")
     _as_worker(monkeypatch, "gw0", 2)
     assert write_share(pytestconfig, [str(tmp_path)]) == sources[1:]
+
+
+def test_the_modules_pytest_rewrote_as_it_started_are_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
+) -> None:
+    """`write_imported` writes what the import hook loaded (a plugin's module, say) and is not
+    cached yet, in pytest's own form; once written it is left alone."""
+    (plugin,) = _suite(tmp_path)[:1]
+    loaded = getattr(pytestconfig.pluginmanager.rewrite_hook, "_rewritten_names", None)
+    if not isinstance(loaded, dict):
+        pytest.skip("pytest's asserts are not rewritten in this run (--assert=plain)")
+    monkeypatch.setitem(loaded, "some_plugin.module", plugin)
+    assert plugin in write_imported(pytestconfig)
+    code = _read_pyc(plugin, tmp_path / "__pycache__" / (plugin.name[:-3] + PYC_TAIL))
+    assert code is not None
+    space: dict[str, object] = {}
+    exec(code, space)
+    with pytest.raises(AssertionError, match=r"assert \d+ == -1"):  # rewritten: explained
+        space["check"]()  # type: ignore[operator]
+    assert plugin not in write_imported(pytestconfig)
