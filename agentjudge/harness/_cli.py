@@ -37,7 +37,9 @@ from agentjudge.harness._cli_args import (
     EXIT_OK,
     EXIT_USAGE,
     add_cases_flag,
+    as_program,
     fraction,
+    freeze_loaded,
     int_at_least,
     non_negative_int,
     positive_int,
@@ -432,11 +434,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "calibrate": _calibrate,
     }
     try:
-        return handlers[args.command](args)
+        code = handlers[args.command](args)
     except BrokenPipeError:  # e.g. `agentjudge report DIR | head`
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        code = EXIT_OK
+    if args.command != "run":  # no user code ran (a run froze before loading the suite's)
+        freeze_loaded()
+    return code
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -504,4 +509,5 @@ def exit_now(code: int) -> NoReturn:
 
 def cli() -> NoReturn:
     """The ``agentjudge`` program: `main` on ``sys.argv``, then `exit_now` with its code."""
+    as_program()
     exit_now(main())

@@ -6,6 +6,7 @@ Argument types: whole numbers, seconds, fractions, case counts.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Callable
 
@@ -16,8 +17,10 @@ __all__ = [
     "EXIT_OK",
     "EXIT_USAGE",
     "add_cases_flag",
+    "as_program",
     "case_count",
     "fraction",
+    "freeze_loaded",
     "int_at_least",
     "non_negative_int",
     "positive_int",
@@ -33,6 +36,9 @@ EXIT_USAGE = 2
 """A usage, configuration or dataset error."""
 EXIT_ABORTED = 3
 """The run was aborted (the results file stays valid; ``--resume`` goes on)."""
+
+_program = False
+"""True in the ``agentjudge`` program (`as_program`), False where `main` is called in-process."""
 
 DEFAULT_CASES = 10
 """Cases a report lists unless told otherwise (``--cases N``); defined here, with the flag, so
@@ -105,3 +111,26 @@ def usage_error(message: str) -> int:
     for line in message.splitlines() or [""]:
         print(f"agentjudge: error: {line}", file=sys.stderr)
     return EXIT_USAGE
+
+
+def as_program() -> None:
+    """Mark this process as the ``agentjudge`` program (its entry point calls this first)."""
+    global _program
+    _program = True
+
+
+def freeze_loaded() -> None:
+    """In the program only: move every object alive now to the collector's permanent generation.
+
+    A command imports hundreds of modules (pydantic's models and schemas, the engine, the
+    report's tables) that live until the process ends, and at the end the interpreter's final
+    collections walked all of them to free them: ~0.04 s of CPU after a ``report``, ~0.1 s
+    after a ``run`` (measured 2026-11-26). Frozen objects are never walked nor freed by the
+    collector (the exit frees what reference counting frees); so this is called only where no
+    object of the user's is alive that could need its finalizer at exit: after ``run`` imported
+    its own modules and before it loads the suite's, and after a command that runs no user code
+    (``report``, ``compare``, ``calibrate``, ``schema``, ``view``) is done. A process that calls
+    `agentjudge.harness._cli.main` itself (a test, an embedding program) is left alone.
+    """
+    if _program:
+        gc.freeze()

@@ -26,6 +26,7 @@ from agentjudge.harness._cli_args import (
     EXIT_ABORTED,
     EXIT_FAILED,
     EXIT_OK,
+    freeze_loaded,
     usage_error,
 )
 
@@ -132,6 +133,7 @@ def run_command(args: argparse.Namespace) -> int:
     from agentjudge.harness._run import RunAborted, default_out
     from agentjudge.harness._suite import describe_validation_error
 
+    freeze_loaded()  # the run's own modules; the suite's (the user's code) load after this
     try:
         _check_prices_flag(args.prices)
         suite = _suite_from_args(args)

@@ -7,6 +7,10 @@ ran ~1,000 times and walked the whole heap again and again: ~1 s of a ~10 s buil
 loaded before the build move to the permanent generation (`gc.freeze`) and the youngest
 generation is collected every 50,000 allocations instead of every 700: ~7 collections, ~8 MB
 more peak memory (~90 MB). Nothing the build writes changes: collection only frees garbage.
+
+When the command is over (every file written and closed), everything left moves to the
+permanent generation too: the interpreter's exit then frees the heap without its final
+collections walking it (~0.55 s of CPU after every build, 0.05 s now; measured 2026-11-26).
 """
 
 from __future__ import annotations
@@ -23,3 +27,8 @@ def on_startup(command: str, dirty: bool) -> None:
     gc.freeze()
     _, middle, oldest = gc.get_threshold()
     gc.set_threshold(_YOUNGEST, middle, oldest)
+
+
+def on_shutdown() -> None:
+    """After the command (the site written): freeze the rest, so the exit skips walking it."""
+    gc.freeze()
