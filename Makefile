@@ -63,9 +63,12 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # (tests/rewrite_share.py), so on a fresh clone the suite's asserts are rewritten once in all,
 # not once per worker (10 s of CPU per worker cold against 4 s warm). Until 2026-11-26 a
 # warm-up ran before the suite instead: two processes collecting it, ~8 s of wall alone, ~5 s
-# more CPU in all than the shares. Beside the first collections a process builds
-# hypothesis's text tables (tests/hypothesis_tables.py) where this clone has none yet, which
-# each collection would otherwise wait for, under a lock, at its end.
+# more CPU in all than the shares. Each pytest also caches the plugins' modules pytest
+# rewrote as it started (hypothesis, anyio, ...: ~1.3 s of CPU per process where bytecode may
+# not be written), the xdist controller before its workers start. Beside the first
+# collections a process builds hypothesis's text tables (tests/hypothesis_tables.py) where
+# this clone has none yet, which each collection would otherwise wait for, under a lock, at
+# its end.
 TEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print((os.cpu_count() or 1) + 1)")
 PYTEST_PARALLEL := pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder --durations=10
 IDLE := $(shell chrt --idle 0 true >/dev/null 2>&1 && echo "chrt --idle 0" || echo "nice -n 19")
