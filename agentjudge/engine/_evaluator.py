@@ -43,9 +43,9 @@ from agentjudge.engine._fastpath import FastPath, fast_path_default
 from agentjudge.engine._knobs import check_seconds, positive_int
 from agentjudge.engine._leaf import LeafRunner, ResultCallback
 from agentjudge.engine._learned import Learned
-from agentjudge.engine._plan import Plan, compile_plan
+from agentjudge.engine._plan import Leaf, Plan, compile_plan
 from agentjudge.engine._scheduler import Scheduler
-from agentjudge.engine._state import PENDING, RunState
+from agentjudge.engine._state import PENDING, Lane, RunState
 from agentjudge.exceptions import EvaluationCancelled
 
 __all__ = ["EvaluationHandle", "Evaluator", "ResultCallback"]
@@ -443,25 +443,38 @@ class Evaluator:
             source, lock = iter(contexts), None
 
         execute, new_run = self._execute, self._new_run
+        # a root leaf's attempts share the worker's timeout scope (see `Lane`); nothing else
+        # is entered between the worker and such an attempt
+        shared = type(self._plan.root) is Leaf
 
         async def worker() -> None:
+            lane = Lane() if shared else None
             held = False  # a slot, kept when the reader took the last case at once
-            while True:
-                if not held:
-                    await outlet.reserve()
-                if lock is None:
-                    ctx = next(source, PENDING)
-                else:
-                    async with lock:
-                        ctx = await anext(source, PENDING)
-                if ctx is PENDING:
-                    outlet.release()
-                    return
-                # one case, in the worker's own frame (no coroutine per case for it); the
-                # worker keeps no reference to the case it handed over
-                if not isinstance(ctx, Context):
-                    ctx = Context.model_validate(ctx)
-                held = outlet.put(_case_result(ctx, await execute(new_run(ctx))))
+            try:
+                while True:
+                    if not held:
+                        await outlet.reserve()
+                    if lock is None:
+                        ctx = next(source, PENDING)
+                    else:
+                        async with lock:
+                            ctx = await anext(source, PENDING)
+                    if ctx is PENDING:
+                        outlet.release()
+                        break
+                    # one case, in the worker's own frame (no coroutine per case for it); the
+                    # worker keeps no reference to the case it handed over
+                    if not isinstance(ctx, Context):
+                        ctx = Context.model_validate(ctx)
+                    run = new_run(ctx)
+                    run.lane = lane
+                    held = outlet.put(_case_result(ctx, await execute(run)))
+            except BaseException as exc:
+                if lane is not None:
+                    lane.close(exc)
+                raise
+            if lane is not None:
+                lane.close(None)
 
         try:
             async with anyio.create_task_group() as tg:

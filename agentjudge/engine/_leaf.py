@@ -21,11 +21,11 @@ from agentjudge._retry import RetryPolicy, call_with_retry
 from agentjudge.core import Context, JudgeResult, Judgment, Verdict
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
-from agentjudge.engine._deadline import Armed, arm, deadline_error, disarm
+from agentjudge.engine._deadline import Armed, arm, clear_deadline, deadline_error, disarm
 from agentjudge.engine._inline import Resume, cancel_scope, checkpoint_if_cancelled
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Leaf
-from agentjudge.engine._state import Carried, LeafStats, RunState
+from agentjudge.engine._state import Carried, Lane, LeafStats, RunState
 from agentjudge.judging import (
     StrayCancellation,
     coerce_judgment,
@@ -57,6 +57,35 @@ def _failure(exc: BaseException, leaf: Leaf) -> tuple[Judgment, str, tuple[str, 
     text = str(exc).strip()
     judgment = Judgment.errored(f"{kind}: {text}" if text else f"judge {leaf.name!r} raised {kind}")
     return judgment, kind, short_traceback(exc)
+
+
+def _entered(lane: Lane | None) -> anyio.CancelScope:
+    """An attempt's entered timeout scope: its own, or its lane's (entered now if it has none)."""
+    if lane is None:
+        scope = cancel_scope()
+        scope.__enter__()
+        return scope
+    if lane.scope is None:
+        lane.scope = cancel_scope()
+        lane.scope.__enter__()
+    return lane.scope
+
+
+def _leave(scope: anyio.CancelScope, lane: Lane | None, exc: BaseException | None) -> bool:
+    """Exit an attempt's timeout scope as its attempt ends; True: it swallowed ``exc``.
+
+    A `Lane`'s scope that was not cancelled stays entered for the worker's next attempt (an
+    exception then propagates as the scope's exit would have let it); a cancelled one is
+    exited here, where the attempt's own scope would have been, and leaves the lane.
+    """
+    if lane is not None:
+        if not scope.cancel_called:
+            return False
+        lane.scope = None
+    if exc is None:
+        scope.__exit__(None, None, None)
+        return False
+    return bool(scope.__exit__(type(exc), exc, exc.__traceback__))
 
 
 def stray(leaf: Leaf, exc: BaseException) -> StrayCancellation:
@@ -189,7 +218,7 @@ class LeafRunner:
         elif run.sampled[leaf.index]:
             if failed is None:
                 try:
-                    outcome = await self.attempt(leaf, run.ctx, stats)
+                    outcome = await self.attempt(leaf, run, stats)
                 except Exception as exc:
                     failed = exc
             if failed is not None:
@@ -210,7 +239,7 @@ class LeafRunner:
         with anyio.CancelScope(deadline=cast(float, run.deadline)):
             if failed is None:
                 try:
-                    return await self.attempt(leaf, run.ctx, stats)
+                    return await self.attempt(leaf, run, stats)
                 except Exception as exc:
                     failed = exc
             return await self._recover(leaf, run, stats, failed)
@@ -226,7 +255,7 @@ class LeafRunner:
         try:
             judgment, _ = await call_with_retry(
                 retry,
-                lambda: self.attempt(leaf, run.ctx, stats),
+                lambda: self.attempt(leaf, run, stats),
                 attempts_made=1,
                 last_error=exc,
             )
@@ -234,7 +263,7 @@ class LeafRunner:
             return final
         return judgment
 
-    def attempt(self, leaf: Leaf, ctx: Context, stats: LeafStats) -> Awaitable[Judgment]:
+    def attempt(self, leaf: Leaf, run: RunState, stats: LeafStats) -> Awaitable[Judgment]:
         """One attempt, admitted by the budget first when the leaf is metered.
 
         A plain function returning the attempt's coroutine: one frame less per attempt than an
@@ -242,11 +271,11 @@ class LeafRunner:
         """
         budget = self.budget
         if budget is None or not leaf.metered:
-            return self._guarded(leaf, stats, ctx, None)
-        return self._metered(budget, leaf, ctx, stats)
+            return self._guarded(leaf, stats, run, None)
+        return self._metered(budget, leaf, run, stats)
 
     async def _metered(
-        self, budget: Budget, leaf: Leaf, ctx: Context, stats: LeafStats
+        self, budget: Budget, leaf: Leaf, run: RunState, stats: LeafStats
     ) -> Judgment:
         try:
             budget.admit(leaf.name)
@@ -255,7 +284,7 @@ class LeafRunner:
             raise
         token = spend_gate.set(budget.gate(leaf.name))  # its model requests reserve there
         try:
-            return await self._guarded(leaf, stats, ctx, None)
+            return await self._guarded(leaf, stats, run, None)
         finally:
             spend_gate.reset(token)
 
@@ -278,7 +307,7 @@ class LeafRunner:
             raise
 
     async def _guarded(
-        self, leaf: Leaf, stats: LeafStats, ctx: Context, carried: Carried | None
+        self, leaf: Leaf, stats: LeafStats, run: RunState, carried: Carried | None
     ) -> Judgment:
         """One attempt: take its slots, call the judge under the timeout, give the slots back.
 
@@ -287,7 +316,9 @@ class LeafRunner:
         ones at once, else it waits in `_admit`); a carried one holds the slots the fast path
         took. Both give them back when they end, after the attempt's timing is recorded. One
         coroutine from the slots to the judge, so the only frames alive while the judge waits
-        for its model are the evaluation's, this one and the judge's.
+        for its model are the evaluation's, this one and the judge's. The timeout's scope is
+        the attempt's own, or the run worker's `Lane` (kept entered when the attempt ends
+        without its scope being cancelled).
         """
         if carried is None:
             stats.attempts += 1
@@ -309,15 +340,16 @@ class LeafRunner:
             began = perf_counter()
             stats.queued += began - started
             timeout = self.timeouts[leaf.index]
-            scope = None if timeout is None else cancel_scope()
+            lane = None if timeout is None else run.lane
+            scope: anyio.CancelScope | None = None
             armed: Armed | None = None
             try:
                 # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive for
                 # as long as the judge waits (one object per case every collection walks)
-                if scope is not None:
-                    scope.__enter__()
+                if timeout is not None:
+                    scope = _entered(lane)
                 try:
-                    coro, first, value = self._begin(leaf, ctx, carried)
+                    coro, first, value = self._begin(leaf, run.ctx, carried)
                     if value is _SUSPENDED:
                         if scope is not None:
                             assert timeout is not None  # a scope is made only for a timeout
@@ -332,11 +364,11 @@ class LeafRunner:
                         value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
                     )
                 except BaseException as exc:  # the scope swallows its own cancellation
-                    if scope is None or not scope.__exit__(type(exc), exc, exc.__traceback__):
+                    if scope is None or not _leave(scope, lane, exc):
                         raise
                 else:
                     if scope is not None:
-                        scope.__exit__(None, None, None)
+                        _leave(scope, lane, None)
                 # Also when the judge swallowed the deadline's cancellation and returned, or
                 # blocked past the deadline without suspending: an attempt that overran its
                 # timeout is a TimeoutError whatever the judge returned.
@@ -348,6 +380,8 @@ class LeafRunner:
             finally:
                 if armed is not None:  # before anything awaits: the timer never sees it again
                     disarm(armed)
+                if lane is not None and lane.scope is scope:  # kept: no deadline till the next
+                    clear_deadline(scope)  # type: ignore[arg-type]
                 queued = end_attempt(clock, token)
                 stats.working += perf_counter() - began - queued
                 stats.queued += queued
@@ -407,7 +441,7 @@ class LeafRunner:
         if run.deadline is not None:  # the fast path never starts under a deadline
             raise AssertionError("agentjudge engine: a carried attempt under a deadline")
         try:
-            outcome = await self._guarded(leaf, stats, run.ctx, carried)
+            outcome = await self._guarded(leaf, stats, run, carried)
         except Exception as exc:
             outcome = await self._recover(leaf, run, stats, exc)
         result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)

@@ -15,7 +15,15 @@ import anyio
 from agentjudge.core import Context, JudgeResult, Judgment, TierAttempt, Verdict
 from agentjudge.exceptions import EvaluationCancelled
 
-__all__ = ["PENDING", "Carried", "CompositeFailure", "LeafStats", "Queued", "RunState"]
+__all__ = [
+    "PENDING",
+    "Carried",
+    "CompositeFailure",
+    "Lane",
+    "LeafStats",
+    "Queued",
+    "RunState",
+]
 
 PENDING: Any = object()
 """A group member that is still running, was cancelled or never started."""
@@ -73,6 +81,33 @@ class Queued:
         self.dead = False
 
 
+class Lane:
+    """One `Evaluator.run` worker's attempt timeout scope, kept entered across its cases.
+
+    An attempt with a timeout needs an anyio cancel scope: the judge and its model client see
+    the deadline through it. Creating, entering and exiting a scope per attempt costs the
+    worker's cases about a third of the engine's own CPU in `Evaluator.run`, so the attempts of
+    a root leaf share one scope, entered by the first of them and kept (with no deadline)
+    between attempts while the worker runs. An attempt gives it its deadline as it would give
+    its own scope one, and takes it away when it ends; a scope whose deadline fired (or that
+    was cancelled by anything else) is exited by that attempt exactly where its own scope
+    would have been, and the next attempt enters a new one. The worker exits the scope when
+    it stops (`close`). Only attempts made in the worker's own task, with nothing entered
+    between the worker and the attempt, use it (a root leaf of a run without a deadline).
+    """
+
+    __slots__ = ("scope",)
+
+    def __init__(self) -> None:
+        self.scope: anyio.CancelScope | None = None
+
+    def close(self, exc: BaseException | None) -> None:
+        """The worker stops (``exc``: the exception it stops with): exit the scope if entered."""
+        scope, self.scope = self.scope, None
+        if scope is not None:
+            scope.__exit__(None if exc is None else type(exc), exc, None)
+
+
 class RunState:
     """State of one evaluation: its context, draws, results as they land, and its verdict."""
 
@@ -84,6 +119,7 @@ class RunState:
         "deadline",
         "deadline_s",
         "finished",
+        "lane",
         "results",
         "sampled",
         "tiers",
@@ -106,6 +142,9 @@ class RunState:
         """The deadline as the caller gave it, in seconds (for messages)."""
         self._done: anyio.Event | None = None
         self._changed: anyio.Event | None = None
+        self.lane: Lane | None = None
+        """The `Evaluator.run` worker's attempt scope its root leaf's attempts share (None:
+        each attempt makes its own; see `Lane`)."""
 
     def add(self, index: int, result: JudgeResult) -> None:
         """Store the result of leaf ``index`` (and wake readers of `completions`)."""
