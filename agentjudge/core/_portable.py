@@ -134,7 +134,13 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 def freeze_metadata(value: object, path: str = "metadata") -> Mapping[str, Any]:
-    """Validate a metadata mapping (see `freeze_portable`)."""
+    """Validate a metadata mapping (see `freeze_portable`).
+
+    A plain ``dict`` (what every judge builds, frozen on every judgment) goes straight to the
+    walk, without the three abstract-class checks a mapping of another type needs.
+    """
+    if type(value) is dict:
+        return freeze_portable(value, path) if value else _EMPTY
     if not value and isinstance(value, Mapping):
         return _EMPTY
     if not isinstance(value, Mapping):

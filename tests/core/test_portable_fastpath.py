@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -11,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agentjudge.core import Judgment, Status, freeze_portable
+from agentjudge.core import Judgment, Status, freeze_metadata, freeze_portable
 from agentjudge.core._portable import MAX_SAFE_INT, _freeze_checked
 from agentjudge.judges._verdict import with_metadata
 
@@ -57,6 +58,26 @@ def test_freeze_portable_equals_the_checked_walk(value: Any, nulls: bool) -> Non
     assert fast == checked
     if fast[0] == "value":
         assert type(fast[1]) is type(checked[1])
+
+
+def _metadata_checked(value: Any) -> Any:
+    """`freeze_metadata` as it was for every mapping: the abstract-class checks first."""
+    if not value and isinstance(value, Mapping):
+        return MappingProxyType({})
+    if not isinstance(value, Mapping):
+        raise ValueError(f"metadata: expected a mapping with str keys, got {type(value).__name__}")
+    return freeze_portable(value, "metadata")
+
+
+@settings(max_examples=150)
+@given(_values())
+def test_freeze_metadata_of_a_dict_equals_the_mapping_way(value: Any) -> None:
+    """A plain dict skips the abstract-class checks: same value or same error, any input."""
+    fast = _outcome(lambda v, n: freeze_metadata(v), value, False)
+    checked = _outcome(lambda v, n: _metadata_checked(v), value, False)
+    assert fast == checked
+    if fast[0] == "value":
+        assert type(fast[1]) is type(checked[1]) is MappingProxyType
 
 
 def _rebuilt(judgment: Judgment, extra: dict[str, Any]) -> Judgment:
