@@ -92,13 +92,16 @@ def ballots(rng: random.Random, count: int) -> Iterator[tuple[list[Judgment], li
         yield judgments, weights if rng.randrange(3) == 0 else None
 
 
+Ballot = tuple[list[Judgment], list[float] | None, list[list[Judgment | None]]]
+
+
 @functools.cache
-def inputs(seed: int) -> list[tuple[list[Judgment], list[float] | None, list[list[Judgment | None]]]]:
+def inputs(seed: int) -> list[Ballot]:
     """Random ballots, each with two random choices of running members per strategy, drawn once
     per seed (the same numbers in the same order as drawing them while aggregating): `collect`
     runs four times over seed 7, and drawing them was a third of its CPU."""
     rng = random.Random(seed)
-    out = []
+    out: list[Ballot] = []
     for judgments, weights in ballots(rng, 400):
         dones = [
             [None if rng.randrange(3) == 0 else j for j in judgments]
