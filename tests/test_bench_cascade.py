@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
-from agentjudge.calibration import NEVER, evaluate_thresholds
+from agentjudge.calibration import NEVER, calibrate_thresholds, evaluate_thresholds
 from agentjudge.harness import Dataset
 from agentjudge.judges import ReplayJudge
 
@@ -77,14 +79,32 @@ TIGHT = (bench.TierSpec("judge", 0.01, low=0.5, high=1.0, shape=1.0),)
 threshold t is (1 + t) / 2, so 1 - alpha = 0.85 needs t >= 0.7 and 0.03 too low is visible."""
 
 
-def test_a_calibrator_off_by_three_hundredths_fails_and_the_real_one_passes() -> None:
+def test_a_calibrator_off_by_three_hundredths_fails_and_the_real_one_passes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Thresholds lowered by 0.03 break the guarantee in most draws: the check says FAIL."""
     options = {"cases": 1000, "draws": 40, "alpha": 0.15, "delta": 0.1, "specs": TIGHT,
                "grid": 501}  # fmt: skip
+    # The broken run draws the very sets the honest run drew (the same seeds) and lowers what
+    # the honest calibrator finds on them: both are computed once, in the honest run, and
+    # handed out again (the sets are frozen tuples, kept alive by the cache, so their ids key
+    # the thresholds), instead of generating and calibrating every set twice.
+    monkeypatch.setattr(bench, "generate", functools.cache(bench.generate))
+    found: dict[tuple[Any, ...], tuple[float, ...]] = {}
+
+    def calibrate_once(tiers: list[Any], **kwargs: Any) -> tuple[float, ...]:
+        key = (*map(id, tiers), *sorted(kwargs.items()))
+        if key not in found:
+            found[key] = calibrate_thresholds(tiers, **kwargs)
+        return found[key]
+
+    monkeypatch.setattr(bench, "calibrate_thresholds", calibrate_once)
     honest = bench.run_benchmark(**options)
     assert honest["check"]["verdict"] == "PASS"
+    computed = len(found)
     broken = bench.lowered(bench.calibrator_for("escalate+split"), 0.03)
     summary = bench.run_benchmark(calibrator=broken, **options)
+    assert len(found) == computed == 40  # the broken run lowered the honest run's thresholds
     assert summary["rule"] == "custom" and summary["check"]["verdict"] == "FAIL"
     assert summary["check"]["failure_rate"] > 0.2
 
@@ -124,13 +144,14 @@ def test_a_mismatch_between_engine_and_pure_python_is_reported() -> None:
 
 def test_the_exact_outcome_matches_a_large_sample() -> None:
     """exact_outcome's closed form matches the coverage and agreement measured on 40,000 cases."""
+    generate = functools.cache(bench.generate)  # one set per curve: two thresholds share one
     for specs, thresholds in (
         (bench.TIERS, (0.93, 0.85, 0.7)),  # the linear curve
         (SEPARATED, (0.93, 0.85, 0.7)),  # the step curve
         (bench.CONFIDENTLY_WRONG, (1.0, 0.7)),  # a fixed confidence
         (bench.CONFIDENTLY_WRONG, (NEVER, 0.7)),  # a tier that never decides
     ):
-        data = bench.generate(40_000, seed=11, specs=specs)
+        data = generate(40_000, seed=11, specs=specs)
         coverage, agreement = bench.exact_outcome(data.specs, thresholds)
         report = evaluate_thresholds(data.tiers, thresholds)
         assert report.coverage == pytest.approx(coverage, abs=0.01)
