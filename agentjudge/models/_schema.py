@@ -217,20 +217,36 @@ def _compiled(key: str, what: str) -> _Checks:
 
     schema = json.loads(key)
     base = validators.validator_for(schema, default=Draft202012Validator)
-    try:
-        base.check_schema(dict(schema))
-    except SchemaError as exc:
+    meta, strict = _dialect(base)
+    # ``base.check_schema(schema)``, with the metaschema's validator built once per dialect
+    error = next(meta.iter_errors(dict(schema)), None)
+    if error is not None:
+        exc = SchemaError.create_from(error)
         where = "/".join(str(part) for part in exc.path) or "(root)"
         raise ValueError(
             f"{what} is not a valid {base.__name__} JSON schema at {where}: {exc.message}"
         ) from None
-    checker = base.TYPE_CHECKER.redefine_many(
-        {"number": _finite_number, "integer": _finite_integer}
-    )
-    strict = validators.extend(base, type_checker=checker)  # type: ignore[no-untyped-call]
     validator: Validator = strict(schema)
     quick = quick_check(schema) if base is Draft202012Validator else None
     return _Checks(validator, quick)
+
+
+@functools.cache
+def _dialect(base: Any) -> tuple[Validator, Any]:
+    """A dialect's metaschema validator and its validator class with the house rules.
+
+    The metaschema's validator is what ``base.check_schema`` builds at every call, and the class
+    (finite numbers) is the same for every schema of the dialect: both are built once per
+    dialect, not per schema (together ~1.4 ms of each new schema's ~4.7).
+    """
+    from jsonschema import validators
+
+    meta_class = validators.validator_for(base.META_SCHEMA, default=base)
+    meta = meta_class(base.META_SCHEMA, format_checker=meta_class.FORMAT_CHECKER)
+    checker = base.TYPE_CHECKER.redefine_many(
+        {"number": _finite_number, "integer": _finite_integer}
+    )
+    return meta, validators.extend(base, type_checker=checker)  # type: ignore[no-untyped-call]
 
 
 # -- the quick check ------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from agentjudge.core import Message
-from agentjudge.models import ModelRequest, OpenAIChat
+from agentjudge.models import ModelRequest, OpenAIChat, _schema
 from agentjudge.models._schema import schema_errors
 from agentjudge.testing import FakeModelServer, FakeResponse
 
@@ -122,13 +122,16 @@ async def test_each_schema_is_checked_and_compiled_once(monkeypatch: pytest.Monk
     from jsonschema import Draft202012Validator
 
     checked: list[object] = []
-    original = Draft202012Validator.check_schema.__func__  # type: ignore[attr-defined]
+    meta, strict = _schema._dialect(Draft202012Validator)
 
-    def counting(cls: type, schema: Any, *args: Any, **kwargs: Any) -> None:
-        checked.append(schema)
-        original(cls, schema, *args, **kwargs)
+    class Counting:
+        """The dialect's metaschema validator, counting the schemas it checks."""
 
-    monkeypatch.setattr(Draft202012Validator, "check_schema", classmethod(counting))
+        def iter_errors(self, schema: Any) -> Any:
+            checked.append(schema)
+            return meta.iter_errors(schema)
+
+    monkeypatch.setattr(_schema, "_dialect", lambda base: (Counting(), strict))
     # a schema no other test uses, so the per-process cache starts without it
     schema = {"type": "object", "properties": {"cache_probe_19_11": {"type": "integer"}}}
     async with (
