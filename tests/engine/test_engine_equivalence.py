@@ -165,33 +165,33 @@ RATES = st.sampled_from([None, 0.5, 0.0])
 SEED = st.integers(0, 2**16)
 
 
-@st.composite
-def leaves(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
-    counter[0] += 1
-    behaviour = draw(BEHAVIOUR)
-    resource = draw(RESOURCE)
-    return ("leaf", behaviour, f"j{counter[0]}_{behaviour}", resource)
+# The composites below are built once (module-level strategies, not one per draw: a new
+# strategy object is validated and has its properties computed at its first draw); the judges
+# and juries get their numbered names after the draw, by `named`, in the order they were drawn.
+LEAF = st.tuples(st.just("leaf"), BEHAVIOUR, RESOURCE)
 
 
 @st.composite
-def juries(draw: st.DrawFn, counter: list[int], depth: int = 0) -> tuple[Any, ...]:
+def juries(draw: st.DrawFn, depth: int) -> tuple[Any, ...]:
     size = draw(JURY_SIZE)
     members: list[Any] = []
     for _ in range(size):
         if depth == 0 and draw(NEST) == 0:
-            members.append(draw(juries(counter, depth + 1)))
+            members.append(draw(NESTED_JURY))
         else:
-            members.append(draw(leaves(counter)))
+            members.append(draw(LEAF))
     voting = draw(VOTINGS)
     weights = None
     if isinstance(voting, WeightedAverage) or draw(st.booleans()):
         weights = draw(WEIGHT_LISTS[size])
-    counter[0] += 1
-    return ("jury", members, voting, weights, draw(st.booleans()), f"jury{counter[0]}")
+    return ("jury", members, voting, weights, draw(st.booleans()))
+
+
+NESTED_JURY = juries(1)
 
 
 @st.composite
-def cascades(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
+def cascades(draw: st.DrawFn) -> tuple[Any, ...]:
     count = draw(TIER_COUNT)
     tiers = []
     for k in range(count):
@@ -203,9 +203,26 @@ def cascades(draw: st.DrawFn, counter: list[int]) -> tuple[Any, ...]:
             policy is TierPolicy.FINAL and draw(st.booleans())
         ):
             threshold = draw(THRESHOLD)
-        body = draw(juries(counter, 1)) if draw(st.booleans()) else draw(leaves(counter))
+        body = draw(NESTED_JURY) if draw(st.booleans()) else draw(LEAF)
         tiers.append((f"t{k}", body, policy, threshold))
     return ("cascade", tiers, draw(st.booleans()))
+
+
+ROOTS = st.one_of(juries(0), cascades())
+
+
+def named(spec: tuple[Any, ...], counter: list[int]) -> tuple[Any, ...]:
+    """``spec`` with its judges named ``j<n>_<behaviour>`` and its juries ``jury<n>``, numbered
+    in drawing order (a jury after its members)."""
+    if spec[0] == "leaf":
+        counter[0] += 1
+        return ("leaf", spec[1], f"j{counter[0]}_{spec[1]}", spec[2])
+    if spec[0] == "jury":
+        members = [named(m, counter) for m in spec[1]]
+        counter[0] += 1
+        return ("jury", members, *spec[2:], f"jury{counter[0]}")
+    tiers = [(name, named(body, counter), *rest) for name, body, *rest in spec[1]]
+    return ("cascade", tiers, spec[2])
 
 
 def build(spec: tuple[Any, ...]) -> Any:
@@ -240,8 +257,7 @@ def resources_of(spec: tuple[Any, ...]) -> set[str]:
 
 @st.composite
 def configurations(draw: st.DrawFn) -> dict[str, Any]:
-    counter = [0]
-    root = draw(st.one_of(juries(counter), cascades(counter)))
+    root = named(draw(ROOTS), [0])
     return {
         "root": root,
         "max_concurrency": draw(MAX_CONCURRENCY),
