@@ -93,10 +93,9 @@ async def test_responses_are_released_without_aiohttps_context_managers(
     monkeypatch.setattr(response_class, "release", counted_release)
     monkeypatch.setattr(response_class, "wait_for_close", counted_wait)
     monkeypatch.setattr(response_class, "__aenter__", entered)
-    async with FakeModelServer(FakeResponse(text="ok")) as server:
-        async with _client(server) as client:
-            for _ in range(3):
-                assert (await client.complete(REQUEST)).text == "ok"
+    async with FakeModelServer(FakeResponse(text="ok")) as server, _client(server) as client:
+        for _ in range(3):
+            assert (await client.complete(REQUEST)).text == "ok"
     assert "__aenter__" not in calls
     # wait_for_close releases once more itself, as it does after __aexit__'s release
     assert calls.count("wait_for_close") == 3
