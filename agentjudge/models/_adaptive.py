@@ -397,14 +397,12 @@ class AdaptiveController:
         """Give one request's capacity back (``now``: the time of the event, if read already)."""
         self.in_flight -= 1
         now = loop_time() if now is None else now
-        self._record(now)
-        if self._queue:
-            self._dispatch(now)
-
-    def _record(self, now: float) -> None:
-        # the tuple made directly: TracePoint(...) is the same value through a Python frame
+        # the trace point, its tuple made directly: TracePoint(...) is the same value through
+        # a Python frame
         point = (now, self.window, self.rate, self.in_flight, self.throttles)
         self.trace.append(_new_tuple(TracePoint, point))
+        if self._queue:
+            self._dispatch(now)
 
     # -- feedback ---------------------------------------------------------------------------------
 
@@ -433,8 +431,8 @@ class AdaptiveController:
             if hints is not None:
                 self._observe_tokens(started, hints)
                 hold = self._apply_hints(hints) or hold
-            if not hold:
-                self._grow()
+            if not hold and (self.window < self.ceiling or self.rate is not None):
+                self._grow()  # (not called when nothing can grow: a call per answer fewer)
         finally:
             self._release(now)
 

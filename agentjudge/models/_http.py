@@ -287,7 +287,7 @@ class HTTPModelClient(ProviderHooks):
     @property
     def url(self) -> str:
         """The endpoint requests are posted to."""
-        return f"{self.base_url}{self.path}"
+        return f"{self._base_url}{self.path}"
 
     @property
     def http_client(self) -> httpx.AsyncClient | None:

@@ -344,36 +344,40 @@ class AiohttpPoster(Poster):
         """POST through aiohttp, streaming the answer (see `Poster.post`).
 
         Errors are mapped as `map_transport_errors` maps them (inline: no context manager per
-        request).
+        request). The response is awaited and released as ``async with`` would release it
+        (``release()``, then ``wait_for_close()``, whatever happened), without the context
+        managers' four coroutines per request.
         """
         proxy = self._url_proxies.get(url, _UNKNOWN)
         if proxy is _UNKNOWN:
             proxy = self._url_proxies[url] = self._proxy(url)
+        timeout = self._timeouts.get(io_timeout) or self._timeout(io_timeout)
         try:
-            async with self._session.post(
+            response = await self._session.post(
                 url,
                 data=content,
                 headers=headers,
-                timeout=self._timeout(io_timeout),
+                timeout=timeout,
                 proxy=proxy,
                 allow_redirects=False,
-            ) as response:
-                declared = _declared_length(response.headers)
+            )
+            try:
+                answered = response.headers
+                declared = _declared_length(answered)
                 # a known, allowed length of plain bytes (a compressed body may inflate past
                 # the cap): one read instead of a chunk loop
                 if (
                     declared is not None
                     and declared <= max_bytes
-                    and "content-encoding" not in response.headers
+                    and "content-encoding" not in answered
                 ):
                     body = await response.read()
-                    return Response(response.status, response.headers, body, False, declared)
-                return await _read_capped(
-                    response.status,
-                    response.headers,
-                    response.content.iter_chunked(_CHUNK),
-                    max_bytes,
-                )
+                    return Response(response.status, answered, body, False, declared)
+                chunks = response.content.iter_chunked(_CHUNK)
+                return await _read_capped(response.status, answered, chunks, max_bytes)
+            finally:
+                response.release()
+                await response.wait_for_close()
         except Exception as exc:
             _raise_mapped(exc, url, io_timeout, only_aiohttp=False)
             raise

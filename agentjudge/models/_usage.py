@@ -65,8 +65,9 @@ def read_usage(
     counts: dict[str, int | None] = _NO_COUNTS.copy()
     for field, key, deeper, path in plan.steps:
         value: Any = raw.get(key)
-        for inner in deeper:
-            value = value.get(inner) if isinstance(value, dict) else None
+        if deeper:  # (no iterator made for a top-level count)
+            for inner in deeper:
+                value = value.get(inner) if isinstance(value, dict) else None
         if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
             reader = reader or UsageReader(client)
             value = reader.count(value, f"{where}.{path}")  # refused: None and a warning
