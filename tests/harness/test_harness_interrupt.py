@@ -28,13 +28,15 @@ from agentjudge.harness import load_suite, run_suite
 from agentjudge.harness._writer import SpaceReserve, SummaryFile
 
 HOOKS = """
-import os, signal
+import os, signal, threading
 from agentjudge.harness import _run, _writer
 
 AT = os.environ.get("INTERRUPT_AT", "")
+SENT = threading.Event()
 
 def interrupt():
     os.kill(os.getpid(), signal.SIGINT)
+    SENT.set()
 
 def hook(owner, name, when):
     original = getattr(owner, name)
@@ -68,6 +70,10 @@ elif AT == "twice":  # Ctrl-C, and again once the first one was seen, on the wri
 def answer(case):
     if AT == "sync-task" and case.input == "w3":  # on the task's worker thread
         interrupt()
+    if AT == "writer-flush" and case.input != "w0":
+        # no case after the first ends before the writer has taken the first rows (and sent
+        # the signal): else a loaded machine could finish all six first (every row kept)
+        SENT.wait(60)
     return case.input.upper()
 """
 
