@@ -41,7 +41,8 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # Their output is printed after the parallel part's; the target fails if either part failed.
 # On a fresh clone after `make install`, quiet machine (2026-11-26): 144 s twice at be6d2d9
 # (the warm-up ~11 s, the parallel part 126-131 s; 2 workers instead of 3: 138 s for the
-# parallel part), 134 s at ebe3297 (warm-up ~8 s, parallel part 125 s; 119 s in its CI run).
+# parallel part), 134 s at ebe3297 (warm-up ~8 s, parallel part 125 s; 119 s in its CI run),
+# 125-126 s at cf3b8b7 (no warm-up, rewrite_share below; parallel part 120-121 s).
 # `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
 # `xdist_group` on one worker, and `--no-loadscope-reorder` hands the work out in the order
 # tests/conftest.py sorts it: the longest groups first (the Ray tests: one local Ray instance,
