@@ -8,14 +8,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentjudge.core import Judgment, Status, freeze_metadata, judgment_problem, thaw
-from agentjudge.models._types import ModelResponse, Usage
+from agentjudge.models._types import ModelResponse
 
 __all__ = [
     "EXCERPT_CHARS",
     "excerpt",
     "parse_json_object",
     "parse_verdict",
-    "portable_usage",
     "read_verdict",
     "response_metadata",
     "strip_code_fences",
@@ -113,7 +112,7 @@ def response_metadata(client_name: str, response: ModelResponse) -> dict[str, An
     metadata["cached"] = response.cached
     if response.batch:  # answered through a provider batch API: batch prices apply
         metadata["batch"] = True
-    usage = portable_usage(response.usage)
+    usage = response.usage.to_portable()
     if usage:
         metadata["usage"] = usage
     if response.finish_reason:
@@ -122,25 +121,6 @@ def response_metadata(client_name: str, response: ModelResponse) -> dict[str, An
         metadata["warnings"] = list(response.warnings)
     metadata["raw_output"] = response.text
     return metadata
-
-
-def portable_usage(usage: Usage) -> dict[str, int]:
-    """``usage.to_portable()``: read from the instance for a `Usage` of exact ints or None.
-
-    Every judgment's metadata holds it; pydantic's ``model_dump`` builds a dict it copies
-    again (~2 us per answer). Its counts are what the dump returns for exact ``int`` values
-    (`tests/judges/test_judges_metadata_fast.py` pins it); anything else (a subclass, another
-    value type) is dumped as always.
-    """
-    if type(usage) is Usage:
-        counts = {}
-        for key, value in usage.__dict__.items():
-            if type(value) is int:
-                counts[key] = value
-            elif value is not None:
-                return usage.to_portable()
-        return counts
-    return usage.to_portable()
 
 
 def _reasoning_from_text(text: str) -> str:

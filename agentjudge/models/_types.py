@@ -59,7 +59,25 @@ class Usage(BaseModel):
     total_tokens: TokenCount = None
 
     def to_portable(self) -> dict[str, int]:
-        """The set quantities as a plain dict (for judgment metadata)."""
+        """The set quantities as a plain dict (for judgment metadata).
+
+        Every judgment of a model call holds it, so a `Usage` of exact ints (or None) is read
+        from the instance; pydantic's dump (`_dumped`), which builds a dict it copies again
+        (~2 us per answer), stays for anything else: a subclass, a value built without
+        validation. Both give the same dict (`tests/models/test_models_usage_fast.py`).
+        """
+        if type(self) is not Usage:
+            return self._dumped()
+        counts = {}
+        for key, value in self.__dict__.items():
+            if type(value) is int:
+                counts[key] = value
+            elif value is not None:
+                return self._dumped()
+        return counts
+
+    def _dumped(self) -> dict[str, int]:
+        """The set quantities through pydantic's dump (`to_portable`'s general way)."""
         return {k: v for k, v in self.model_dump(exclude_none=True).items()}
 
 

@@ -23,7 +23,6 @@ from pydantic import ValidationError
 from agentjudge.core import Judgment, Status
 from agentjudge.judges._llm import calls_metadata
 from agentjudge.judges._verdict import (
-    portable_usage,
     response_metadata,
     verdict_judgment,
     verdict_with_metadata,
@@ -135,30 +134,3 @@ def test_verdict_with_metadata_equals_the_judgment_then_its_copy(
         if type(mapping) is not MappingProxyType and extra:
             mapping.clear()
             assert fused == general
-
-
-class _Counted(int):
-    """An int subclass: dumped by pydantic, never read as it is."""
-
-
-@hsettings(max_examples=100)
-@given(
-    st.fixed_dictionaries(
-        {},
-        optional={
-            name: st.one_of(st.none(), st.integers(0, 2**53 - 1), st.booleans())
-            for name in Usage.model_fields
-        },
-    ),
-    st.booleans(),
-)
-def test_portable_usage_equals_the_dump(counts: dict[str, Any], odd: bool) -> None:
-    """Any usage, validated or built with odd values (bools, int subclasses): the same dict."""
-    usage = Usage(**counts)
-    if odd:  # built without validation, as a client could: values the dump may convert
-        values = {k: _Counted(v) if type(v) is int else v for k, v in usage.__dict__.items()}
-        usage = Usage.model_construct(**values)
-    read, dumped = portable_usage(usage), usage.to_portable()
-    assert read == dumped
-    assert [type(v) for v in read.values()] == [type(v) for v in dumped.values()]
-    assert list(read) == list(dumped)

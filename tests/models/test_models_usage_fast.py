@@ -2,7 +2,8 @@
 
 `read_usage` checks every count itself, so it builds the `Usage` directly (one per answer);
 these property tests pin it to the straightforward reading: each count through
-`UsageReader.count`, then ``Usage(**counts)`` validated.
+`UsageReader.count`, then ``Usage(**counts)`` validated. And `Usage.to_portable`, read from
+the instance, gives what pydantic's dump gives.
 """
 
 from __future__ import annotations
@@ -95,3 +96,31 @@ def test_mappings_made_per_call_keep_the_plans_bounded() -> None:
     for n in range(600):
         assert read_usage("c", {"n": n}, "usage", {"input_tokens": "n"})[0].input_tokens == n
     assert len(_usage._PLANS) <= 256
+
+
+class _Counted(int):
+    """An int subclass: dumped by pydantic, never read as it is."""
+
+
+@settings(max_examples=100)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            name: st.one_of(st.none(), st.integers(0, 2**53 - 1), st.booleans())
+            for name in Usage.model_fields
+        },
+    ),
+    st.booleans(),
+)
+def test_to_portable_equals_the_dump(counts: dict[str, Any], odd: bool) -> None:
+    """Any usage, validated or built with odd values (bools, int subclasses): `to_portable`
+    read from the instance gives the dict pydantic's dump gives (`_dumped`)."""
+    usage = Usage(**counts)
+    if odd:  # built without validation, as a client could: values the dump may convert
+        values = {k: _Counted(v) if type(v) is int else v for k, v in usage.__dict__.items()}
+        usage = Usage.model_construct(**values)
+    read, dumped = usage.to_portable(), usage._dumped()
+    assert read == dumped
+    assert [type(v) for v in read.values()] == [type(v) for v in dumped.values()]
+    assert list(read) == list(dumped)
