@@ -431,8 +431,8 @@ class AdaptiveController:
             if hints is not None:
                 self._observe_tokens(started, hints)
                 hold = self._apply_hints(hints) or hold
-            if not hold and (self.window < self.ceiling or self.rate is not None):
-                self._grow()  # (not called when nothing can grow: a call per answer fewer)
+            if not hold:
+                self._grow()
         finally:
             self._release(now)
 
