@@ -121,9 +121,10 @@ def write_share(config: pytest.Config, args: list[str] | None = None) -> list[Pa
 def write_imported(config: pytest.Config) -> list[Path]:
     """Cache each module pytest's import hook has loaded in this process; the sources written.
 
-    Called by the xdist controller before it starts the workers (`pytest_configure`), this
-    writes the plugins' modules once, so the workers, and every later run, load them instead
-    of rewriting them. A module whose cached form is current is left alone.
+    Called in every pytest process's `pytest_configure` (tests/conftest.py): the xdist
+    controller's call, before it starts the workers, writes the plugins' modules once, so the
+    workers, and every later run, load them instead of rewriting them. A module whose cached
+    form is current is left alone (a header read per module where all are).
     """
     loaded = getattr(config.pluginmanager.rewrite_hook, "_rewritten_names", None)
     if not isinstance(loaded, dict):  # --assert=plain, or another pytest
