@@ -47,7 +47,9 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # `xdist_group` on one worker, and `--no-loadscope-reorder` hands the work out in the order
 # tests/conftest.py sorts it: the longest groups first (the Ray tests: one local Ray instance,
 # ~50 s on one worker), then the tests that start interpreters, then the many short tests,
-# which fill the workers evenly at the end. One worker per core plus one: the extra worker
+# which fill the workers evenly at the end (tests/xdist_schedule.py hands them out as xdist's
+# loadgroup does, without its bookkeeping that grew with the square of the tests run: ~1.5
+# million steps in the controller by the end of a run). One worker per core plus one: the extra worker
 # runs while the others wait on subprocesses, servers and timeouts. On a fresh clone, quiet
 # machine, back to back (2026-11-26, groups working): 2 workers 153 s and 244 s of CPU,
 # 3 workers 136 s and 252 s, 4 workers 147 s and 283 s. (The session before, with the groups

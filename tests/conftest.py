@@ -15,6 +15,7 @@ import pytest
 from hypothesis_tables import build_once
 from rewrite_share import write_imported, write_share
 from serial_files import SERIAL_MARKERS, holds_serial_tests
+from xdist_schedule import LeanLoadGroup
 
 # Collecting the suite builds ~300k objects that live for the session (modules, test items) or
 # die by reference counting, plus some cyclic garbage (items pytest-asyncio replaces, fixture
@@ -110,6 +111,15 @@ def _starts_interpreters(path: Path) -> bool:
 # measured 2026-11-26), then the modules that start interpreters (``slow``), then the rest.
 # The sort is stable: within each band the tests keep their collection order.
 _GROUPS_FIRST = ("ray", "docs-examples", "sdk", "browser", "asgi")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadgroup`` (`make test`) without xdist's quadratic bookkeeping
+    (tests/xdist_schedule.py); every other mode as xdist makes it."""
+    if config.getvalue("dist") == "loadgroup":
+        return LeanLoadGroup(config, log)
+    return None
 
 
 def _closest_marks(item: pytest.Item) -> dict[str, pytest.Mark]:
