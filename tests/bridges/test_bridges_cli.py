@@ -14,6 +14,7 @@ from agentjudge import Evaluator, ExecutionStatus, Status, TrajectoryMatch
 from agentjudge.bridges import run_cli_agent
 from agentjudge.bridges._cli_events import AgentEvents
 from agentjudge.judges import FileContent, StepEfficiency
+from tests.judges.process_support import past_timeout
 
 CLAUDE_LIKE = r"""
 import json, pathlib, sys
@@ -113,13 +114,18 @@ async def test_timeout_kills_the_agent_and_its_children(tmp_path: Path) -> None:
     print("started", child.pid, flush=True)
     time.sleep(60)
     """
-    ws = workspace(tmp_path)
     # The timeout must fire after the agent printed its child's pid: two interpreters start
     # first, which took more than 0.5 s on a loaded machine (make test runs this at idle
-    # priority), so the agent gets 3 s; the test waits for the timeout either way.
-    ctx = await run_cli_agent(agent(tmp_path, code), workspace=ws, timeout=3)
+    # priority); past_timeout grows the timeout until it fired after that.
+    ctx, _, timeout = await past_timeout(
+        lambda timeout, ws: run_cli_agent(
+            agent(ws, code), workspace=workspace(ws), timeout=timeout
+        ),
+        lambda ctx, _: "started" in ctx.metadata["cli.stdout"],
+        tmp_path,
+    )
     assert ctx.status is ExecutionStatus.TIMEOUT
-    assert ctx.error is not None and ctx.error.startswith("timed out after 3 s")
+    assert ctx.error is not None and ctx.error.startswith(f"timed out after {timeout:g} s")
     child = int(ctx.metadata["cli.stdout"].split()[-1])
     assert await gone(child)
 

@@ -19,7 +19,7 @@ import pytest
 from agentjudge import Context, ExecutionStatus, Status
 from agentjudge.bridges import run_cli_agent
 from agentjudge.judges import CommandJudge, _process
-from tests.judges.process_support import process_gone, wait_until_gone
+from tests.judges.process_support import has_text, past_timeout, process_gone, wait_until_gone
 
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 needs_linux = pytest.mark.skipif(
@@ -98,8 +98,12 @@ async def test_timeout_kills_the_agents_children_without_a_subreaper(
     """The agent and its child die on the timeout (session and descendants are still found)."""
     script = tmp_path / "agent.py"
     script.write_text(textwrap.dedent(AGENT))
-    ctx = await run_cli_agent(
-        [sys.executable, str(script)], workspace=tmp_path, input="hang", timeout=2
+    ctx, _, _ = await past_timeout(
+        lambda timeout, ws: run_cli_agent(
+            [sys.executable, str(script)], workspace=ws, input="hang", timeout=timeout
+        ),
+        lambda ctx, _: '"pid": ' in ctx.metadata["cli.stdout"],  # the child was started
+        tmp_path,
     )
     assert ctx.status is ExecutionStatus.TIMEOUT
     child = int(ctx.metadata["cli.stdout"].split('"pid": ')[1].split("}")[0])
@@ -113,15 +117,17 @@ async def test_timeout_kills_the_agents_children_without_a_subreaper(
 @needs_linux
 async def test_timeout_kills_a_daemon_the_agent_orphaned(tmp_path: Path) -> None:
     """With the subreaper launcher, a ``setsid -f`` daemon whose parent exited dies too."""
-    pid_file = tmp_path / "daemon.pid"
-    ctx = await run_cli_agent(
+    command = (
         "setsid -f sh -c 'echo $$ > daemon.pid; exec sleep 1000'; "
-        "while [ ! -s daemon.pid ]; do sleep 0.01; done; exec sleep 1000",
-        workspace=tmp_path,
-        timeout=3,
+        "while [ ! -s daemon.pid ]; do sleep 0.01; done; exec sleep 1000"
+    )
+    ctx, workspace, _ = await past_timeout(
+        lambda timeout, ws: run_cli_agent(command, workspace=ws, timeout=timeout),
+        lambda _, ws: has_text(ws / "daemon.pid"),
+        tmp_path,
     )
     assert ctx.status is ExecutionStatus.TIMEOUT
-    daemon = int(pid_file.read_text())
+    daemon = int((workspace / "daemon.pid").read_text())
     try:
         assert await wait_until_gone(daemon), "the orphaned daemon survived the timeout"
     finally:

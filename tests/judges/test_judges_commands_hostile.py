@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from process_support import process_gone, wait_for_file, wait_until_gone
+from process_support import has_text, past_timeout, process_gone, wait_for_file, wait_until_gone
 from zygote_support import python_c
 
 from agentjudge.core import Context, Status
@@ -30,10 +30,15 @@ def kill_leftover(pid_file: Path) -> None:
 @needs_proc
 async def test_timeout_kills_a_child_that_left_the_session(tmp_path: Path) -> None:
     """A `setsid` child of the command dies with it on timeout (it left the process group)."""
-    pid_file = tmp_path / "child.pid"
-    judge = CommandJudge("setsid sleep 1000 & echo $! > child.pid; wait", timeout=1)
+    # the child writes its pid once it left the session: the timeout must fire after that
+    command = "setsid sh -c 'echo $$ > child.pid; exec sleep 1000' & wait"
+    result, workspace, _ = await past_timeout(
+        lambda timeout, ws: CommandJudge(command, timeout=timeout)(Context(workspace=ws)),
+        lambda _, ws: has_text(ws / "child.pid"),
+        tmp_path,
+    )
+    pid_file = workspace / "child.pid"
     try:
-        result = await judge(Context(workspace=tmp_path))
         assert result.status is Status.ERROR and result.metadata["timed_out"] is True
         child = int(pid_file.read_text())
         assert await wait_until_gone(child), "the setsid child survived the timeout"
@@ -92,13 +97,15 @@ ORPHANS = {
 @pytest.mark.parametrize("orphan", list(ORPHANS.values()), ids=list(ORPHANS))
 async def test_timeout_kills_an_orphan_that_left_the_session(tmp_path: Path, orphan: str) -> None:
     """A daemon whose parent exited before the timeout (re-parented) is killed with the rest."""
-    pid_file = tmp_path / "daemon.pid"
     # the command waits for the daemon's pid file, then outlives the timeout
-    judge = CommandJudge(
-        f"{orphan}; while [ ! -s daemon.pid ]; do sleep 0.01; done; exec sleep 1000", timeout=3
+    command = f"{orphan}; while [ ! -s daemon.pid ]; do sleep 0.01; done; exec sleep 1000"
+    result, workspace, _ = await past_timeout(
+        lambda timeout, ws: CommandJudge(command, timeout=timeout)(Context(workspace=ws)),
+        lambda _, ws: has_text(ws / "daemon.pid"),
+        tmp_path,
     )
+    pid_file = workspace / "daemon.pid"
     try:
-        result = await judge(Context(workspace=tmp_path))
         assert result.status is Status.ERROR and result.metadata["timed_out"] is True
         daemon = int(pid_file.read_text())
         assert await wait_until_gone(daemon), "the orphaned daemon survived the timeout"
