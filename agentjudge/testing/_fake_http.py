@@ -7,11 +7,21 @@ from http import HTTPStatus
 
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-__all__ = ["MAX_HEAD", "BadRequest", "http_response", "parse_head", "read_body"]
+__all__ = [
+    "CONTINUE",
+    "MAX_HEAD",
+    "BadRequest",
+    "expects_continue",
+    "http_response",
+    "parse_head",
+    "read_body",
+]
 
 MAX_HEAD = 64 * 1024
 """The longest request head read (request line and headers)."""
 _MAX_BODY = 64 * 1024 * 1024
+CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+"""The interim answer to a client that waits for one before sending its body."""
 
 
 class BadRequest(Exception):
@@ -34,6 +44,15 @@ def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
             raise BadRequest(f"malformed header line {line!r}")
         headers[name.strip().lower()] = value.strip()
     return parts[0], parts[1], headers
+
+
+def expects_continue(headers: Mapping[str, str]) -> bool:
+    """Whether the client waits for `CONTINUE` before its body (``Expect: 100-continue``).
+
+    botocore sends it with every S3 upload and waits up to a second for the interim answer
+    before it sends the body anyway (RFC 9110 section 10.1.1: a server should answer it).
+    """
+    return headers.get("expect", "").lower() == "100-continue"
 
 
 async def read_body(reader: BufferedByteReceiveStream, headers: Mapping[str, str]) -> bytes:

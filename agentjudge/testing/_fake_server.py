@@ -50,8 +50,10 @@ from agentjudge.testing._fake_bedrock import (
 from agentjudge.testing._fake_bedrock_batch import FakeBedrockBatch
 from agentjudge.testing._fake_gemini import GEMINI_ROUTE, gemini_body, gemini_error
 from agentjudge.testing._fake_http import (
+    CONTINUE,
     MAX_HEAD,
     BadRequest,
+    expects_continue,
     http_response,
     parse_head,
     read_body,
@@ -406,6 +408,8 @@ class FakeModelServer:
                     return
                 try:
                     method, path, headers = parse_head(head)
+                    if expects_continue(headers):
+                        await stream.send(CONTINUE)
                     body = await read_body(reader, headers)
                 except BadRequest as exc:
                     await stream.send(http_response(400, error_body(400, str(exc)), close=True))

@@ -143,6 +143,29 @@ async def test_keep_alive_reuses_one_connection() -> None:
     assert len(server.requests) == 7
 
 
+async def test_an_upload_expecting_100_continue_gets_it_before_its_body() -> None:
+    """``Expect: 100-continue`` is answered at once (botocore waited 1 s for it per S3 upload)."""
+    async with (
+        FakeModelServer() as server,
+        await anyio.connect_tcp("127.0.0.1", server.port) as raw,
+    ):
+        payload = json.dumps(CHAT).encode()
+        await raw.send(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n".encode()
+        )
+        interim = b""
+        with anyio.fail_after(10):  # a bound, not an order: without the answer, nothing comes
+            while b"\r\n\r\n" not in interim:  # nothing else comes before the body is sent
+                interim += await raw.receive()
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+        await raw.send(payload)
+        received = b""
+        while b"HTTP/1.1 200" not in received:
+            received += await raw.receive()
+    assert server.requests == [CHAT]
+
+
 async def test_hang_never_answers() -> None:
     """hang=True keeps the client waiting until it gives up."""
     async with FakeModelServer(FakeResponse(hang=True)) as server, httpx.AsyncClient() as http:
