@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import _thread
 import io
 import json
 import queue
@@ -143,7 +142,8 @@ def test_report_baseline_without_html_and_missing_runs_are_usage_errors(
 def served(runs: tuple[Path, Path]) -> Iterator[str]:
     base, new = runs
     server = report_server(render_html(new, base).encode(), 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever's next poll: 0.5 s by default, at the end of each test
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
@@ -206,7 +206,10 @@ def test_view_prints_its_url_serves_and_stops_on_ctrl_c(
             with urllib.request.urlopen(url, timeout=120) as response:
                 pages.append(response.read())
         finally:
-            _thread.interrupt_main()  # the line was printed: the main thread is in the try
+            # the line was printed: the main thread is in the try. A real SIGINT, as Ctrl-C
+            # sends: it interrupts serve_forever's select (interrupt_main only set a flag,
+            # seen when the select's 0.5 s poll ran out)
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
     visitor = threading.Thread(target=visit_then_interrupt)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
