@@ -6,7 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from process_support import wait_for_file, wait_until_gone
+from process_support import has_text, past_timeout, wait_for_file, wait_until_gone
 
 from agentjudge.core import Context, Status
 from agentjudge.judges import BuildSuccess, CommandJudge
@@ -100,15 +100,19 @@ async def test_env_is_added_to_the_inherited_environment(tmp_path: Path) -> None
 
 async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     """A timeout is ERROR and kills the shell and the child it spawned."""
-    judge = CommandJudge("sleep 30 & echo $! > child.pid; echo $$ > shell.pid; wait", timeout=0.5)
-    with anyio.fail_after(15):
-        result = await judge(ctx_for(tmp_path))
+    command = "sleep 30 & echo $! > child.pid; echo $$ > shell.pid; wait"
+    with anyio.fail_after(30):
+        result, workspace, _ = await past_timeout(
+            lambda timeout, ws: CommandJudge(command, timeout=timeout)(ctx_for(ws)),
+            lambda _, ws: has_text(ws / "shell.pid"),  # the timeout fired after both started
+            tmp_path,
+        )
     assert result.status is Status.ERROR
     assert "timed out" in result.reasoning
     assert result.metadata["timed_out"] is True
     assert "exit_code" not in result.metadata
-    child = int((tmp_path / "child.pid").read_text())
-    shell = int((tmp_path / "shell.pid").read_text())
+    child = int((workspace / "child.pid").read_text())
+    shell = int((workspace / "shell.pid").read_text())
     assert await wait_until_gone(child)
     assert await wait_until_gone(shell)
 
