@@ -235,10 +235,27 @@ async def test_a_failing_sample_call_propagates_as_itself() -> None:
 
 async def test_caller_timeout_fires_through_hanging_samples() -> None:
     """A caller's deadline cancels every hanging sample call (exits within 20 s at worst)."""
-    async with FakeModelServer(FakeResponse(hang=True)) as server, openai(server) as model:
-        with anyio.move_on_after(0.5) as scope:  # generous: the hang would last forever
-            await judge(model, confidence=SelfConsistency(3))(Context(output="x"))
+    arrived = 0
+    all_hang = anyio.Event()
+
+    def hang(_: Any) -> FakeResponse:
+        nonlocal arrived
+        arrived += 1
+        if arrived == 3:
+            all_hang.set()
+        return FakeResponse(hang=True)
+
+    async def deadline_once_all_hang(scope: anyio.CancelScope) -> None:
+        await all_hang.wait()
+        scope.deadline = anyio.current_time()  # the caller's deadline passes now
+
+    async with FakeModelServer(hang) as server, openai(server) as model:
+        with anyio.CancelScope() as scope:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(deadline_once_all_hang, scope)
+                await judge(model, confidence=SelfConsistency(3))(Context(output="x"))
     assert scope.cancelled_caught
+    assert arrived == 3  # every sample was hanging when the deadline passed
 
 
 async def test_simulated_annotators_average_logprob_probabilities() -> None:
