@@ -63,24 +63,28 @@ def test_retry_after_garbage_is_ignored() -> None:
 
 
 async def test_429_honours_retry_after_seconds() -> None:
-    """A 429 with retry-after-ms: 300 is retried, and the retry arrives >= 0.3 s later."""
+    """A 429 with retry-after-ms: 150 is retried, and the retry arrives >= 0.15 s later.
+
+    Not honoured, the retry would come after at most 0.08 s (FAST's 0.02 s backoff and the
+    adaptive controller's first 0.05-0.06 s pause): 0.15 s (was 0.3) tells them apart.
+    """
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
-        server.enqueue(FakeResponse(status=429, headers={"retry-after-ms": "300"}))
+        server.enqueue(FakeResponse(status=429, headers={"retry-after-ms": "150"}))
         async with OpenAIChat("m", base_url=server.base_url, retry=FAST) as model:
             response = await model.complete(REQUEST)
     assert response.text == "PASS"
     assert response.attempts == 2
     assert len(server.requests) == 2
-    assert gap(server) >= 0.3
+    assert gap(server) >= 0.15
 
 
 async def test_429_honours_retry_after_ms() -> None:
-    """retry-after-ms: 250 makes the retry wait >= 0.25 s."""
+    """retry-after-ms: 120 makes the retry wait >= 0.12 s (the same 0.08 s bound as above)."""
     async with FakeModelServer(FakeResponse(text="PASS")) as server:
-        server.enqueue(FakeResponse(status=429, headers={"retry-after-ms": "250"}))
+        server.enqueue(FakeResponse(status=429, headers={"retry-after-ms": "120"}))
         async with OpenAIChat("m", base_url=server.base_url, retry=FAST) as model:
             await model.complete(REQUEST)
-    assert gap(server) >= 0.25
+    assert gap(server) >= 0.12
 
 
 async def test_503_honours_retry_after_http_date() -> None:
