@@ -44,7 +44,7 @@ OWN_TESTS = {
 }
 # Pages with `<!-- file: NAME -->` blocks, and the test that writes and runs them.
 FILE_TESTS = {
-    "docs/quickstart.md": "tests/test_quickstart.py",
+    "docs/quickstart.md": "tests/harness/test_quickstart.py",
     "docs/how-to/offline-evaluation.md": "tests/harness/test_harness_model_clients.py",
     "docs/how-to/offline-llm-suite.md": "tests/test_docs_offline_llm.py",
     "docs/how-to/pytest.md": "tests/testing_plugin/test_pytest_xdist.py",
