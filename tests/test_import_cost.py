@@ -162,6 +162,7 @@ OPTIONAL_MODULES = (
     "agentjudge.core._context",
     "agentjudge.core._results",
     *HTTP_STACK,
+    "tenacity",
 )
 RUNNING = [
     "agentjudge.core._context",
@@ -242,6 +243,17 @@ def test_a_run_without_model_judges_loads_no_http_stack(cli_imports: dict[str, l
     """
     for run in ("quiet", "loud"):
         assert [m for m in HTTP_STACK if m in cli_imports[run]] == [], run
+
+
+@CLI_GROUP
+def test_a_run_whose_calls_succeed_at_once_loads_no_tenacity(
+    cli_imports: dict[str, list[str]],
+) -> None:
+    """tenacity (~10 ms of CPU at start-up) is imported by the first retry, not by the engine:
+    the runs above, whose judges answer on their first attempt, never load it (retries
+    themselves are tested in tests/engine and tests/models)."""
+    for run in ("quiet", "loud", "report"):
+        assert "tenacity" not in cli_imports[run], run
 
 
 @FIRST_USE_GROUP
