@@ -13,7 +13,10 @@ concurrency 100 each):
 * ``eval_plain`` / ``eval_struct``: `Evaluator.run` of the LLM judges (engine plus judge);
 * ``client`` / ``client_fixed``: `OpenAIChat.complete` itself (adaptive / ``adaptive=False``),
   its poster replaced by one that suspends once and returns W4's answer (the client's own
-  work without aiohttp's; minus ``floor``).
+  work without aiohttp's; minus ``floor``);
+* ``chat_plain`` / ``chat_struct``: `Evaluator.run` of an `LLMJudge` (plain / ``output_model=``)
+  on that `OpenAIChat` (W4's judged call without aiohttp: the schema in the request body and
+  the structured answer's decoding and checks included).
 
 ``--alive`` holds ``CONCURRENCY`` calls at the client and counts the objects the garbage
 collector tracks that are alive per case in flight (the ``eval_*`` and ``judge_*`` variants;
@@ -75,13 +78,7 @@ class AtOnce:
         self.structured = structured
 
     async def complete(self, request: Any) -> ModelResponse:
-        if HELD.gate is None:
-            await asyncio.sleep(0)
-        else:  # --alive: every call waits until CONCURRENCY of them are in flight
-            HELD.waiting += 1
-            if HELD.waiting == CONCURRENCY:
-                HELD.full.set()
-            await HELD.gate.wait()
+        await suspend()
         usage = Usage(input_tokens=10, output_tokens=5, total_tokens=15)
         if self.structured:
             grade = {"passed": True, "reasoning": "matches"}
@@ -100,6 +97,17 @@ class Held:
 
 
 HELD = Held()
+
+
+async def suspend() -> None:
+    """Suspend once, as a network call would (``--alive``: until the calls are all held)."""
+    if HELD.gate is None:
+        await asyncio.sleep(0)
+    else:  # --alive: every call waits until CONCURRENCY of them are in flight
+        HELD.waiting += 1
+        if HELD.waiting == CONCURRENCY:
+            HELD.full.set()
+        await HELD.gate.wait()
 
 
 def _kind(obj: object) -> str:
@@ -203,22 +211,44 @@ class AtOncePoster(Poster):
         )
     )
 
+    def __init__(self, body: bytes = W4_BODY) -> None:
+        self.body = body
+
     async def post(self, url: str, content: bytes, headers: Any, *_: Any) -> Response:
-        await asyncio.sleep(0)
-        return Response(200, self.headers, W4_BODY, False, len(W4_BODY))
+        await suspend()
+        return Response(200, self.headers, self.body, False, len(self.body))
+
+
+W4_GRADED = W4_BODY.replace(
+    json.dumps(ANSWER).encode(), json.dumps('{"passed": true, "reasoning": "matches"}').encode()
+)
+"""What W4's provider answers a structured request (``{"passed": true, ...}``)."""
 
 
 class AtOnceChat(OpenAIChat):
-    """`OpenAIChat` on `AtOncePoster`."""
+    """`OpenAIChat` on `AtOncePoster` (``body``: the answer it returns)."""
+
+    body = W4_BODY
 
     def _new_session(self) -> Session:
-        return Session(AtOncePoster(), self.max_concurrency, self.name)
+        return Session(AtOncePoster(self.body), self.max_concurrency, self.name)
 
 
-def client(adaptive: bool) -> Run:
+def chat(body: bytes = W4_BODY) -> AtOnceChat:
     model = AtOnceChat(
         "judge", base_url="http://127.0.0.1:9/v1", api_key="k", max_concurrency=CONCURRENCY
     )
+    model.body = body
+    return model
+
+
+def chat_judge(structured: bool) -> LLMJudge:
+    model = chat(W4_GRADED if structured else W4_BODY)
+    return LLMJudge("j", model, PROMPT, output_model=Grade if structured else None)
+
+
+def client(adaptive: bool) -> Run:
+    model = chat()
     model.adaptive = adaptive
     request = ModelRequest(messages=(Message(role="user", content="Is 4 the answer to 2+2?"),))
 
@@ -238,11 +268,21 @@ VARIANTS: dict[str, Callable[[], Run]] = {
     "eval_struct": lambda: evaluated(judge(True)),
     "client": lambda: client(True),
     "client_fixed": lambda: client(False),
+    "chat_plain": lambda: evaluated(chat_judge(False)),
+    "chat_struct": lambda: evaluated(chat_judge(True)),
 }
 
 
-HOLDING = ("fake_plain", "judge_plain", "judge_struct", "eval_plain", "eval_struct")
-"""The variants whose calls go through `AtOnce` (what ``--alive`` holds in flight)."""
+HOLDING = (
+    "fake_plain",
+    "judge_plain",
+    "judge_struct",
+    "eval_plain",
+    "eval_struct",
+    "chat_plain",
+    "chat_struct",
+)
+"""The variants whose calls go through `AtOnce` or `AtOncePoster` (what ``--alive`` holds)."""
 
 
 def contexts(n: int = CASES) -> list[Context]:
