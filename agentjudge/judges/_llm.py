@@ -18,6 +18,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -309,6 +310,7 @@ class _OutputShape:
             )
         self.schema = output_model.model_json_schema()
         self.flat = _flat_fields(output_model)
+        self.exact = _exact_types(output_model) if self.flat else None
 
     def validate(self, data: dict[str, Any]) -> BaseModel:
         """``model.model_validate_json(json.dumps(data))``: the same instance or the same error.
@@ -324,6 +326,24 @@ class _OutputShape:
         if self.flat and _flat_answer(data):
             return self.model.model_validate(data)
         return self.model.model_validate_json(json_dumps(data))
+
+    def values(self, data: dict[str, Any]) -> dict[str, Any] | None:
+        """``data`` itself when `validate` would keep each of its values as it is, else None.
+
+        For a flat model (`_flat_fields`), an answer holding exactly its fields, each of exactly
+        the type its annotation names (``bool``, ``str``, ``int``, ``float``, or None where
+        optional) and read alike in both modes (`_flat_answer`), validation converts nothing:
+        the instance's field values are ``data``'s
+        (`tests/judges/test_judges_structured_values.py`). Reading them from ``data`` builds
+        no instance (nor its ``__dict__`` and fields set).
+        """
+        exact = self.exact
+        if exact is None or data.keys() != exact.keys():
+            return None
+        for key, kinds in exact.items():
+            if type(data[key]) not in kinds:
+                return None
+        return data if _flat_answer(data) else None
 
 
 class LLMJudge(ModelJudgeBase):
@@ -493,6 +513,9 @@ class LLMJudge(ModelJudgeBase):
             data, why = parse_json_object(response.text)
             if data is None:
                 return Judgment.abstained(f"Could not parse structured output: {why}")
+        fields = shape.values(data)
+        if fields is not None:  # the answer's values are the instance's: none is built
+            return self._judged(shape, data, fields.__getitem__)
         try:
             instance = shape.validate(data)
         except (ValidationError, ValueError, TypeError) as exc:
@@ -500,14 +523,20 @@ class LLMJudge(ModelJudgeBase):
                 f"Structured output does not match {shape.model.__name__}: "
                 f"{_summarise(exc)}; got {excerpt(json.dumps(data, default=str))}"
             )
+        return self._judged(shape, data, partial(getattr, instance))
+
+    def _judged(
+        self, shape: _OutputShape, data: dict[str, Any], field: Callable[[str], Any]
+    ) -> Verdict | Judgment:
+        """The verdict of a validated answer (``field``: its value of a field, by attribute)."""
         reasoning = ""
         if shape.reasoning is not None:
-            value = getattr(instance, shape.reasoning)
+            value = field(shape.reasoning)
             if isinstance(value, str):
                 reasoning = value.strip()
-        if shape.score is not None and getattr(instance, shape.score[0]) is not None:
+        if shape.score is not None and field(shape.score[0]) is not None:
             raw = data.get(shape.score[1])
-            score = getattr(instance, shape.score[0])
+            score = field(shape.score[0])
             low, high = self.score_range
             if (
                 isinstance(raw, bool)
@@ -525,7 +554,7 @@ class LLMJudge(ModelJudgeBase):
             )
         if shape.passed is not None:
             raw = data.get(shape.passed[1])
-            value = getattr(instance, shape.passed[0])
+            value = field(shape.passed[0])
             if isinstance(raw, bool) and isinstance(value, bool):
                 return (Status.PASS if value else Status.FAIL), reasoning, None
             return Judgment.abstained(
@@ -566,7 +595,11 @@ def _json_value_position(
     return VerdictPosition(match.end(), outcome)
 
 
-_FLAT_TYPES = frozenset({bool, str, int, float, bool | None, str | None, int | None, float | None})
+_EXACT: dict[object, frozenset[type]] = {
+    kind: frozenset({kind}) for kind in (bool, str, int, float)
+} | {kind | None: frozenset({kind, type(None)}) for kind in (bool, str, int, float)}
+"""The flat annotations (`_flat_fields`), each with the types validation keeps unchanged."""
+_FLAT_TYPES = frozenset(_EXACT)
 _FLAT_CONFIG = frozenset({"title", "extra"})
 _DECORATOR_KINDS = (
     "validators",
@@ -600,6 +633,11 @@ def _flat_fields(model: type[BaseModel]) -> bool:
             for info in model.model_fields.values()
         )
     )
+
+
+def _exact_types(model: type[BaseModel]) -> dict[str, frozenset[type]]:
+    """For a flat model: each field's name and the types validation keeps unchanged in it."""
+    return {attr: _EXACT[info.annotation] for attr, info in model.model_fields.items()}
 
 
 _INT_LIMIT = 2**63
