@@ -17,7 +17,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from llm_judge_fakes import FakeModel
 from pydantic import BaseModel, ConfigDict
@@ -93,18 +93,8 @@ def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-@settings(max_examples=200, deadline=None)
-@example(model=Grade, data={"passed": True, "reasoning": "ok"})
-@example(model=Grade, data={"passed": True, "reasoning": "\ud800"})
-@example(model=Scored, data={"score": 1, "reasoning": None, "count": None})
-@example(model=Scored, data={"score": 0.5, "reasoning": None, "count": 2**64})
-@example(model=Counted, data={"score": True, "passed": None})
-@given(data=st.data(), model=st.sampled_from(MODELS))
-def test_values_are_the_json_mode_readings(model: type[BaseModel], data: Any, **_: Any) -> None:
-    """Where ``values`` answers, each field holds what the JSON-mode instance holds."""
-    answer = data if isinstance(data, dict) else data.draw(answers(model))
-    shape = _llm._OutputShape(model)
-    found = shape.values(answer)
+def _check_values(model: type[BaseModel], answer: dict[str, Any]) -> None:
+    found = _llm._OutputShape(model).values(answer)
     if found is None:
         return
     assert found is answer
@@ -113,9 +103,34 @@ def test_values_are_the_json_mode_readings(model: type[BaseModel], data: Any, **
         assert _same(found[name], getattr(instance, name)), name
 
 
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), model=st.sampled_from(MODELS))
+def test_values_are_the_json_mode_readings(model: type[BaseModel], data: st.DataObject) -> None:
+    """Where ``values`` answers, each field holds what the JSON-mode instance holds."""
+    _check_values(model, data.draw(answers(model)))
+
+
+@pytest.mark.parametrize(
+    ("model", "answer"),
+    [
+        (Grade, {"passed": True, "reasoning": "ok"}),
+        (Grade, {"passed": True, "reasoning": "\ud800"}),
+        (Scored, {"score": 1, "reasoning": None, "count": None}),
+        (Scored, {"score": 0.5, "reasoning": None, "count": 2**64}),
+        (Scored, {"score": float("nan"), "reasoning": "x", "count": -3}),
+        (Counted, {"score": True, "passed": None}),
+    ],
+)
+def test_values_of_edge_answers(model: type[BaseModel], answer: dict[str, Any]) -> None:
+    """Lone surrogates, huge integers, NaN, an int for a float and a bool for an int."""
+    _check_values(model, answer)
+
+
 @settings(max_examples=120, deadline=None)
 @given(data=st.data(), model=st.sampled_from(MODELS))
-def test_the_judgment_is_the_one_an_instance_gives(model: type[BaseModel], data: Any) -> None:
+def test_the_judgment_is_the_one_an_instance_gives(
+    model: type[BaseModel], data: st.DataObject
+) -> None:
     """The judge's judgment equals the one read from a JSON-mode instance (no fast read)."""
     answer = data.draw(answers(model))
     judge = LLMJudge(
