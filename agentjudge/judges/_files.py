@@ -16,7 +16,7 @@ from agentjudge.judges._paths import (
     check_reference_files,
     first_names,
     normalise_excludes,
-    resolve_in_workspace,
+    resolved_then,
 )
 from agentjudge.judges._safeio import (
     DEFAULT_MAX_BYTES,
@@ -26,7 +26,6 @@ from agentjudge.judges._safeio import (
     open_regular,
     read_file,
     read_full,
-    run_blocking,
 )
 
 __all__ = ["FileContent", "FileExists", "MatchMode", "SupersetDiff"]
@@ -92,8 +91,10 @@ class FileExists(DeterministicJudge):
     async def __call__(self, ctx: Context) -> Judgment:
         """Judge one context."""
         try:
-            target = await resolve_in_workspace(ctx, self.path, allow_outside=self.allow_outside)
-            found = await run_blocking(entry_exists, target, _confinement(ctx, self.allow_outside))
+            confined = _confinement(ctx, self.allow_outside)
+            found = await resolved_then(
+                ctx, self.path, entry_exists, confined, allow_outside=self.allow_outside
+            )
         except (WorkspaceError, PathEscapeError) as exc:
             return Judgment.errored(str(exc), metadata={"path": self.path})
         except OSError as exc:
@@ -169,23 +170,21 @@ class FileContent(DeterministicJudge):
     async def __call__(self, ctx: Context) -> Judgment:
         """Judge one context."""
         meta = {"path": self.path, "mode": self.mode.value}
-        try:
-            target = await resolve_in_workspace(ctx, self.path, allow_outside=self.allow_outside)
-        except (WorkspaceError, PathEscapeError) as exc:
-            return Judgment.errored(str(exc), metadata=meta)
         exists = Check.ok("file_exists", f"Found {self.path}")
-        try:
-            data = await run_blocking(
-                read_file, target, _confinement(ctx, self.allow_outside), self.max_bytes
+        try:  # the name is resolved and the file read in one hop to a worker thread
+            confined = _confinement(ctx, self.allow_outside)
+            allow = self.allow_outside
+            data = await resolved_then(
+                ctx, self.path, read_file, confined, self.max_bytes, allow_outside=allow
             )
+        except (WorkspaceError, PathEscapeError) as exc:  # resolving it, or opening it
+            return Judgment.errored(str(exc), metadata=meta)
         except (FileNotFoundError, NotADirectoryError):
             return Judgment.failed(
                 f"File not found at {self.path}",
                 checks=(Check.fail("file_exists", f"Not found: {self.path}"),),
                 metadata=meta,
             )
-        except PathEscapeError as exc:
-            return Judgment.errored(str(exc), metadata=meta)
         except NotRegularFileError as exc:
             if exc.kind == "a folder":
                 return self._unreadable(exists, "it is a folder, not a file", meta)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple
 
 from agentjudge.core import Check, Context, Judgment
 from agentjudge.judges._safeio import PathEscapeError, run_blocking
@@ -27,9 +28,14 @@ __all__ = [
     "normalise_excludes",
     "reference_dir",
     "resolve_in_workspace",
+    "resolved_then",
     "walk_files",
     "workspace_of",
 ]
+
+
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class WorkspaceError(ValueError):
@@ -134,6 +140,36 @@ async def resolve_in_workspace(
     """
     workspace = None if ctx.workspace is None else Path(ctx.workspace)
     return await run_blocking(_resolve_sync, workspace, path, allow_outside)
+
+
+def _resolve_then(
+    workspace: Path | None,
+    path: str | os.PathLike[str],
+    allow_outside: bool,
+    func: Callable[[Path, *Ts], T],
+    *args: *Ts,
+) -> T:
+    return func(_resolve_sync(workspace, path, allow_outside), *args)
+
+
+async def resolved_then(
+    ctx: Context,
+    path: str | os.PathLike[str],
+    func: Callable[[Path, *Ts], T],
+    *args: *Ts,
+    allow_outside: bool = False,
+) -> T:
+    """`resolve_in_workspace`, then blocking ``func(resolved, *args)``, in one worker-thread hop.
+
+    A judge that resolves a name and then reads it pays for one hand-off to a worker thread,
+    not two (each costs the event loop a wake-up of the thread and of itself).
+
+    Raises:
+        WorkspaceError: as `resolve_in_workspace`.
+        PathEscapeError: as `resolve_in_workspace`, or what ``func`` raises.
+    """
+    workspace = None if ctx.workspace is None else Path(ctx.workspace)
+    return await run_blocking(partial(_resolve_then, workspace, path, allow_outside, func, *args))
 
 
 def reference_dir(ctx: Context) -> Path | str:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -246,3 +247,30 @@ async def test_superset_diff_refuses_symlink_out_of_workspace(tmp_path: Path) ->
     (ws / "a.txt").symlink_to(ref / "a.txt")
     result = await SupersetDiff()(ctx_for(ws, expected_dir=ref))
     assert result.status is Status.ERROR and "a.txt" in result.reasoning
+
+
+async def test_file_judges_resolve_and_read_in_one_worker_thread_hop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FileExists and FileContent hand one job to a worker thread per judgment, not two.
+
+    Each hand-off costs the event loop a thread wake-up; 1,000 file judgments spent a third of
+    their CPU on the second one (resolving the name, then reading the file).
+    """
+    import anyio.to_thread
+
+    hops: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counting(func: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(func)
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counting)
+    (tmp_path / "a.txt").write_text("hello")
+    assert (await FileExists("a.txt")(ctx_for(tmp_path))).status is Status.PASS
+    assert len(hops) == 1
+    assert (await FileContent("a.txt", "hell", "contains")(ctx_for(tmp_path))).status is Status.PASS
+    assert len(hops) == 2
+    escaped = await FileContent("../a.txt", "x")(ctx_for(tmp_path))
+    assert escaped.status is Status.ERROR and "outside the workspace" in escaped.reasoning
