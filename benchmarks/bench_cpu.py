@@ -19,7 +19,8 @@ concurrency 100 each):
   the structured answer's decoding and checks included).
 
 ``--alive`` holds ``CONCURRENCY`` calls at the client and counts the objects the garbage
-collector tracks that are alive per case in flight (the ``eval_*`` and ``judge_*`` variants;
+collector tracks that are alive per case in flight (the ``eval_*``, ``judge_*``, ``chat_*`` and
+``client_fixed`` variants;
 what each collection walks). Two more measures: ``--reps R`` prints the least CPU time
 (``time.process_time``) per case over R repetitions, in microseconds; ``--instructions``
 runs each variant under valgrind (cachegrind, no cache simulation) for 500 and 1,500 cases
@@ -281,6 +282,7 @@ HOLDING = (
     "eval_struct",
     "chat_plain",
     "chat_struct",
+    "client_fixed",  # (not ``client``: the adaptive client admits fewer than CONCURRENCY at first)
 )
 """The variants whose calls go through `AtOnce` or `AtOncePoster` (what ``--alive`` holds)."""
 

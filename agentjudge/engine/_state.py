@@ -108,6 +108,20 @@ class Lane:
             scope.__exit__(None if exc is None else type(exc), exc, None)
 
 
+_NO_RESULTS: dict[int, tuple[None, ...]] = {}
+"""``(None,) * n`` per plan size ``n`` seen (a few sizes per process; bounded below)."""
+
+
+def no_results(count: int) -> tuple[None, ...]:
+    """``(None,) * count``, shared by every evaluation of a plan of ``count`` leaves."""
+    nones = _NO_RESULTS.get(count)
+    if nones is None:
+        nones = (None,) * count
+        if len(_NO_RESULTS) < 64:
+            _NO_RESULTS[count] = nones
+    return nones
+
+
 class RunState:
     """State of one evaluation: its context, draws, results as they land, and its verdict."""
 
@@ -129,7 +143,9 @@ class RunState:
     def __init__(self, ctx: Context, sampled: tuple[bool, ...]) -> None:
         self.ctx = ctx
         self.sampled = sampled
-        self.results: list[JudgeResult | None] = [None] * len(sampled)
+        # no list until the first result: an evaluation waiting for its model holds a shared
+        # tuple of Nones (one per plan size), not a list per case for the collector to walk
+        self.results: list[JudgeResult | None] | tuple[None, ...] = no_results(len(sampled))
         # made by the first result, so a one-judge evaluation waiting for its model holds no
         # list for it
         self.completed: list[JudgeResult] | tuple[()] = ()
@@ -148,7 +164,10 @@ class RunState:
 
     def add(self, index: int, result: JudgeResult) -> None:
         """Store the result of leaf ``index`` (and wake readers of `completions`)."""
-        self.results[index] = result
+        results = self.results
+        if type(results) is tuple:
+            self.results = results = list(results)
+        results[index] = result  # type: ignore[index]  # a list here
         completed = self.completed
         if completed:
             completed.append(result)  # a list once not empty

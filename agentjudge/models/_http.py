@@ -28,7 +28,7 @@ import os
 from collections.abc import Awaitable, Mapping
 from functools import partial
 from types import TracebackType
-from typing import Any, Self, Unpack
+from typing import Any, Self, Unpack, cast
 
 import anyio
 import httpx
@@ -323,7 +323,7 @@ class HTTPModelClient(ProviderHooks):
     async def _complete(self, request: ModelRequest) -> ModelResponse:
         schema = request.response_schema
         plain_schema = plain_json(schema) if schema is not None else None
-        messages = list(request.messages)
+        sent = request.messages  # the conversation; a schema re-ask appends its correction
         usage: Usage | None = None
         queued = 0.0
         attempts = 0
@@ -331,33 +331,35 @@ class HTTPModelClient(ProviderHooks):
         problem: str | None = None
         reply: Reply | None = None
         parsed: dict[str, Any] | None = None
-        warnings: list[str] = []
+        warnings: tuple[str, ...] = ()
         gate = spend_gate.get()  # a Budget's, inside an Evaluator attempt; None without one
         for _ in range(rounds):
-            # the body is encoded here and not kept while the request is in flight (fewer
-            # live objects per call: the collector's work grows with them); the token
-            # estimate only matters to a RateLimit with a budget
-            content = json_dumps(self.request_body(request, messages, plain_schema))
-            limited = self.rate_limit.enabled
-            estimate = self._estimate(request, messages, plain_schema) if limited else 0
+            # nothing made for the body (its message list, the encoded bytes) is kept in this
+            # frame while the request is in flight: fewer live objects per call, and the
+            # collector's work grows with them
+            content, estimate, pricing = self._encoded(request, sent, plain_schema, gate)
             if gate is None:
                 reply, made, waited = await self._send(content, estimate)
             else:
-                pricing = self.pricing(request, messages, plain_schema)
                 send = partial(self._send, content, estimate)
-                sent = await metered(gate, pricing, send, _sent_reply)
-                reply, made, waited = sent
+                sent_reply = await metered(gate, cast(Pricing, pricing), send, _sent_reply)
+                reply, made, waited = sent_reply
             attempts += made
             queued += waited
-            warnings.extend(reply.warnings)
-            usage = reply.usage if usage is None else add_usage(usage, reply.usage, warnings)
+            warnings += reply.warnings
+            if usage is None:
+                usage = reply.usage
+            else:
+                summed: list[str] = []
+                usage = add_usage(usage, reply.usage, summed)
+                warnings += tuple(summed)
             if plain_schema is None:
                 break
             try:
                 parsed = self.structured_answer(reply, plain_schema)
             except SchemaViolation as exc:
                 problem = str(exc)
-                messages.extend(self._correction(reply, problem))
+                sent = (*sent, *self._correction(reply, problem))
                 continue
             problem = None
             break
@@ -372,9 +374,28 @@ class HTTPModelClient(ProviderHooks):
             queued_s=queued,
             attempts=attempts,
             schema_error=problem,
-            warnings=tuple(warnings),
+            warnings=warnings,
         )
         return self.finish_response(request, response)
+
+    def _encoded(
+        self,
+        request: ModelRequest,
+        sent: tuple[Message, ...],
+        plain_schema: dict[str, Any] | None,
+        gate: object,
+    ) -> tuple[bytes, int, Pricing | None]:
+        """The encoded body of one round, its token estimate, and its pricing under a budget.
+
+        The provider gets the conversation as a new list (``request_body``'s protocol); it is
+        dropped when this returns, before the request is sent. The token estimate only
+        matters to a `RateLimit` with a budget (0 otherwise).
+        """
+        messages = list(sent)
+        content = json_dumps(self.request_body(request, messages, plain_schema))
+        estimate = self._estimate(request, messages, plain_schema) if self.rate_limit.enabled else 0
+        pricing = None if gate is None else self.pricing(request, messages, plain_schema)
+        return content, estimate, pricing
 
     def pricing(
         self, request: ModelRequest, messages: list[Message], schema: dict[str, Any] | None

@@ -171,6 +171,10 @@ _ANSWER_FIELDS = frozenset(
     {"text", "parsed", "model", "finish_reason", "usage", "raw", "queued_s", "attempts"}
     | {"schema_error", "warnings"}
 )
+_ANSWER_FIELDS_SET = set(_ANSWER_FIELDS)
+"""What every `answer_response` instance reports as ``model_fields_set``: one set shared by
+all of them (`build_model` allows it: the model is frozen and pydantic copies it before a
+change), not a new tracked object per call."""
 
 
 _STR = frozenset((str,))
@@ -230,7 +234,7 @@ def answer_response(
             "batch": False,
             "logprobs": None,
         }
-        return build_model(ModelResponse, values, set(_ANSWER_FIELDS))
+        return build_model(ModelResponse, values, _ANSWER_FIELDS_SET)
     return ModelResponse(
         text=text,
         parsed=parsed,

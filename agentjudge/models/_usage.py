@@ -75,7 +75,7 @@ def read_usage(
     warnings = () if reader is None else tuple(reader.warnings)
     if not plan.known:  # a field Usage does not have: validation says so
         return Usage(**{f: counts[f] for f in fields}), warnings
-    return build_model(Usage, counts, set(plan.fields_set)), warnings
+    return build_model(Usage, counts, plan.shared_set), warnings
 
 
 _NO_COUNTS: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
@@ -85,7 +85,7 @@ _NO_COUNTS: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
 class _Plan:
     """How `read_usage` reads one ``fields`` mapping: worked out once per mapping."""
 
-    __slots__ = ("fields", "fields_set", "known", "snapshot", "steps")
+    __slots__ = ("fields", "fields_set", "known", "shared_set", "snapshot", "steps")
 
     def __init__(self, fields: Mapping[str, str]) -> None:
         self.fields = fields
@@ -99,6 +99,9 @@ class _Plan:
         self.steps: tuple[tuple[str, str, tuple[str, ...], str], ...] = tuple(steps)
         """(field, first key, the keys below it, the dotted path) per field, in order."""
         self.fields_set = frozenset(fields)
+        self.shared_set = set(fields)
+        """``model_fields_set`` of every `Usage` read by this plan: one set shared by all of
+        them (`build_model` allows it: `Usage` is frozen), not a new one per answer."""
         self.known = self.fields_set <= _NO_COUNTS.keys()
         """Every field is a `Usage` field (else validation refuses the counts)."""
 
