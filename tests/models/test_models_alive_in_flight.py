@@ -38,28 +38,32 @@ async def test_a_call_in_flight_holds_no_list_in_its_frame() -> None:
         await answer.wait()
         return FakeResponse(text="PASS")
 
-    async with FakeModelServer(held) as server:
-        async with OpenAIChat("m", base_url=server.base_url, api_key="test-key") as model:
-            got: list[str] = []
+    async with (
+        FakeModelServer(held) as server,
+        OpenAIChat("m", base_url=server.base_url, api_key="test-key") as model,
+    ):
+        got: list[str] = []
 
-            async def call() -> None:
-                got.append((await model.complete(REQUEST)).text)
+        async def call() -> None:
+            got.append((await model.complete(REQUEST)).text)
 
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(call)
-                await arrived.wait()
-                (frame,) = _frames_of("HTTPModelClient._complete")
-                held_lists = [k for k, v in frame.f_locals.items() if type(v) is list]
-                answer.set()
-            assert held_lists == []
-            assert got == ["PASS"]
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call)
+            await arrived.wait()
+            (frame,) = _frames_of("HTTPModelClient._complete")
+            held_lists = [k for k, v in frame.f_locals.items() if type(v) is list]
+            answer.set()
+        assert held_lists == []
+        assert got == ["PASS"]
 
 
 async def test_responses_and_usages_share_one_fields_set() -> None:
-    async with FakeModelServer(FakeResponse(text="PASS")) as server:
-        async with OpenAIChat("m", base_url=server.base_url, api_key="test-key") as model:
-            first = await model.complete(REQUEST)
-            second = await model.complete(REQUEST)
+    async with (
+        FakeModelServer(FakeResponse(text="PASS")) as server,
+        OpenAIChat("m", base_url=server.base_url, api_key="test-key") as model,
+    ):
+        first = await model.complete(REQUEST)
+        second = await model.complete(REQUEST)
     assert first.model_fields_set is second.model_fields_set
     assert first.usage.model_fields_set is second.usage.model_fields_set
     before = set(first.model_fields_set)
