@@ -20,9 +20,9 @@ concurrency 100 each):
 
 ``--alive`` holds ``CONCURRENCY`` calls at the client and counts the objects the garbage
 collector tracks that are alive per case in flight (the ``eval_*``, ``judge_*``, ``chat_*`` and
-``client_fixed`` variants;
-what each collection walks). Two more measures: ``--reps R`` prints the least CPU time
-(``time.process_time``) per case over R repetitions, in microseconds; ``--instructions``
+``client_fixed`` variants; what each collection walks). Two more measures: ``--reps R``
+prints the least CPU time (``time.process_time``) per case over R repetitions, in
+microseconds; ``--instructions``
 runs each variant under valgrind (cachegrind, no cache simulation) for 500 and 1,500 cases
 and prints the instructions per case of the difference, which does not depend on the
 machine's load (about 2.5-4k instructions per us here). ``PYTHONPATH=<another tree>``
