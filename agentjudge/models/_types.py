@@ -167,11 +167,10 @@ class ModelClient(Protocol):
 
 
 check_buildable(ModelResponse)
-_ANSWER_FIELDS = frozenset(
-    {"text", "parsed", "model", "finish_reason", "usage", "raw", "queued_s", "attempts"}
-    | {"schema_error", "warnings"}
-)
-_ANSWER_FIELDS_SET = set(_ANSWER_FIELDS)
+_ANSWER_FIELDS_SET = {
+    *("text", "parsed", "model", "finish_reason", "usage", "raw", "queued_s", "attempts"),
+    *("schema_error", "warnings"),
+}
 """What every `answer_response` instance reports as ``model_fields_set``: one set shared by
 all of them (`build_model` allows it: the model is frozen and pydantic copies it before a
 change), not a new tracked object per call."""

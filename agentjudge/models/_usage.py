@@ -85,7 +85,7 @@ _NO_COUNTS: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
 class _Plan:
     """How `read_usage` reads one ``fields`` mapping: worked out once per mapping."""
 
-    __slots__ = ("fields", "fields_set", "known", "shared_set", "snapshot", "steps")
+    __slots__ = ("fields", "known", "shared_set", "snapshot", "steps")
 
     def __init__(self, fields: Mapping[str, str]) -> None:
         self.fields = fields
@@ -98,11 +98,10 @@ class _Plan:
             steps.append((field, first, tuple(deeper), path))
         self.steps: tuple[tuple[str, str, tuple[str, ...], str], ...] = tuple(steps)
         """(field, first key, the keys below it, the dotted path) per field, in order."""
-        self.fields_set = frozenset(fields)
         self.shared_set = set(fields)
         """``model_fields_set`` of every `Usage` read by this plan: one set shared by all of
         them (`build_model` allows it: `Usage` is frozen), not a new one per answer."""
-        self.known = self.fields_set <= _NO_COUNTS.keys()
+        self.known = self.shared_set <= _NO_COUNTS.keys()
         """Every field is a `Usage` field (else validation refuses the counts)."""
 
 
