@@ -16,6 +16,7 @@ together), bounded at a quarter of the requests.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -88,7 +89,7 @@ def ray_address() -> Iterator[str]:
     # tests/conftest.py switched off Ray's `uv run` workers before ray was imported (here it
     # would be too late: Ray reads the switch on import); the CLI drivers inherit that.
     assert os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] == "0"
-    with tempfile.TemporaryDirectory(prefix="agentjudge-ray-") as temp:
+    with tempfile.TemporaryDirectory(prefix="agentjudge-ray-") as temp, _lean_head_node():
         ray.init(
             # Logical CPUs, not cores: room for the actors of a test while those of an earlier
             # one (a killed driver's, a replaced actor) are still being reclaimed, so no test
@@ -109,6 +110,37 @@ def ray_address() -> Iterator[str]:
         finally:
             _RAY_TEMP.remove(temp)
             ray.shutdown()
+
+
+@contextlib.contextmanager
+def _lean_head_node() -> Iterator[None]:
+    """While it is entered, a Ray instance that ``ray.init`` starts runs neither the log monitor
+    nor the autoscaler monitor, as after ``ray start --head --no-monitor
+    --include-log-monitor=False`` (``ray.init`` has no such switches: this sets the same two
+    fields of Ray's node parameters).
+
+    Neither serves these tests: the log monitor streams the workers' output to drivers that
+    do not print it (``log_to_driver=False``; a failed test reads the log files themselves),
+    and the autoscaler monitor watches a one-node instance that never scales. Each is an
+    interpreter importing Ray, ~0.8 s of CPU to start and some idle polling after. The GCS,
+    raylet, agents and API server start as always. Where Ray's internals differ (another Ray
+    version), the instance starts in full.
+    """
+    try:
+        from ray._private.parameter import RayParams
+    except ImportError:
+        yield
+        return
+    init = RayParams.__init__
+
+    def lean(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.no_monitor = True
+        self.include_log_monitor = False
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RayParams, "__init__", lean)
+        yield
 
 
 _RAY_TEMP: list[str] = []
