@@ -230,11 +230,18 @@ judges = [exact, correct, command]
 
 
 def _without_elapsed(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The rows without the command's run time (it differs between any two runs)."""
-    for row in rows.values():
-        for result in row["results"]:
-            result["judgment"]["metadata"].pop("elapsed_ms", None)
-    return rows
+    """The rows without the command's run time (it differs between any two runs), as copies:
+    the rows given are a module fixture's, which other tests read as written."""
+
+    def timeless(result: dict[str, Any]) -> dict[str, Any]:
+        judgment = result["judgment"]
+        metadata = {k: v for k, v in judgment["metadata"].items() if k != "elapsed_ms"}
+        return {**result, "judgment": {**judgment, "metadata": metadata}}
+
+    return {
+        case_id: {**row, "results": [timeless(result) for result in row["results"]]}
+        for case_id, row in rows.items()
+    }
 
 
 MIXED_PAD = 1_000
@@ -245,11 +252,14 @@ spans 9 of the 256 KiB chunks the driver hands out, two at a time, so both actor
 
 
 class MixedRun(NamedTuple):
-    folder: Path
     one: RunSummary
     """The run in process."""
     two: RunSummary
     """The run on Ray (two actors)."""
+    rows_one: dict[str, dict[str, Any]]
+    """The in-process run's rows by id, read once for the tests (2,000 rows, ~0.1 s a read)."""
+    rows_two: dict[str, dict[str, Any]]
+    """The Ray run's rows by id."""
     calls: int
     """Model calls the server received from the run in process."""
     received: int
@@ -289,7 +299,8 @@ def mixed_run(
             calls = len(server.requests)
             ray_suite = suite.with_overrides(workers=2, backend="ray")
             two = await run_suite(ray_suite, out=tmp_path / "two")
-            return MixedRun(tmp_path, one, two, calls, len(server.requests), brokers[-1])
+            found = by_id(tmp_path / "one"), by_id(tmp_path / "two")
+            return MixedRun(one, two, *found, calls, len(server.requests), brokers[-1])
 
     return anyio.run(both)
 
@@ -298,9 +309,9 @@ def test_a_2000_case_suite_with_instant_llm_and_command_judges_matches_in_proces
     mixed_run: MixedRun,
 ) -> None:
     """2,000 cases, an instant, an LLM (fake server) and a command judge: same rows on Ray."""
-    tmp_path, one, two = mixed_run.folder, mixed_run.one, mixed_run.two
+    one, two = mixed_run.one, mixed_run.two
     assert mixed_run.calls >= 100 and mixed_run.received == 2 * mixed_run.calls
-    assert _without_elapsed(by_id(tmp_path / "one")) == _without_elapsed(by_id(tmp_path / "two"))
+    assert _without_elapsed(mixed_run.rows_one) == _without_elapsed(mixed_run.rows_two)
     assert two.cases == one.cases and two.cases.total == 2000 and two.cases.errors == 1
     assert two.judges == one.judges and two.verdict == one.verdict and two.cost == one.cost
     assert one.judges["command"].count == 1999 and two.status == "completed"
@@ -315,15 +326,15 @@ def test_ray_llm_judge_rows_match_an_in_process_run(mixed_run: MixedRun) -> None
     verdicts), which a run of its own would only repeat at the price of an actor and a broker.
     """
 
-    def judged(folder: Path) -> dict[str, Any]:
+    def judged(rows: dict[str, dict[str, Any]]) -> dict[str, Any]:
         return {
             case_id: [r for r in row["results"] if r["name"] == "correct"]
-            for case_id, row in by_id(folder).items()
+            for case_id, row in rows.items()
         }
 
     one, two = mixed_run.one, mixed_run.two
-    on_ray = judged(mixed_run.folder / "two")
-    assert on_ray == judged(mixed_run.folder / "one")
+    on_ray = judged(mixed_run.rows_two)
+    assert on_ray == judged(mixed_run.rows_one)
     verdicts = Counter(r["judgment"]["status"] for results in on_ray.values() for r in results)
     assert verdicts["pass"] and verdicts["fail"]  # the server's answers, case by case
     assert one.cost is not None and two.cost is not None
@@ -338,6 +349,10 @@ class KilledRun(NamedTuple):
     """The run in process."""
     two: RunSummary
     """The run on Ray."""
+    rows_one: dict[str, dict[str, Any]]
+    """The in-process run's rows by id, read once for the tests."""
+    rows_two: dict[str, dict[str, Any]]
+    """The Ray run's rows by id."""
     broker: bool
     """Whether the Ray run started a broker actor."""
 
@@ -365,15 +380,16 @@ def killed_actor_run(
     (tmp_path / "calls.log").unlink()
     on_ray = suite.with_overrides(workers=2, backend="ray")
     two = anyio.run(lambda: run_suite(on_ray, out=tmp_path / "two", **objects))
-    return KilledRun(tmp_path, one, two, brokers[-1])
+    found = by_id(tmp_path / "one"), by_id(tmp_path / "two")
+    return KilledRun(tmp_path, one, two, *found, brokers[-1])
 
 
 def test_ray_writes_the_same_rows_and_aggregates_as_one_process(
     killed_actor_run: KilledRun,
 ) -> None:
     """Two Ray actors, one killed mid-case: exactly the rows and aggregates of one process."""
-    tmp_path, one, two, _ = killed_actor_run
-    assert by_id(tmp_path / "one") == by_id(tmp_path / "two")
+    one, two = killed_actor_run.one, killed_actor_run.two
+    assert killed_actor_run.rows_one == killed_actor_run.rows_two
     assert two.cases == one.cases and two.cases.errors == 2
     assert two.judges == one.judges
     assert two.verdict == one.verdict
@@ -384,8 +400,8 @@ def test_a_killed_actor_loses_no_case_and_reruns_none_it_finished(
     killed_actor_run: KilledRun,
 ) -> None:
     """ray.kill of an actor mid-case: a new actor runs its unfinished cases, each row once."""
-    tmp_path, _, summary, _ = killed_actor_run
-    found = by_id(tmp_path / "two")
+    run = killed_actor_run
+    tmp_path, summary, found = run.folder, run.two, run.rows_two
     assert sorted(found) == [f"r{i:04d}" for i in range(200)]
     assert found["r0060"]["output"] == "KILL"
     assert summary.status == "completed" and summary.cases.total == 200
@@ -655,5 +671,5 @@ def test_objects_reach_the_actors_pickled(killed_actor_run: KilledRun) -> None:
     assert summary.status == "completed" and summary.config["backend"] == "ray"
     assert summary.cases.total == 200 and summary.cases.errors == 2
     assert summary.judges["half"].mean == 0.5 and summary.judges["exact"].count == 198
-    rows_on_ray = by_id(killed_actor_run.folder / "two")
+    rows_on_ray = killed_actor_run.rows_two
     assert rows_on_ray["r0060"]["output"] == "KILL"  # the task object, on the new actor
