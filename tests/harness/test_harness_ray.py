@@ -2,7 +2,8 @@
 
 One local Ray instance serves every test of this module (`ray_address`); the runs join it,
 so none pays Ray's start-up, and it stops with the module, before the timing tests that
-`make test` runs after it. Skipped where the ``ray`` extra is not installed.
+`make test` runs after it. It runs without the two daemons no test uses, the log and
+autoscaler monitors (`_lean_head_node`). Skipped where the ``ray`` extra is not installed.
 
 A Ray run costs mostly Ray's start-up of its processes (each actor and broker an interpreter
 importing Ray, ~1-1.5 s of CPU), so where one run can show what several tests assert, a
