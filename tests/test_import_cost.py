@@ -56,6 +56,24 @@ FIRST_USE = {
         "from agentjudge.harness import Suite\n"
         "assert Suite.__module__ == 'agentjudge.harness._suite'\n"
     ),
+    # A worker process's or Ray actor's code loads no gate parser: its suite arrives pickled
+    # (not validated again) and only the driver evaluates gates (issue 19.25: ~15 ms of CPU
+    # per actor); a suite with gates still has them checked when it is made.
+    "worker gates": (
+        "import sys\n"
+        "from agentjudge.harness._processes import serve_channel\n"
+        "from agentjudge.harness import Suite\n"
+        "assert 'agentjudge.harness._gates' not in sys.modules, 'the worker loaded the gates'\n"
+        "Suite(dataset='data.jsonl', judges='judges.py:judges')\n"
+        "assert 'agentjudge.harness._gates' not in sys.modules\n"
+        "try:\n"
+        "    Suite(dataset='data.jsonl', judges='judges.py:judges', gates=['pass_rat >= 1'])\n"
+        "except ValueError as exc:\n"
+        "    assert 'pass_rat' in str(exc), exc\n"
+        "else:\n"
+        "    raise AssertionError('a gate naming no statistic was accepted')\n"
+        "assert 'agentjudge.harness._gates' in sys.modules\n"
+    ),
     "provider name": (
         "from agentjudge.models import _registry\n"
         "from agentjudge.harness._loading import names_model\n"
@@ -254,6 +272,15 @@ def test_a_run_whose_calls_succeed_at_once_loads_no_tenacity(
     themselves are tested in tests/engine and tests/models)."""
     for run in ("quiet", "loud", "report"):
         assert "tenacity" not in cli_imports[run], run
+
+
+@FIRST_USE_GROUP
+def test_a_worker_loads_no_gate_parser_and_a_suite_still_checks_its_gates(
+    first_use_failures: dict[str, str],
+) -> None:
+    """The worker code (local worker processes, Ray actors) imports no gate parser; a suite
+    made with gates still refuses a bad one."""
+    assert "worker gates" not in first_use_failures, first_use_failures["worker gates"]
 
 
 @FIRST_USE_GROUP

@@ -39,7 +39,6 @@ from pydantic import (
 
 from agentjudge.exceptions import AgentJudgeError
 from agentjudge.harness._formats import DatasetFormat
-from agentjudge.harness._gates import parse_gate
 from agentjudge.harness._text import did_you_mean
 
 __all__ = ["RunConfigError", "Suite", "load_suite"]
@@ -175,6 +174,12 @@ class Suite(BaseModel):
     @field_validator("gates")
     @classmethod
     def _gates_parse(cls, v: list[str]) -> list[str]:
+        if not v:
+            return v
+        # Imported by the first suite with gates: a worker process or Ray actor gets its suite
+        # unpickled (no validation) and never evaluates a gate (~15 ms of CPU per interpreter).
+        from agentjudge.harness._gates import parse_gate
+
         for expr in v:
             parse_gate(expr)
         return v
