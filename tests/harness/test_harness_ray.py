@@ -90,21 +90,22 @@ def ray_address() -> Iterator[str]:
     # tests/conftest.py switched off Ray's `uv run` workers before ray was imported (here it
     # would be too late: Ray reads the switch on import); the CLI drivers inherit that.
     assert os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] == "0"
-    with tempfile.TemporaryDirectory(prefix="agentjudge-ray-") as temp, _lean_head_node():
-        ray.init(
-            # Logical CPUs, not cores: room for the actors of a test while those of an earlier
-            # one (a killed driver's, a replaced actor) are still being reclaimed, so no test
-            # waits for placement.
-            num_cpus=8,
-            include_dashboard=False,
-            log_to_driver=False,
-            object_store_memory=100 * 1024 * 1024,
-            _node_ip_address="127.0.0.1",
-            _temp_dir=temp,
-            # No idle workers started for the first driver (as a run's own instance): the
-            # actors start their own, and this machine's cores are better spent on them.
-            _system_config=dict(NO_PRESTART),
-        )
+    with tempfile.TemporaryDirectory(prefix="agentjudge-ray-") as temp:
+        with _lean_head_node():  # only while it starts
+            ray.init(
+                # Logical CPUs, not cores: room for the actors of a test while those of an earlier
+                # one (a killed driver's, a replaced actor) are still being reclaimed, so no test
+                # waits for placement.
+                num_cpus=8,
+                include_dashboard=False,
+                log_to_driver=False,
+                object_store_memory=100 * 1024 * 1024,
+                _node_ip_address="127.0.0.1",
+                _temp_dir=temp,
+                # No idle workers started for the first driver (as a run's own instance): the
+                # actors start their own, and this machine's cores are better spent on them.
+                _system_config=dict(NO_PRESTART),
+            )
         _RAY_TEMP.append(temp)
         try:
             yield str(ray.get_runtime_context().gcs_address)
@@ -438,6 +439,19 @@ def answer(case):
         threading.Event().wait()  # held until the driver (and with it its actor) is killed
     return case.input.upper()
 """
+
+
+def test_the_module_instance_runs_no_log_or_autoscaler_monitor(ray_address: str) -> None:
+    """The module's instance left out the two monitors no test uses (`_lean_head_node`), each an
+    interpreter importing Ray (~0.8-1.1 s of CPU); the GCS, raylet and agents run."""
+    psutil = pytest.importorskip("psutil")  # a dependency of Ray's
+    commands = []
+    for proc in psutil.process_iter(["cmdline"]):
+        command = " ".join(proc.info["cmdline"] or [])
+        if _RAY_TEMP[-1] in command:  # this instance's processes name its folder
+            commands.append(command)
+    assert any("raylet" in c for c in commands) and any("agent" in c for c in commands)
+    assert not [c for c in commands if "log_monitor.py" in c or "/monitor.py" in c]
 
 
 def test_a_killed_driver_leaves_a_run_that_resume_completes(
