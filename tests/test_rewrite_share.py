@@ -80,9 +80,7 @@ def test_the_xdist_controller_writes_nothing(
     """The controller collects nothing: its workers write the modules they import."""
     _suite(tmp_path)
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
-    monkeypatch.setattr(
-        pytestconfig.pluginmanager, "hasplugin", lambda name: name == "dsession"
-    )
+    monkeypatch.setattr(pytestconfig.pluginmanager, "hasplugin", lambda name: name == "dsession")
     assert write_share(pytestconfig, [str(tmp_path)]) == []
     assert not (tmp_path / "__pycache__").exists()
 
