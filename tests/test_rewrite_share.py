@@ -52,14 +52,35 @@ def test_a_module_written_already_is_left_alone_until_its_source_changes(
     assert write_share(pytestconfig, [str(tmp_path)]) == [sources[1]]
 
 
-def test_outside_an_xdist_worker_nothing_is_written(
+def test_a_process_outside_xdist_writes_every_module_from_the_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
 ) -> None:
-    _suite(tmp_path)
+    """A serial run (the timing part, a developer's ``pytest tests/core``) caches what it will
+    import: with bytecode writing off, pytest's own import never did, and every run rewrote."""
+    sources = _suite(tmp_path)
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
-    assert write_share(pytestconfig, [str(tmp_path)]) == []
-    _as_worker(monkeypatch, "gw0", 1)  # one worker: its own import rewrites them anyway
+    assert write_share(pytestconfig, [str(tmp_path)]) == sources
+    for source in sources:
+        assert _read_pyc(source, tmp_path / "__pycache__" / (source.name[:-3] + PYC_TAIL))
+    assert write_share(pytestconfig, [str(tmp_path)]) == []  # the next run finds them cached
+
+
+def test_a_single_worker_writes_every_module_from_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
+) -> None:
+    sources = _suite(tmp_path)
+    _as_worker(monkeypatch, "gw0", 1)
+    assert write_share(pytestconfig, [str(tmp_path)]) == sources
+
+
+def test_the_xdist_controller_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pytestconfig: pytest.Config
+) -> None:
+    """The controller collects nothing: its workers write the modules they import."""
+    _suite(tmp_path)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.setattr(pytestconfig.pluginmanager, "hasplugin", lambda name: name == "dsession")
     assert write_share(pytestconfig, [str(tmp_path)]) == []
     assert not (tmp_path / "__pycache__").exists()
 
