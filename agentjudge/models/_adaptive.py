@@ -426,7 +426,12 @@ class AdaptiveController:
                 self._measure_busy(now)
             hold = False
             if not self._busy:  # else the latency is the client's own backlog, not evidence
-                self._observe_latency(now - started)
+                latency = now - started
+                if latency > 0:  # its minimum and moving mean (inline: once per answer)
+                    if latency < self._min_latency:
+                        self._min_latency = latency
+                    mean = self._latency
+                    self._latency = latency if mean == 0 else 0.8 * mean + 0.2 * latency
                 hold = self._latency > _LATENCY_FACTOR * self._min_latency
             if hints is not None:
                 self._observe_tokens(started, hints)
@@ -657,12 +662,6 @@ class AdaptiveController:
         spent = thread_busy_time()
         self._busy = spent - before >= _BUSY_SHARE * (now - then)
         self._busy_from = (now, spent)
-
-    def _observe_latency(self, latency: float) -> None:
-        if latency <= 0:
-            return
-        self._min_latency = min(self._min_latency, latency)
-        self._latency = latency if self._latency == 0 else 0.8 * self._latency + 0.2 * latency
 
 
 def admit_at_once(control: Controller, now: float | None = None) -> float | None:

@@ -37,7 +37,15 @@ RAW = st.dictionaries(
     st.sampled_from(KEYS + NESTED),
     st.one_of(COUNT, st.dictionaries(DETAIL, COUNT)),
 )
-FIELDS = st.sampled_from([OPENAI_FIELDS, ANTHROPIC_FIELDS, {}, {"input_tokens": "prompt_tokens"}])
+NESTED_FIRST = {
+    "reasoning_tokens": "completion_tokens_details.reasoning_tokens",
+    "input_tokens": "prompt_tokens",
+    "output_tokens": "completion_tokens",
+}
+"""A nested count before top-level ones: the warnings still come in the mapping's order."""
+FIELDS = st.sampled_from(
+    [OPENAI_FIELDS, ANTHROPIC_FIELDS, {}, {"input_tokens": "prompt_tokens"}, NESTED_FIRST]
+)
 
 
 def _validated(raw: Any, fields: Mapping[str, str]) -> tuple[Usage, tuple[str, ...]]:
