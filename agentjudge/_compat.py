@@ -239,7 +239,7 @@ def checkpoint_if_cancelled() -> Awaitable[None]:
     """``anyio.lowlevel.checkpoint_if_cancelled()`` without the backend lookup on asyncio."""
     backend = _backend or _asyncio_backend()
     if backend and _running_loop is not None and _running_loop() is not None:
-        return cast(Awaitable[None], backend.checkpoint_if_cancelled())
+        return backend.checkpoint_if_cancelled()  # type: ignore[no-any-return]  # no cast call
     import anyio.lowlevel
 
     return anyio.lowlevel.checkpoint_if_cancelled()
