@@ -294,8 +294,8 @@ def judgment_problem(judgment: Judgment) -> str | None:
     instead of a vote. It re-checks the invariants cheaply (types, ranges, the ABSTAIN/ERROR
     rules, the label rules) and validates metadata that was not frozen by validation.
 
-    Most judgments (no score, label, confidence or checks, frozen metadata: every LLM judge's
-    PASS/FAIL verdict) are found sound with one lookup of all their fields
+    Most judgments (no score, confidence or checks, frozen metadata: every LLM judge's
+    PASS/FAIL verdict, labelled or not) are found sound with one lookup of all their fields
     (`_problem_of`'s answer for them: `tests/core/test_judgment_problem_fast.py`).
     """
     values = judgment.__dict__
@@ -306,7 +306,7 @@ def judgment_problem(judgment: Judgment) -> str | None:
     if (
         type(status) is Status
         and score is None
-        and label is None
+        and (label is None or (type(label) is str and status is not Status.ERROR and label.strip()))
         and confidence is None
         and type(reasoning) is str
         and type(checks) is tuple
