@@ -363,11 +363,11 @@ class LeafRunner:
             else:
                 started = carried.began
             try:
-                clock, token = start_attempt()
-                began = perf_counter()
-                stats.queued += began - started
                 timeout = self.timeouts[leaf.index]
                 lane = None if timeout is None else run.lane
+                clock, token = start_attempt() if lane is None else start_attempt(lane.owner)
+                began = perf_counter()
+                stats.queued += began - started
                 scope: anyio.CancelScope | None = None
                 armed: Armed | None = None
                 try:
