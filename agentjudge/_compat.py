@@ -64,6 +64,7 @@ __all__ = [
     "loop_time",
     "running_loop",
     "untimed_deadline",
+    "untimed_deadline_in",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -259,6 +260,23 @@ def untimed_deadline(scope: anyio.CancelScope, at: float) -> object | None:
         return None
     scope._deadline = at  # type: ignore[attr-defined]
     return loop
+
+
+def untimed_deadline_in(scope: anyio.CancelScope, seconds: float) -> tuple[object, float] | None:
+    """`untimed_deadline` ``seconds`` from now on the loop's clock: ``(loop, deadline)``.
+
+    One lookup of the running loop for the clock and the deadline both. None, having changed
+    nothing, where `untimed_deadline` would be, and for ``seconds <= 0`` (a deadline already
+    passed: the caller sets ``scope.deadline``, which cancels at once).
+    """
+    if not (_backend or _asyncio_backend()) or _running_loop is None or seconds <= 0:
+        return None
+    loop: Any = _running_loop()
+    if loop is None or scope._timeout_handle is not None:  # type: ignore[attr-defined]
+        return None
+    at: float = loop.time() + seconds
+    scope._deadline = at  # type: ignore[attr-defined]
+    return loop, at
 
 
 _cancel_reason: list[bool] = []
