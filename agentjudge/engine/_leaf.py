@@ -18,7 +18,7 @@ from typing import Any, cast
 import anyio
 
 from agentjudge._retry import RetryPolicy, call_with_retry
-from agentjudge.core import Context, JudgeResult, Judgment, Verdict
+from agentjudge.core import Context, JudgeResult, Judgment, Verdict, judgment_problem
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._deadline import Armed, arm, clear_deadline, deadline_error, disarm
@@ -373,9 +373,17 @@ class LeafRunner:
                 try:
                     # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive
                     # for as long as the judge waits (one object per case every collection walks)
-                    scope = None if timeout is None else _entered(lane)
+                    scope = (
+                        None
+                        if timeout is None
+                        else (lane.scope if lane is not None and lane.scope else _entered(lane))
+                    )
                     try:
-                        coro, first, value = self._begin(leaf, run.ctx, carried)
+                        coro, first, value = (
+                            (leaf.step(run.ctx), _UNSTEPPED, _SUSPENDED)  # `_begin`'s, inline
+                            if carried is None and self.learned.suspends[leaf.index]
+                            else self._begin(leaf, run.ctx, carried)
+                        )
                         if value is _SUSPENDED:
                             # a scope is made only for a timeout
                             armed = None if scope is None else arm(scope, timeout, began)  # type: ignore[arg-type]
@@ -385,9 +393,12 @@ class LeafRunner:
                                 if is_stray_cancellation(exc):
                                     raise stray(leaf, exc) from exc
                                 raise
+                        # a sound Judgment is what `coerce_judgment` returns: it is
+                        # checked without that call (anything else goes through it)
                         judgment = (
                             value
                             if leaf.coerce_as is None
+                            or (type(value) is Judgment and judgment_problem(value) is None)
                             else coerce_judgment(value, leaf.coerce_as)
                         )
                     except BaseException as exc:  # the scope swallows its own cancellation
@@ -419,7 +430,8 @@ class LeafRunner:
         result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
         if self.on_result is not None:
             await self.notify(leaf, result)
-        return run.verdict_of(result.judgment)  # type: ignore[arg-type]  # sampled: not None
+        # `run.verdict_of` of a one-leaf plan: its one result, no tiers (sampled: a judgment)
+        return Verdict.fast(judgment=result.judgment, results=(result,), tiers=())  # type: ignore[arg-type]
 
     def _slots(self, leaf: Leaf, stats: LeafStats) -> Awaitable[None] | None:
         """Take a fresh attempt's slots at once, or return the wait for them (`_admit`).
