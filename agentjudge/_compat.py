@@ -44,6 +44,7 @@ This module is the lowest layer: it imports only the standard library and the de
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -60,6 +61,7 @@ __all__ = [
     "cancel_scope",
     "check_buildable",
     "checkpoint_if_cancelled",
+    "clear_deadline",
     "expire",
     "loop_time",
     "running_loop",
@@ -199,10 +201,13 @@ def running_loop() -> object:
 _backend: Any = None
 """anyio's asyncio backend class (False: not usable here), looked up on first use."""
 
+_scope_class: Any = None
+"""anyio's asyncio ``CancelScope`` class, once `_backend` found it usable."""
+
 
 def _asyncio_backend() -> Any:
     """Anyio's asyncio backend class when a loop runs here and its layout is the one used."""
-    global _backend
+    global _backend, _scope_class
     if _bind_running_loop()() is None:
         return None
     if _backend is None:
@@ -219,6 +224,7 @@ def _asyncio_backend() -> Any:
             and {"_deadline", "_timeout_handle"} <= set(getattr(scope, "__slots__", ()))
         )
         _backend = backend if usable else False
+        _scope_class = scope if usable else None
     return _backend
 
 
@@ -277,6 +283,21 @@ def untimed_deadline_in(scope: anyio.CancelScope, seconds: float) -> tuple[objec
     at: float = loop.time() + seconds
     scope._deadline = at  # type: ignore[attr-defined]
     return loop, at
+
+
+def clear_deadline(scope: anyio.CancelScope) -> None:
+    """Take the deadline an attempt gave the entered ``scope`` away (it stays entered).
+
+    After the attempt's queue entry is gone (`agentjudge.engine._deadline.disarm`) an untimed
+    deadline (`untimed_deadline`) is only the slot anyio reads, reset here without a lookup of
+    the loop: what the public setter does for a scope without a timer. A deadline anyio's own
+    timer serves, or a scope of another backend, is cleared through the setter (which cancels
+    that timer).
+    """
+    if type(scope) is _scope_class and scope._timeout_handle is None:  # type: ignore[attr-defined]
+        scope._deadline = math.inf  # type: ignore[attr-defined]
+    else:
+        scope.deadline = math.inf
 
 
 _cancel_reason: list[bool] = []

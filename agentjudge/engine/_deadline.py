@@ -31,7 +31,6 @@ attempt 1)`` or ``judge 'x' ran out of the evaluation's deadline (5 s) after 2 a
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -40,7 +39,7 @@ from typing import Any
 
 import anyio
 
-from agentjudge._compat import expire, loop_time, untimed_deadline, untimed_deadline_in
+from agentjudge._compat import clear_deadline, expire, loop_time, untimed_deadline_in
 from agentjudge.core import Judgment, Verdict
 from agentjudge.engine._knobs import check_seconds
 from agentjudge.engine._plan import Leaf
@@ -262,16 +261,6 @@ def _new_queue(by_length: dict[float, _Queue], seconds: float, loop: Any) -> _Qu
             return None
     queue = by_length[seconds] = _Queue(loop)
     return queue
-
-
-def clear_deadline(scope: anyio.CancelScope) -> None:
-    """Take the deadline `arm` gave the entered ``scope`` away (it stays entered, deadline-free).
-
-    After `disarm`: the scope is no longer queued. A deadline anyio's own timer serves (the
-    public setter) is cleared through the setter, which cancels that timer.
-    """
-    if untimed_deadline(scope, math.inf) is None:
-        scope.deadline = math.inf
 
 
 def disarm(armed: Armed) -> None:
