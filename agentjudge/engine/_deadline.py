@@ -241,7 +241,10 @@ def arm(scope: anyio.CancelScope, seconds: float, began: float) -> Armed | None:
     queues = _QUEUES
     if queues.loop is not loop:
         queues.loop, queues.by_length = loop, {}
-    queue = queues.by_length.get(seconds) or _new_queue(queues.by_length, seconds, loop)
+    try:
+        queue: _Queue | None = queues.by_length[seconds]
+    except KeyError:
+        queue = _new_queue(queues.by_length, seconds, loop)
     armed = None if queue is None else queue.add(at, scope)
     if armed is None:
         scope.deadline = at

@@ -161,7 +161,7 @@ class LeafRunner:
         """
         error_type: str | None = None
         frames: tuple[str, ...] | None = None
-        if isinstance(outcome, BaseException):
+        if type(outcome) is not Judgment and isinstance(outcome, BaseException):
             outcome, error_type, frames = _failure(outcome, leaf)
         result = JudgeResult.fast(
             name=leaf.name,
@@ -370,6 +370,7 @@ class LeafRunner:
                 stats.queued += began - started
                 scope: anyio.CancelScope | None = None
                 armed: Armed | None = None
+                ended = 0.0
                 try:
                     # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive
                     # for as long as the judge waits (one object per case every collection walks)
@@ -410,12 +411,13 @@ class LeafRunner:
                     # blocked past the deadline without suspending: an attempt that overran its
                     # timeout is a TimeoutError whatever the judge returned.
                     if scope is not None and (
-                        scope.cancel_called or perf_counter() - began > timeout  # type: ignore[operator]
+                        scope.cancel_called or (ended := perf_counter()) - began > timeout  # type: ignore[operator]
                     ):
                         raise self.timed_out(leaf, stats.attempts)
                 finally:
                     queued = end_attempt(clock, token)
-                    stats.working += perf_counter() - began - queued
+                    # the clock read for the timeout check when there was one (the same end)
+                    stats.working += (ended or perf_counter()) - began - queued
                     stats.queued += queued
             finally:
                 self.admission.release(leaf, stats)
