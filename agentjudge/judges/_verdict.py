@@ -28,8 +28,6 @@ EXCERPT_CHARS = 500
 
 _ANSWER = re.compile(r"^\s*answer:\s*(yes|no)\b", re.IGNORECASE | re.MULTILINE)
 _REASONING = re.compile(r"reasoning:", re.IGNORECASE)
-_JSON_START = re.compile(r"\s*(?:\{|```)")
-r"""``text.lstrip().startswith(("{", "```"))`` in one call (``\s`` is ``str.isspace``)."""
 _FENCE = re.compile(r"\A\s*```[^\n`]*\n(?P<body>.*?)\n?[ \t]*```\s*\Z", re.DOTALL)
 
 
@@ -180,7 +178,7 @@ def verdict_judgment(verdict: Verdict) -> Judgment:
 def read_verdict(text: str, parsed: Mapping[str, Any] | None = None) -> Verdict | Judgment:
     """What `parse_verdict` reads, before a judgment is built: the verdict, else the ABSTAIN."""
     structured: Mapping[str, Any] | None = parsed
-    if structured is None and _JSON_START.match(text):
+    if structured is None and text.lstrip().startswith(("{", "```")):
         structured, _ = parse_json_object(text)
     if structured is not None and "answer" in structured:
         answer = structured["answer"]
