@@ -44,6 +44,7 @@ This module is the lowest layer: it imports only the standard library and the de
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -60,10 +61,12 @@ __all__ = [
     "cancel_scope",
     "check_buildable",
     "checkpoint_if_cancelled",
+    "clear_deadline",
     "expire",
     "loop_time",
     "running_loop",
     "untimed_deadline",
+    "untimed_deadline_in",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -198,10 +201,13 @@ def running_loop() -> object:
 _backend: Any = None
 """anyio's asyncio backend class (False: not usable here), looked up on first use."""
 
+_scope_class: Any = None
+"""anyio's asyncio ``CancelScope`` class, once `_backend` found it usable."""
+
 
 def _asyncio_backend() -> Any:
     """Anyio's asyncio backend class when a loop runs here and its layout is the one used."""
-    global _backend
+    global _backend, _scope_class
     if _bind_running_loop()() is None:
         return None
     if _backend is None:
@@ -218,6 +224,7 @@ def _asyncio_backend() -> Any:
             and {"_deadline", "_timeout_handle"} <= set(getattr(scope, "__slots__", ()))
         )
         _backend = backend if usable else False
+        _scope_class = scope if usable else None
     return _backend
 
 
@@ -239,7 +246,7 @@ def checkpoint_if_cancelled() -> Awaitable[None]:
     """``anyio.lowlevel.checkpoint_if_cancelled()`` without the backend lookup on asyncio."""
     backend = _backend or _asyncio_backend()
     if backend and _running_loop is not None and _running_loop() is not None:
-        return cast(Awaitable[None], backend.checkpoint_if_cancelled())
+        return backend.checkpoint_if_cancelled()  # type: ignore[no-any-return]  # no cast call
     import anyio.lowlevel
 
     return anyio.lowlevel.checkpoint_if_cancelled()
@@ -259,6 +266,38 @@ def untimed_deadline(scope: anyio.CancelScope, at: float) -> object | None:
         return None
     scope._deadline = at  # type: ignore[attr-defined]
     return loop
+
+
+def untimed_deadline_in(scope: anyio.CancelScope, seconds: float) -> tuple[object, float] | None:
+    """`untimed_deadline` ``seconds`` from now on the loop's clock: ``(loop, deadline)``.
+
+    One lookup of the running loop for the clock and the deadline both. None, having changed
+    nothing, where `untimed_deadline` would be, and for ``seconds <= 0`` (a deadline already
+    passed: the caller sets ``scope.deadline``, which cancels at once).
+    """
+    if not (_backend or _asyncio_backend()) or _running_loop is None or seconds <= 0:
+        return None
+    loop: Any = _running_loop()
+    if loop is None or scope._timeout_handle is not None:  # type: ignore[attr-defined]
+        return None
+    at: float = loop.time() + seconds
+    scope._deadline = at  # type: ignore[attr-defined]
+    return loop, at
+
+
+def clear_deadline(scope: anyio.CancelScope) -> None:
+    """Take the deadline an attempt gave the entered ``scope`` away (it stays entered).
+
+    After the attempt's queue entry is gone (`agentjudge.engine._deadline.disarm`) an untimed
+    deadline (`untimed_deadline`) is only the slot anyio reads, reset here without a lookup of
+    the loop: what the public setter does for a scope without a timer. A deadline anyio's own
+    timer serves, or a scope of another backend, is cleared through the setter (which cancels
+    that timer).
+    """
+    if type(scope) is _scope_class and scope._timeout_handle is None:  # type: ignore[attr-defined]
+        scope._deadline = math.inf  # type: ignore[attr-defined]
+    else:
+        scope.deadline = math.inf
 
 
 _cancel_reason: list[bool] = []

@@ -221,3 +221,32 @@ def test_an_untimed_deadline_is_anyios_deadline_without_a_timer() -> None:
     assert seen == at, "anyio: _deadline is not the deadline current_effective_deadline reads"
     assert handle is None, "anyio: writing _deadline armed a timer"
     assert caught, "anyio: cancel() no longer cancels like the scope's timer"
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_a_cleared_deadline_leaves_the_scope_entered_without_one(timed: bool) -> None:
+    """`clear_deadline`: no deadline and no timer, whether anyio's own timer served it or not.
+
+    An untimed deadline (`untimed_deadline_in`) is reset in its slot without a lookup of the
+    loop; one anyio armed a timer for goes through the public setter, which cancels the timer.
+    """
+    import math
+
+    import anyio
+
+    from agentjudge._compat import cancel_scope, clear_deadline, untimed_deadline_in
+
+    async def probe() -> tuple[float, object, bool]:
+        with cancel_scope() as scope:
+            if timed:
+                scope.deadline = anyio.current_time() + 30.0
+            else:
+                assert untimed_deadline_in(scope, 30.0) is not None
+            clear_deadline(scope)
+            seen = anyio.current_effective_deadline()
+            handle = scope._timeout_handle  # type: ignore[attr-defined]
+            await anyio.sleep(0.01)
+        return seen, handle, scope.cancel_called
+
+    seen, handle, cancelled = anyio.run(probe, backend="asyncio")
+    assert seen == math.inf and handle is None and not cancelled

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from enum import StrEnum
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Annotated, Any
 
@@ -279,6 +280,12 @@ def _require_real(name: str, value: object) -> None:
 _NO_SCORE = (Status.ABSTAIN, Status.ERROR)
 
 
+_PLAIN_FIELDS = itemgetter(
+    "status", "score", "label", "confidence", "reasoning", "checks", "metadata"
+)
+"""A judgment's fields `judgment_problem` reads, in one call (a missing one: KeyError)."""
+
+
 def judgment_problem(judgment: Judgment) -> str | None:
     """What is wrong with a judgment built without validation, or None when it is sound.
 
@@ -286,8 +293,33 @@ def judgment_problem(judgment: Judgment) -> str | None:
     calls this on every judgment a judge returns so that garbage becomes an ERROR result
     instead of a vote. It re-checks the invariants cheaply (types, ranges, the ABSTAIN/ERROR
     rules, the label rules) and validates metadata that was not frozen by validation.
+
+    Most judgments (no score, confidence or checks, frozen metadata: every LLM judge's
+    PASS/FAIL verdict, labelled or not) are found sound with one lookup of all their fields
+    (`_problem_of`'s answer for them: `tests/core/test_judgment_problem_fast.py`).
     """
     values = judgment.__dict__
+    try:
+        status, score, label, confidence, reasoning, checks, metadata = _PLAIN_FIELDS(values)
+    except (KeyError, TypeError):
+        return _problem_of(values)
+    if (
+        type(status) is Status
+        and score is None
+        and (label is None or (type(label) is str and status is not Status.ERROR and label.strip()))
+        and confidence is None
+        and type(reasoning) is str
+        and type(checks) is tuple
+        and not checks
+        and type(metadata) is MappingProxyType
+        and (status not in _NO_SCORE or reasoning.strip())
+    ):
+        return None
+    return _problem_of(values)
+
+
+def _problem_of(values: dict[str, Any]) -> str | None:
+    """`judgment_problem` of a judgment's ``__dict__``, every invariant checked in turn."""
     status = values.get("status")
     if type(status) is not Status:
         return f"status must be a Status, got {status!r}"

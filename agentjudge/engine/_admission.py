@@ -219,12 +219,11 @@ class Admission:
 
     def release(self, leaf: Leaf, stats: LeafStats) -> None:
         """Return the slots an attempt of ``leaf`` held (global, then resource)."""
-        resource, limiter = self.limiters(leaf)
-        limiter.release_on_behalf_of(stats)
+        (self._global or self.limiter).release_on_behalf_of(stats)
         if self.waiting:
             self.dispatch()
-        if resource is not None:
-            resource.release_on_behalf_of(stats)
+        if leaf.resource in self.limits:  # only a resource with a limit has a slot to return
+            self.limiters(leaf)[0].release_on_behalf_of(stats)  # type: ignore[union-attr]
 
     def dispatch(self) -> None:
         """Hand free global slots to queued members, first come first served."""

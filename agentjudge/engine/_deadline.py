@@ -31,7 +31,6 @@ attempt 1)`` or ``judge 'x' ran out of the evaluation's deadline (5 s) after 2 a
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -40,7 +39,7 @@ from typing import Any
 
 import anyio
 
-from agentjudge._compat import expire, loop_time, untimed_deadline
+from agentjudge._compat import clear_deadline, expire, loop_time, untimed_deadline_in
 from agentjudge.core import Judgment, Verdict
 from agentjudge.engine._knobs import check_seconds
 from agentjudge.engine._plan import Leaf
@@ -233,20 +232,23 @@ def arm(scope: anyio.CancelScope, seconds: float, began: float) -> Armed | None:
     another backend goes through anyio's own ``scope.deadline``, which cancels at once when it
     passed and otherwise arms a timer of the scope's own.
     """
-    now = loop_time()
-    at = now + seconds - (perf_counter() - began)
-    if at > now:
-        loop = untimed_deadline(scope, at)
-        if loop is not None:
-            queues = _QUEUES
-            if queues.loop is not loop:
-                queues.loop, queues.by_length = loop, {}
-            queue = queues.by_length.get(seconds) or _new_queue(queues.by_length, seconds, loop)
-            armed = None if queue is None else queue.add(at, scope)
-            if armed is not None:
-                return armed
-    scope.deadline = at
-    return None
+    left = seconds - (perf_counter() - began)
+    found = untimed_deadline_in(scope, left)
+    if found is None:
+        scope.deadline = loop_time() + left
+        return None
+    loop, at = found
+    queues = _QUEUES
+    if queues.loop is not loop:
+        queues.loop, queues.by_length = loop, {}
+    try:
+        queue: _Queue | None = queues.by_length[seconds]
+    except KeyError:
+        queue = _new_queue(queues.by_length, seconds, loop)
+    armed = None if queue is None else queue.add(at, scope)
+    if armed is None:
+        scope.deadline = at
+    return armed
 
 
 def _new_queue(by_length: dict[float, _Queue], seconds: float, loop: Any) -> _Queue | None:
@@ -262,16 +264,6 @@ def _new_queue(by_length: dict[float, _Queue], seconds: float, loop: Any) -> _Qu
             return None
     queue = by_length[seconds] = _Queue(loop)
     return queue
-
-
-def clear_deadline(scope: anyio.CancelScope) -> None:
-    """Take the deadline `arm` gave the entered ``scope`` away (it stays entered, deadline-free).
-
-    After `disarm`: the scope is no longer queued. A deadline anyio's own timer serves (the
-    public setter) is cleared through the setter, which cancels that timer.
-    """
-    if untimed_deadline(scope, math.inf) is None:
-        scope.deadline = math.inf
 
 
 def disarm(armed: Armed) -> None:

@@ -174,7 +174,10 @@ class Handoff(Generic[T]):
         """
         if self.closed:
             raise anyio.BrokenResourceError
-        if self._hand(item):
+        reader = self._reader  # `_hand` without the call (one per case of a run)
+        if reader is not None and not reader.done():
+            self._reader = None
+            reader.set_result(item)
             return True
         self._offers.append((item, None))
         return False
@@ -190,7 +193,10 @@ class Handoff(Generic[T]):
         while offers:
             item, taken = offers.popleft()
             if taken is None:  # put under a slot: the slot is free again
-                self.release()
+                if self._idle:
+                    self.release()
+                else:  # `release` with no producer waiting for a slot, without the call
+                    self._free += 1
                 return item
             if not taken.done():  # else its publisher was cancelled: withdrawn
                 taken.set_result(True)
@@ -344,9 +350,15 @@ class Feed(Generic[T]):
             self._start()
         if self._fallback is not None:
             return await self._fallback.__anext__()
-        assert self._receive is not None and self._producer is not None
+        receive = self._receive
+        assert receive is not None and self._producer is not None
         try:
-            return await self._receive.take()
+            if receive._offers:  # an item offered already: no `take` coroutine (or call)
+                try:
+                    return receive.take_nowait()
+                except anyio.WouldBlock:  # every one withdrawn: wait for the next
+                    pass
+            return await receive.take()
         except anyio.EndOfStream:
             self._closed = True
             failure, self._producer.failure = self._producer.failure, None

@@ -27,6 +27,7 @@ from collections.abc import (
     Iterable,
     Mapping,
 )
+from functools import partial
 from typing import Any
 
 import anyio
@@ -45,8 +46,9 @@ from agentjudge.engine._leaf import LeafRunner, ResultCallback
 from agentjudge.engine._learned import Learned
 from agentjudge.engine._plan import Leaf, Plan, compile_plan
 from agentjudge.engine._scheduler import Scheduler
-from agentjudge.engine._state import PENDING, Lane, RunState
+from agentjudge.engine._state import PENDING, Lane, RunState, no_results
 from agentjudge.exceptions import EvaluationCancelled
+from agentjudge.judging import current_owner
 
 __all__ = ["EvaluationHandle", "Evaluator", "ResultCallback"]
 
@@ -165,6 +167,7 @@ class Evaluator:
         self._all_sampled: tuple[bool, ...] | None = None
         if all(leaf.rate >= 1.0 for leaf in self._plan.leaves):
             self._all_sampled = (True,) * len(self._plan.leaves)
+        self._nones = no_results(len(self._plan.leaves))  # every run's results before any lands
         if on_result is not None and not callable(on_result):
             raise ValueError(f"on_result must be callable, got {on_result!r}")
         self._admission = Admission(max_concurrency, caps)
@@ -267,7 +270,7 @@ class Evaluator:
                     for rate in (leaf.rate for leaf in self._plan.leaves)
                 ]
             )
-        return RunState(ctx, sampled)
+        return RunState(ctx, sampled, self._nones)
 
     def submit(
         self,
@@ -443,12 +446,17 @@ class Evaluator:
             source, lock = iter(contexts), None
 
         execute, new_run = self._execute, self._new_run
+        sampled, nones = self._all_sampled, self._nones  # every run's draw: `_new_run`'s
         # a root leaf's attempts share the worker's timeout scope (see `Lane`); nothing else
         # is entered between the worker and such an attempt
-        shared = type(self._plan.root) is Leaf
+        root = self._plan.root
+        shared = False
+        if type(root) is Leaf:  # what `Scheduler.execute` returns for it, without that call
+            shared = True
+            execute = partial(self._scheduler.leaves.verdict, root)
 
         async def worker() -> None:
-            lane = Lane() if shared else None
+            lane = Lane(current_owner()) if shared else None
             held = False  # a slot, kept when the reader took the last case at once
             try:
                 while True:
@@ -464,11 +472,15 @@ class Evaluator:
                         break
                     # one case, in the worker's own frame (no coroutine per case for it); the
                     # worker keeps no reference to the case it handed over
-                    if not isinstance(ctx, Context):
+                    if type(ctx) is not Context and not isinstance(ctx, Context):
                         ctx = Context.model_validate(ctx)
-                    run = new_run(ctx)
+                    run = new_run(ctx) if sampled is None else RunState(ctx, sampled, nones)
                     run.lane = lane
-                    held = outlet.put(_case_result(ctx, await execute(run)))
+                    verdict = await execute(run)
+                    held = outlet.put(
+                        CaseResult.fast(context=ctx, results=verdict.results, verdict=verdict)
+                    )
+                    del verdict  # not kept while the next case waits
             except BaseException as exc:
                 if lane is not None:
                     lane.close(exc)
@@ -525,8 +537,3 @@ class Evaluator:
                         run.verdict = verdict
         finally:
             run.finish()
-
-
-def _case_result(ctx: Context, verdict: Verdict) -> CaseResult:
-    """One case of `Evaluator.run`: its context and verdict."""
-    return CaseResult.fast(context=ctx, results=verdict.results, verdict=verdict)

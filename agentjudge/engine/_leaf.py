@@ -18,7 +18,7 @@ from typing import Any, cast
 import anyio
 
 from agentjudge._retry import RetryPolicy, call_with_retry
-from agentjudge.core import Context, JudgeResult, Judgment, Verdict
+from agentjudge.core import Context, JudgeResult, Judgment, Verdict, judgment_problem
 from agentjudge.engine._admission import Admission, acquire
 from agentjudge.engine._budget import Budget, BudgetExhausted
 from agentjudge.engine._deadline import Armed, arm, clear_deadline, deadline_error, disarm
@@ -71,15 +71,29 @@ def _entered(lane: Lane | None) -> anyio.CancelScope:
     return lane.scope
 
 
-def _leave(scope: anyio.CancelScope, lane: Lane | None, exc: BaseException | None) -> bool:
+def _leave(
+    scope: anyio.CancelScope | None,
+    lane: Lane | None,
+    exc: BaseException | None,
+    armed: Armed | None,
+) -> bool:
     """Exit an attempt's timeout scope as its attempt ends; True: it swallowed ``exc``.
 
-    A `Lane`'s scope that was not cancelled stays entered for the worker's next attempt (an
-    exception then propagates as the scope's exit would have let it); a cancelled one is
-    exited here, where the attempt's own scope would have been, and leaves the lane.
+    An attempt without a timeout (``scope`` None) has nothing to exit and swallows nothing.
+
+    The deadline `arm` queued (``armed``) is taken off first: the timer never sees the scope
+    again. A `Lane`'s scope that was not cancelled stays entered for the worker's next attempt,
+    without a deadline till then (an exception then propagates as the scope's exit would have
+    let it); a cancelled one is exited here, where the attempt's own scope would have been,
+    and leaves the lane.
     """
+    if scope is None:
+        return False
+    if armed is not None:
+        disarm(armed)
     if lane is not None:
         if not scope.cancel_called:
+            clear_deadline(scope)
             return False
         lane.scope = None
     if exc is None:
@@ -147,7 +161,7 @@ class LeafRunner:
         """
         error_type: str | None = None
         frames: tuple[str, ...] | None = None
-        if isinstance(outcome, BaseException):
+        if type(outcome) is not Judgment and isinstance(outcome, BaseException):
             outcome, error_type, frames = _failure(outcome, leaf)
         result = JudgeResult.fast(
             name=leaf.name,
@@ -197,8 +211,18 @@ class LeafRunner:
         """Run the plan's root leaf to the evaluation's verdict (`run` and the verdict in one).
 
         The evaluation's own coroutine is then the leaf's: one frame fewer alive while the
-        judge waits than a scheduler coroutine awaiting `run`.
+        judge waits than a scheduler coroutine awaiting `run`. A sampled leaf without a
+        deadline or a metering budget (every `Evaluator.run` case of one LLM judge) is its
+        first attempt's own coroutine (`_guarded` with ``root``), which records the result and
+        builds the verdict itself: one more frame fewer, and what `_run` would do, in the same
+        order (`tests/engine/test_engine_lane.py` pins `run()` to `evaluate()`).
         """
+        if (
+            run.deadline is None
+            and run.sampled[leaf.index]
+            and (self.budget is None or not leaf.metered)
+        ):
+            return self._guarded(leaf, LeafStats(), run, None, True)  # type: ignore[return-value]
         return self._run(leaf, run, None, None, True)  # type: ignore[return-value]
 
     async def _run(
@@ -271,7 +295,7 @@ class LeafRunner:
         """
         budget = self.budget
         if budget is None or not leaf.metered:
-            return self._guarded(leaf, stats, run, None)
+            return self._guarded(leaf, stats, run, None)  # type: ignore[return-value]  # a judgment
         return self._metered(budget, leaf, run, stats)
 
     async def _metered(
@@ -284,7 +308,7 @@ class LeafRunner:
             raise
         token = spend_gate.set(budget.gate(leaf.name))  # its model requests reserve there
         try:
-            return await self._guarded(leaf, stats, run, None)
+            return await self._guarded(leaf, stats, run, None)  # type: ignore[return-value]
         finally:
             spend_gate.reset(token)
 
@@ -307,8 +331,13 @@ class LeafRunner:
             raise
 
     async def _guarded(
-        self, leaf: Leaf, stats: LeafStats, run: RunState, carried: Carried | None
-    ) -> Judgment:
+        self,
+        leaf: Leaf,
+        stats: LeafStats,
+        run: RunState,
+        carried: Carried | None,
+        root: bool = False,
+    ) -> Judgment | Verdict:
         """One attempt: take its slots, call the judge under the timeout, give the slots back.
 
         A fresh attempt (``carried`` None) counts itself, checks that its evaluation was not
@@ -320,73 +349,103 @@ class LeafRunner:
         the attempt's own, or the run worker's `Lane` (kept entered when the attempt ends
         without its scope being cancelled).
         """
-        if carried is None:
-            stats.attempts += 1
-            started, stats.since = stats.since or perf_counter(), 0.0
-            # A member started after its group was cancelled must not reach the judge just
-            # because a slot is free (acquiring without waiting is no checkpoint). A
-            # reservation still held here is released by the group if this raises.
-            await checkpoint_if_cancelled()
-            reserved, stats.reserved = stats.reserved, False
-            admission = self.admission
-            if not reserved and (
-                leaf.resource in admission.limits or not admission.take_global(stats)
-            ):
-                await self._admit(leaf, stats)  # a resource slot first, or wait for one
-        else:
-            started = carried.began
         try:
-            clock, token = start_attempt()
-            began = perf_counter()
-            stats.queued += began - started
-            timeout = self.timeouts[leaf.index]
-            lane = None if timeout is None else run.lane
-            scope: anyio.CancelScope | None = None
-            armed: Armed | None = None
+            if carried is None:
+                stats.attempts += 1
+                started, stats.since = stats.since or perf_counter(), 0.0
+                # A member started after its group was cancelled must not reach the judge
+                # just because a slot is free (acquiring without waiting is no checkpoint). A
+                # reservation still held here is released by the group if this raises.
+                await checkpoint_if_cancelled()
+                waiting = self._slots(leaf, stats)
+                if waiting is not None:
+                    await waiting  # a resource slot first, or wait for one
+            else:
+                started = carried.began
             try:
-                # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive for
-                # as long as the judge waits (one object per case every collection walks)
-                if timeout is not None:
-                    scope = _entered(lane)
+                timeout = self.timeouts[leaf.index]
+                lane = None if timeout is None else run.lane
+                clock, token = start_attempt() if lane is None else start_attempt(lane.owner)
+                began = perf_counter()
+                stats.queued += began - started
+                scope: anyio.CancelScope | None = None
+                armed: Armed | None = None
+                ended = 0.0
                 try:
-                    coro, first, value = self._begin(leaf, run.ctx, carried)
-                    if value is _SUSPENDED:
-                        if scope is not None:
-                            assert timeout is not None  # a scope is made only for a timeout
-                            armed = arm(scope, timeout, began)
-                        try:
-                            value = await (coro if first is _UNSTEPPED else Resume(coro, first))
-                        except BaseException as exc:
-                            if is_stray_cancellation(exc):
-                                raise stray(leaf, exc) from exc
-                            raise
-                    judgment = (
-                        value if leaf.coerce_as is None else coerce_judgment(value, leaf.coerce_as)
+                    # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive
+                    # for as long as the judge waits (one object per case every collection walks)
+                    scope = (
+                        None
+                        if timeout is None
+                        else (lane.scope if lane is not None and lane.scope else _entered(lane))
                     )
-                except BaseException as exc:  # the scope swallows its own cancellation
-                    if scope is None or not _leave(scope, lane, exc):
-                        raise
-                else:
-                    if scope is not None:
-                        _leave(scope, lane, None)
-                # Also when the judge swallowed the deadline's cancellation and returned, or
-                # blocked past the deadline without suspending: an attempt that overran its
-                # timeout is a TimeoutError whatever the judge returned.
-                if scope is not None and (
-                    scope.cancel_called or perf_counter() - began > timeout  # type: ignore[operator]
-                ):
-                    raise self.timed_out(leaf, stats.attempts)
-                return judgment  # a judgment, coerced or returned
+                    try:
+                        coro, first, value = (
+                            (leaf.step(run.ctx), _UNSTEPPED, _SUSPENDED)  # `_begin`'s, inline
+                            if carried is None and self.learned.suspends[leaf.index]
+                            else self._begin(leaf, run.ctx, carried)
+                        )
+                        if value is _SUSPENDED:
+                            # a scope is made only for a timeout
+                            armed = None if scope is None else arm(scope, timeout, began)  # type: ignore[arg-type]
+                            try:
+                                value = await (coro if first is _UNSTEPPED else Resume(coro, first))
+                            except BaseException as exc:
+                                if is_stray_cancellation(exc):
+                                    raise stray(leaf, exc) from exc
+                                raise
+                        # a sound Judgment is what `coerce_judgment` returns: it is
+                        # checked without that call (anything else goes through it)
+                        judgment = (
+                            value
+                            if leaf.coerce_as is None
+                            or (type(value) is Judgment and judgment_problem(value) is None)
+                            else coerce_judgment(value, leaf.coerce_as)
+                        )
+                    except BaseException as exc:  # the scope swallows its own cancellation
+                        if not _leave(scope, lane, exc, armed):
+                            raise
+                    else:
+                        _leave(scope, lane, None, armed)
+                    # Also when the judge swallowed the deadline's cancellation and returned, or
+                    # blocked past the deadline without suspending: an attempt that overran its
+                    # timeout is a TimeoutError whatever the judge returned.
+                    if scope is not None and (
+                        scope.cancel_called or (ended := perf_counter()) - began > timeout  # type: ignore[operator]
+                    ):
+                        raise self.timed_out(leaf, stats.attempts)
+                finally:
+                    queued = end_attempt(clock, token)
+                    # the clock read for the timeout check when there was one (the same end)
+                    stats.working += (ended or perf_counter()) - began - queued
+                    stats.queued += queued
             finally:
-                if armed is not None:  # before anything awaits: the timer never sees it again
-                    disarm(armed)
-                if lane is not None and lane.scope is scope:  # kept: no deadline till the next
-                    clear_deadline(scope)  # type: ignore[arg-type]
-                queued = end_attempt(clock, token)
-                stats.working += perf_counter() - began - queued
-                stats.queued += queued
-        finally:
-            self.admission.release(leaf, stats)
+                self.admission.release(leaf, stats)
+        except Exception as exc:
+            if not root:
+                raise
+            outcome: Judgment | Exception = await self._recover(leaf, run, stats, exc)
+        else:
+            if not root:
+                return judgment  # a judgment, coerced or returned
+            outcome = judgment
+        result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
+        if self.on_result is not None:
+            await self.notify(leaf, result)
+        # `run.verdict_of` of a one-leaf plan: its one result, no tiers (sampled: a judgment)
+        return Verdict.fast(judgment=result.judgment, results=(result,), tiers=())  # type: ignore[arg-type]
+
+    def _slots(self, leaf: Leaf, stats: LeafStats) -> Awaitable[None] | None:
+        """Take a fresh attempt's slots at once, or return the wait for them (`_admit`).
+
+        The slots the group reserved for it, else free ones at once (a resource with a limit
+        always goes through `_admit`: a resource slot first).
+        """
+        reserved, stats.reserved = stats.reserved, False
+        admission = self.admission
+        if reserved or (leaf.resource not in admission.limits and admission.take_global(stats)):
+            return None
+        return self._admit(leaf, stats)
 
     def _begin(
         self, leaf: Leaf, ctx: Context, carried: Carried | None
@@ -441,7 +500,7 @@ class LeafRunner:
         if run.deadline is not None:  # the fast path never starts under a deadline
             raise AssertionError("agentjudge engine: a carried attempt under a deadline")
         try:
-            outcome = await self._guarded(leaf, stats, run, carried)
+            outcome = await self._guarded(leaf, stats, run, carried)  # type: ignore[assignment]
         except Exception as exc:
             outcome = await self._recover(leaf, run, stats, exc)
         result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)

@@ -96,10 +96,13 @@ class Lane:
     between the worker and the attempt, use it (a root leaf of a run without a deadline).
     """
 
-    __slots__ = ("scope",)
+    __slots__ = ("owner", "scope")
 
-    def __init__(self) -> None:
+    def __init__(self, owner: object = None) -> None:
         self.scope: anyio.CancelScope | None = None
+        self.owner = owner
+        """The worker's task (`agentjudge.judging.current_owner`): its attempts' queue clock
+        is reused within it without looking the task up per attempt."""
 
     def close(self, exc: BaseException | None) -> None:
         """The worker stops (``exc``: the exception it stops with): exit the scope if entered."""
@@ -140,12 +143,17 @@ class RunState:
         "verdict",
     )
 
-    def __init__(self, ctx: Context, sampled: tuple[bool, ...]) -> None:
+    def __init__(
+        self, ctx: Context, sampled: tuple[bool, ...], nones: tuple[None, ...] | None = None
+    ) -> None:
         self.ctx = ctx
         self.sampled = sampled
         # no list until the first result: an evaluation waiting for its model holds a shared
-        # tuple of Nones (one per plan size), not a list per case for the collector to walk
-        self.results: list[JudgeResult | None] | tuple[None, ...] = no_results(len(sampled))
+        # tuple of Nones (one per plan size; ``nones``: the caller's, of ``len(sampled)``), not
+        # a list per case for the collector to walk
+        self.results: list[JudgeResult | None] | tuple[None, ...] = (
+            no_results(len(sampled)) if nones is None else nones
+        )
         # made by the first result, so a one-judge evaluation waiting for its model holds no
         # list for it
         self.completed: list[JudgeResult] | tuple[()] = ()

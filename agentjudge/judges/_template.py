@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from enum import Enum, StrEnum
+from operator import attrgetter
 from pathlib import PurePath
 from typing import Any
 
@@ -176,6 +177,16 @@ class PromptTemplate:
         self._parts = tuple(parts)
         self._unknown = frozenset(unknown)
         self._tail = text[position:]
+        # Every placeholder a standard field (and at least one): `render` reads them in one
+        # call and, when each is an exact str (its own text), fills them in one % formatting.
+        self._fields: attrgetter[Any] | None = None
+        self._single = len(parts) == 1  # attrgetter of one name gives the value, not a tuple
+        self._format = ""
+        if parts and all(part[3] for part in parts):
+            self._fields = attrgetter(*[part[1] for part in parts])
+            self._format = "".join(
+                part[0].replace("%", "%%") + "%s" for part in parts
+            ) + self._tail.replace("%", "%%")
         self.variables: tuple[str, ...] = tuple(seen)
         """The variables the template uses, in order of first appearance."""
 
@@ -231,6 +242,14 @@ class PromptTemplate:
             TemplateError: under `MissingPolicy.STRICT`, a ``{{metadata.KEY}}`` whose key is
                 absent (unknown variables were refused at construction already).
         """
+        fields = self._fields
+        if fields is not None:
+            values = (fields(ctx),) if self._single else fields(ctx)
+            for value in values:
+                if type(value) is not str:
+                    break
+            else:  # each placeholder's text is its field's value, as the loop below puts it
+                return self._format % values
         pieces: list[str] = []
         for literal, variable, placeholder, direct in self._parts:
             pieces.append(literal)

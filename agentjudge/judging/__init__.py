@@ -31,6 +31,7 @@ from agentjudge.judging._protocol import (
 )
 from agentjudge.judging._queueing import QueueClock as QueueClock
 from agentjudge.judging._queueing import add_queued as add_queued
+from agentjudge.judging._queueing import current_owner as current_owner
 from agentjudge.judging._queueing import end_attempt as end_attempt
 from agentjudge.judging._queueing import queue_clock as queue_clock
 from agentjudge.judging._queueing import start_attempt as start_attempt

@@ -67,10 +67,21 @@ def _task() -> object:
         return None
 
 
-def start_attempt() -> tuple[QueueClock, Token[QueueClock | None] | None]:
-    """The clock of an attempt starting now, and what `end_attempt` needs to close it."""
+current_owner = _task
+"""The task an attempt starting now runs in (what `start_attempt` reuses clocks within)."""
+
+_FIND: Any = object()
+
+
+def start_attempt(owner: object = _FIND) -> tuple[QueueClock, Token[QueueClock | None] | None]:
+    """The clock of an attempt starting now, and what `end_attempt` needs to close it.
+
+    ``owner``: the running task when the caller knows it (`current_owner` of a task whose
+    attempts all run in it: an `Evaluator.run` worker's); by default it is looked up.
+    """
     held = queue_clock.get()
-    owner = _task()
+    if owner is _FIND:
+        owner = _task()
     if held is not None and not held.busy and owner is not None and held.owner is owner:
         held.busy = True
         held.seconds = 0.0

@@ -220,6 +220,10 @@ def _check_name(name: object) -> str:
     return name
 
 
+_FOUND_MAX = 256
+"""`PriceTable.lookup` answers kept per table (client and model name pairs)."""
+
+
 class PriceTable:
     """Prices by model name (``"<provider>:<model>"``), with aliases and a date.
 
@@ -247,6 +251,8 @@ class PriceTable:
         """Provider prefix -> the date its prices were read."""
         self._models: dict[str, ModelPrice] = {}
         self._aliases: dict[str, str] = {}
+        self._found: dict[tuple[str, str | None], ModelPrice | None] = {}
+        """`lookup`'s answers since the last edit (a judged call looks its price up each time)."""
         self._lock = threading.Lock()
         for name, price in (models or {}).items():
             self.set(name, price)
@@ -316,6 +322,7 @@ class PriceTable:
             with self._lock:
                 self._models.pop(name, None)
                 self._aliases.pop(name, None)
+                self._found = {}  # after the edit: a lookup racing it stores into the old one
             return
         value = (
             price
@@ -325,6 +332,7 @@ class PriceTable:
         with self._lock:
             self._models[name] = value
             self._aliases.pop(name, None)
+            self._found = {}
 
     def alias(self, alias: str, target: str) -> None:
         """Make ``alias`` use the price of ``target`` (which must be in the table)."""
@@ -333,6 +341,7 @@ class PriceTable:
             raise ValueError(f"alias {alias!r} points to {target!r}, which has no price")
         with self._lock:
             self._aliases[alias] = target
+            self._found = {}
 
     def update(self, other: PriceTable) -> None:
         """Copy every price and alias of ``other`` into this table (``other`` wins)."""
@@ -375,11 +384,21 @@ class PriceTable:
 
         The client name (what the user chose, e.g. ``"openai:gpt-4o"``) is looked up first,
         then ``"<provider>:<model>"`` with the model the API reported (e.g. a dated snapshot).
+        Answers are kept until the table is next edited (a few pairs per process; at most
+        `_FOUND_MAX`).
         """
+        key = (client, model)
+        found = self._found  # an edit replaces it: what is stored here was read before that
+        try:
+            return found[key]
+        except KeyError:
+            pass
         price = self.get(client)
         if price is None and model:
             provider = client.partition(":")[0]
             price = self.get(f"{provider}:{model}") or self.get(model)
+        if len(found) < _FOUND_MAX:
+            found[key] = price
         return price
 
     def cost(

@@ -324,13 +324,14 @@ def _awaiting(coro: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("resource_limit", [False, True])
-def test_the_engine_awaits_a_root_judge_through_two_coroutines(resource_limit: bool) -> None:
-    """While a judge of `Evaluator.run` waits, the engine's frames are the leaf boundary's two.
+def test_the_engine_awaits_a_root_judge_through_one_coroutine(resource_limit: bool) -> None:
+    """While a judge of `Evaluator.run` waits, the engine's only frame is the attempt's.
 
     Each coroutine suspended across the judge's wait is an object every garbage collection
-    walks (issue 19.11): the evaluation of a root leaf is the leaf boundary's own coroutine,
-    and an attempt takes its slots and calls the judge in one (before: the scheduler's
-    ``execute``, ``LeafRunner.run``, ``_attempt_now`` and ``_guarded``). With a resource
+    walks (issue 19.11): the evaluation of a root leaf is its first attempt's own coroutine,
+    which takes the slots, calls the judge and records the result (before: ``LeafRunner._run``
+    awaiting ``_guarded``; earlier the scheduler's ``execute``, ``LeafRunner.run`` and
+    ``_attempt_now`` too). With a resource
     limit the slot is still taken first (one judge waits at a time). A judge not yet known
     to suspend is stepped once inline first and then relayed by `Resume` (not a coroutine).
     """
@@ -378,7 +379,7 @@ def test_the_engine_awaits_a_root_judge_through_two_coroutines(resource_limit: b
     for chain in chains:
         start = chain.index("worker") + 1
         engine = chain[start : chain.index("Judge.__call__")]
-        assert engine == ["LeafRunner._run", "LeafRunner._guarded"], chain
+        assert engine == ["LeafRunner._guarded"], chain
 
 
 def test_timeout_lengths_that_come_and_go_keep_few_queues() -> None:

@@ -3,7 +3,9 @@
 `PromptTemplate.render` reads ``{{input}}``, ``{{output}}``, ``{{expected}}``,
 ``{{workspace}}`` and ``{{status}}`` directly and inserts a value whose type is exactly
 ``str`` as it is (issue 19.11: two calls per placeholder on every judged call); everything
-else goes through `render_value` as before. The property: any template over any variables,
+else goes through `render_value` as before. A template whose placeholders are all standard
+fields reads them in one call and, when each is an exact str, fills them in one ``%``
+formatting (literal ``%`` escaped). The property: any template over any variables,
 for any context values (str and its subclasses, None, numbers, containers, enums, paths,
 metadata), renders exactly what rendering every placeholder through `render_value` gives.
 """
@@ -62,7 +64,7 @@ def _general(template: PromptTemplate, ctx: Context) -> str:
 @hsettings(max_examples=150)
 @given(
     variables=st.lists(_VARIABLES, min_size=1, max_size=5),
-    literals=st.lists(st.text(alphabet="ab {}\n", max_size=4), min_size=6, max_size=6),
+    literals=st.lists(st.text(alphabet="ab {}\n%s", max_size=4), min_size=6, max_size=6),
     fields=st.tuples(_VALUES, _VALUES, _VALUES, _VALUES),
     workspace=st.sampled_from([None, Path("/tmp/ws")]),
     status=st.sampled_from(list(ExecutionStatus)),
@@ -88,3 +90,27 @@ def test_rendering_equals_render_value_of_every_placeholder(
         metadata={"k": fields[3] if fields[3] is not None else "v"},
     )
     assert template.render(ctx) == _general(template, ctx)
+
+
+@hsettings(max_examples=100)
+@given(
+    variables=st.lists(st.sampled_from(["input", "output", "expected"]), min_size=1, max_size=4),
+    literals=st.lists(st.text(alphabet="a {}\n%sd()", max_size=4), min_size=5, max_size=5),
+    fields=st.tuples(*[st.one_of(st.text(max_size=6), st.text(max_size=3).map(Text))] * 3),
+)
+def test_a_template_of_str_fields_renders_as_every_placeholder_does(
+    variables: list[str], literals: list[str], fields: tuple[str, str, str]
+) -> None:
+    """The one-formatting way (every placeholder a standard field holding an exact str)."""
+    literals = [text.replace("{{", "{ {") for text in literals]
+    pairs = zip(literals[: len(variables)], variables, strict=True)
+    text = "".join(f"{lit}{{{{{var}}}}}" for lit, var in pairs) + literals[-1]
+    template = PromptTemplate(text)
+    ctx = Context(input=fields[0], output=fields[1], expected=fields[2])
+    assert template.render(ctx) == _general(template, ctx)
+
+
+def test_percent_signs_in_a_template_of_str_fields_stay_as_written() -> None:
+    template = PromptTemplate("100% sure? %s %(x)s {{input}} %% {{output}}%")
+    ctx = Context(input="%s", output="%d")
+    assert template.render(ctx) == "100% sure? %s %(x)s %s %% %d%"

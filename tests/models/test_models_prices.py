@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentjudge.core import Context
 from agentjudge.engine import Evaluator
@@ -247,3 +249,32 @@ def test_a_price_file_may_date_providers_apart(tmp_path: Path) -> None:
     table = PriceTable(as_of="2020-01-01")
     table.update(loaded)
     assert table.read_on("acme:m") == "2030-02-02"
+
+
+@settings(max_examples=60)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["set", "remove", "alias", "lookup"]),
+            st.sampled_from(["openai:a", "openai:b", "b", "openai:c"]),
+            st.sampled_from(["openai:a", "openai:b", "b"]),
+        ),
+        max_size=12,
+    )
+)
+def test_lookup_answers_as_the_table_stands_after_every_edit(
+    steps: list[tuple[str, str, str]],
+) -> None:
+    """`PriceTable.lookup` keeps its answers until the next edit (issue 19.11), never after."""
+    table = PriceTable()
+    for number, (step, name, other) in enumerate(steps):
+        if step == "set":
+            table.set(name, input=float(number), output=1.0)
+        elif step == "remove":
+            table.set(name)
+        elif step == "alias" and other in table._models:
+            table.alias(name, other)
+        for client, model in (("openai:a", None), ("openai:x", "b"), ("openai:c", "a")):
+            fresh = PriceTable()
+            fresh._models, fresh._aliases = dict(table._models), dict(table._aliases)
+            assert table.lookup(client, model) == fresh.lookup(client, model)
