@@ -57,6 +57,7 @@ from agentjudge.models._failures import (
 )
 from agentjudge.models._headers import CapacitySignals, header_signals, parse_retry_after
 from agentjudge.models._json import dumps as json_dumps
+from agentjudge.models._json import dumps_structured
 from agentjudge.models._json import loads as json_loads
 from agentjudge.models._loop import LoopLocal
 from agentjudge.models._options import ClientKeywords, ClientOptions
@@ -392,7 +393,8 @@ class HTTPModelClient(ProviderHooks):
         matters to a `RateLimit` with a budget (0 otherwise).
         """
         messages = list(sent)
-        content = json_dumps(self.request_body(request, messages, plain_schema))
+        encode = json_dumps if plain_schema is None else dumps_structured
+        content = encode(self.request_body(request, messages, plain_schema))
         estimate = self._estimate(request, messages, plain_schema) if self.rate_limit.enabled else 0
         pricing = None if gate is None else self.pricing(request, messages, plain_schema)
         return content, estimate, pricing

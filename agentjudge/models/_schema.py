@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from agentjudge.models._json import c_encoder
+from agentjudge.models._json import TextMemo, c_encoder
 
 if TYPE_CHECKING:  # jsonschema is imported on first use: judges and the CLI start without it
     from jsonschema.protocols import Validator
@@ -195,10 +195,23 @@ def compiled_schema(schema: Mapping[str, Any], what: str = "response_schema") ->
 def _canonical(schema: Mapping[str, Any], what: str) -> str:
     """The schema's canonical JSON text: the key its checks are cached by.
 
-    Read for every structured answer, by the C encoder built once (`_SORTED`) for an exact
-    dict; anything it does not encode (and any other mapping) takes ``_CANONICAL.encode``,
-    which gives the same text or raises its own error
-    (``tests/models/test_models_schema_canonical.py``).
+    Read for every structured answer: written once per schema value (`TextMemo`: the same
+    schema arrives as a new copy with every request; ``tests/models/test_models_json_memo.py``),
+    by `_canonical_text`.
+    """
+    return _SCHEMA_KEYS.text(schema, _canonical_text, what)
+
+
+_SCHEMA_KEYS = TextMemo()
+"""Each schema's canonical text, by its exact data."""
+
+
+def _canonical_text(schema: Mapping[str, Any], what: str) -> str:
+    """`_canonical`, written now.
+
+    By the C encoder built once (`_SORTED`) for an exact dict; anything it does not encode
+    (and any other mapping) takes ``_CANONICAL.encode``, which gives the same text or raises
+    its own error (``tests/models/test_models_schema_canonical.py``).
     """
     if _SORTED is not None and type(schema) is dict:
         try:
