@@ -310,7 +310,9 @@ class _OutputShape:
             )
         self.schema = output_model.model_json_schema()
         self.flat = _flat_fields(output_model)
-        self.exact = _exact_types(output_model) if self.flat else None
+        exact = _exact_types(output_model) if self.flat else None
+        # an answer's keys are the field names: with a non-ASCII one none is read as it is
+        self.exact = exact if exact is not None and all(map(str.isascii, exact)) else None
 
     def validate(self, data: dict[str, Any]) -> BaseModel:
         """``model.model_validate_json(json.dumps(data))``: the same instance or the same error.
@@ -338,12 +340,20 @@ class _OutputShape:
         no instance (nor its ``__dict__`` and fields set).
         """
         exact = self.exact
-        if exact is None or data.keys() != exact.keys():
+        if exact is None or type(data) is not dict or data.keys() != exact.keys():
             return None
-        for key, kinds in exact.items():
-            if type(data[key]) not in kinds:
+        # `_flat_answer`'s checks in the same loop (an answer with a non-ASCII key never gets
+        # here: `exact` is None for a model with a non-ASCII field name)
+        for key, value in data.items():
+            kind = type(value)
+            if type(key) is not str or kind not in exact[key]:
                 return None
-        return data if _flat_answer(data) else None
+            if kind is str:
+                if not value.isascii():
+                    return None
+            elif kind is int and not -_INT_LIMIT < value < _INT_LIMIT:
+                return None
+        return data
 
 
 class LLMJudge(ModelJudgeBase):

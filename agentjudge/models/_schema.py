@@ -94,6 +94,7 @@ def _reject_constant(name: str) -> float:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 """``json.loads(text, parse_constant=...)`` builds this decoder on every call: made once."""
+_SCAN: Any = _DECODER.scan_once
 _CANONICAL = json.JSONEncoder(sort_keys=True, allow_nan=False)
 """``json.dumps(schema, sort_keys=True, allow_nan=False)``'s encoder, made once."""
 _SORTED: Any = c_encoder(sort_keys=True, allow_nan=False)
@@ -108,17 +109,36 @@ def decode_json_object(text: str) -> dict[str, Any]:
         SchemaViolation: Not JSON, a non-finite number, or not an object.
     """
     stripped = text.strip()
-    fenced = _FENCE.match(stripped)
-    if fenced:
-        stripped = fenced.group(1).strip()
+    if stripped.startswith("```"):  # what the fence pattern begins with
+        fenced = _FENCE.match(stripped)
+        if fenced:
+            stripped = fenced.group(1).strip()
     try:
         # json.loads refuses a leading byte-order mark with its own message: keep it for that
         bom = stripped.startswith("\ufeff")
-        value = json.loads(stripped) if bom else _DECODER.decode(stripped)
+        value = json.loads(stripped) if bom else _decoded(stripped)
     except ValueError as exc:
         raise SchemaViolation(f"the answer is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise SchemaViolation(f"the answer must be a JSON object, got {_kind(value)}")
+    return value
+
+
+def _decoded(text: str) -> Any:
+    """``_DECODER.decode(text)``: the same value, or the same error.
+
+    ``decode`` skips leading whitespace, scans one value and refuses anything after it. A scan
+    from the start that ends at the end of the text is that whole answer (whitespace cannot
+    begin a value), read by the scanner alone without ``decode``'s Python layers; anything
+    else (no value there, text after it) is decoded by ``decode``, for its answer or error
+    (``tests/models/test_models_schema_decode.py``).
+    """
+    try:
+        value, end = _SCAN(text, 0)
+    except StopIteration:
+        return _DECODER.decode(text)
+    if end != len(text):
+        return _DECODER.decode(text)
     return value
 
 

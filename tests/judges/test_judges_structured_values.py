@@ -45,7 +45,14 @@ class Counted(BaseModel):
     passed: bool | None
 
 
-MODELS = (Grade, Scored, Counted)
+class Geprüft(BaseModel):
+    """A field name that is not ASCII: never read without an instance (as before)."""
+
+    passed: bool
+    größe: str | None = None
+
+
+MODELS = (Grade, Scored, Counted, Geprüft)
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),
@@ -55,7 +62,7 @@ SCALARS = st.one_of(
     st.text(alphabet=st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=2),
     st.sampled_from(["true", "1", "0.5", " 3 ", "\u00e9", "x"]),
 )
-KEYS = st.sampled_from(["passed", "score", "reasoning", "count", "extra"])
+KEYS = st.sampled_from(["passed", "score", "reasoning", "count", "extra", "größe"])
 
 
 @st.composite
@@ -161,3 +168,4 @@ def test_a_typical_answer_is_read_without_an_instance() -> None:
     assert shape.values({"passed": 1, "reasoning": "matches"}) is None  # converted: validated
     assert shape.values({"passed": True}) is None  # a default or an error: validated
     assert _llm._OutputShape(Scored).values({"score": 1, "reasoning": None, "count": 3}) is None
+    assert _llm._OutputShape(Geprüft).values({"passed": True, "größe": "x"}) is None
