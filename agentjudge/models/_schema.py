@@ -94,7 +94,7 @@ def _reject_constant(name: str) -> float:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 """``json.loads(text, parse_constant=...)`` builds this decoder on every call: made once."""
-_SCAN: Any = _DECODER.scan_once
+_SCAN: Any = _DECODER.scan_once  # type: ignore[attr-defined]
 _CANONICAL = json.JSONEncoder(sort_keys=True, allow_nan=False)
 """``json.dumps(schema, sort_keys=True, allow_nan=False)``'s encoder, made once."""
 _SORTED: Any = c_encoder(sort_keys=True, allow_nan=False)
