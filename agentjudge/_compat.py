@@ -44,6 +44,7 @@ This module is the lowest layer: it imports only the standard library and the de
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -63,6 +64,7 @@ __all__ = [
     "checkpoint_if_cancelled",
     "clear_deadline",
     "expire",
+    "json_scanner",
     "loop_time",
     "running_loop",
     "untimed_deadline",
@@ -316,3 +318,16 @@ def expire(scope: anyio.CancelScope) -> None:
         scope.cancel("deadline exceeded")  # type: ignore[call-arg,unused-ignore]
     else:  # pragma: no cover - anyio before the reason argument
         scope.cancel()
+
+
+def json_scanner(decoder: json.JSONDecoder) -> Callable[[str, int], tuple[Any, int]]:
+    """``decoder``'s scanner: ``scan(text, index)`` is the value at ``index`` and the index after.
+
+    It scans as ``decoder.decode`` does (``scan_once``, the attribute the standard library's
+    decoder sets and calls itself; not documented, so named only here).
+
+    ``decode`` is ``scan`` after skipping leading whitespace, plus a check that only
+    whitespace follows; callers that read whole texts can call it directly.
+    """
+    scan: Callable[[str, int], tuple[Any, int]] = decoder.scan_once  # type: ignore[attr-defined]
+    return scan

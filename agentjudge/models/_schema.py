@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from agentjudge._compat import json_scanner
 from agentjudge.models._json import TextMemo, c_encoder
 
 if TYPE_CHECKING:  # jsonschema is imported on first use: judges and the CLI start without it
@@ -94,7 +95,7 @@ def _reject_constant(name: str) -> float:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 """``json.loads(text, parse_constant=...)`` builds this decoder on every call: made once."""
-_SCAN: Any = _DECODER.scan_once  # type: ignore[attr-defined]
+_SCAN = json_scanner(_DECODER)
 _CANONICAL = json.JSONEncoder(sort_keys=True, allow_nan=False)
 """``json.dumps(schema, sort_keys=True, allow_nan=False)``'s encoder, made once."""
 _SORTED: Any = c_encoder(sort_keys=True, allow_nan=False)
