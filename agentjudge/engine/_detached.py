@@ -174,10 +174,7 @@ class Handoff(Generic[T]):
         """
         if self.closed:
             raise anyio.BrokenResourceError
-        reader = self._reader  # `_hand` without the call (one per case of a run)
-        if reader is not None and not reader.done():
-            self._reader = None
-            reader.set_result(item)
+        if self._hand(item):
             return True
         self._offers.append((item, None))
         return False
@@ -193,10 +190,7 @@ class Handoff(Generic[T]):
         while offers:
             item, taken = offers.popleft()
             if taken is None:  # put under a slot: the slot is free again
-                if self._idle:
-                    self.release()
-                else:  # `release` with no producer waiting for a slot, without the call
-                    self._free += 1
+                self.release()
                 return item
             if not taken.done():  # else its publisher was cancelled: withdrawn
                 taken.set_result(True)

@@ -446,7 +446,6 @@ class Evaluator:
             source, lock = iter(contexts), None
 
         execute, new_run = self._execute, self._new_run
-        sampled, nones = self._all_sampled, self._nones  # every run's draw: `_new_run`'s
         # a root leaf's attempts share the worker's timeout scope (see `Lane`); nothing else
         # is entered between the worker and such an attempt
         root = self._plan.root
@@ -472,9 +471,9 @@ class Evaluator:
                         break
                     # one case, in the worker's own frame (no coroutine per case for it); the
                     # worker keeps no reference to the case it handed over
-                    if type(ctx) is not Context and not isinstance(ctx, Context):
+                    if not isinstance(ctx, Context):
                         ctx = Context.model_validate(ctx)
-                    run = new_run(ctx) if sampled is None else RunState(ctx, sampled, nones)
+                    run = new_run(ctx)
                     run.lane = lane
                     verdict = await execute(run)
                     held = outlet.put(

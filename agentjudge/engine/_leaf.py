@@ -380,11 +380,7 @@ class LeafRunner:
                         else (lane.scope if lane is not None and lane.scope else _entered(lane))
                     )
                     try:
-                        coro, first, value = (
-                            (leaf.step(run.ctx), _UNSTEPPED, _SUSPENDED)  # `_begin`'s, inline
-                            if carried is None and self.learned.suspends[leaf.index]
-                            else self._begin(leaf, run.ctx, carried)
-                        )
+                        coro, first, value = self._begin(leaf, run.ctx, carried)
                         if value is _SUSPENDED:
                             # a scope is made only for a timeout
                             armed = None if scope is None else arm(scope, timeout, began)  # type: ignore[arg-type]

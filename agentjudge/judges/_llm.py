@@ -462,11 +462,7 @@ class LLMJudge(ModelJudgeBase):
 
     def read(self, response: ModelResponse) -> Judgment:
         """Turn a model response into this judge's judgment (metadata included)."""
-        found = (  # `_read` of a plain judge without that call
-            read_verdict(response.text, response.parsed)
-            if self._shape is None and self.classifier is None
-            else self._read(response)
-        )
+        found = self._read(response)
         if type(found) is not tuple:  # a Judgment
             return self.finish(found, response)  # type: ignore[arg-type]
         # a PASS/FAIL verdict: one judgment with the metadata, not a judgment and a copy

@@ -209,7 +209,7 @@ def answer_response(
         and (model is None or type(model) is str)
         and (finish_reason is None or type(finish_reason) is str)
         and type(usage) is Usage
-        and (raw is None or (type(raw) is dict and {*map(type, raw)} <= _STR))  # inline
+        and _plain_object(raw)
         and type(queued_s) is float
         and queued_s >= 0.0
         and type(attempts) is int

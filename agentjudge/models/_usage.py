@@ -49,7 +49,7 @@ def read_usage(
     Every count is checked here (`UsageReader.count`), so the `Usage` is built without
     validating it again (one is read per answer; equal to ``Usage(**counts)``, pinned by a
     property test). How ``fields`` is read (each path split into keys) is worked out once per
-    mapping (`_Plan`), not per answer.
+    mapping (`_plan`), not per answer.
 
     Args:
         client: The client's name (in warnings).
@@ -60,28 +60,18 @@ def read_usage(
     """
     if not isinstance(raw, dict):
         return Usage(), ()
-    plan = _PLANS.get(id(fields))  # the plan of this mapping, if unchanged (else made again)
-    if plan is None or plan.fields is not fields or plan.snapshot != fields:
-        plan = _new_plan(fields)
+    plan = _plan(fields)
     reader: UsageReader | None = None  # made for the first refused count only
     counts: dict[str, int | None] = _NO_COUNTS.copy()
-    get = raw.get
-    for field, key in plan.top:  # top-level counts: no walk (most of them)
-        value: Any = get(key)
-        if value is not None:
-            if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:
-                reader = reader or UsageReader(client)
-                value = reader.count(value, f"{where}.{key}")  # refused: None and a warning
-            counts[field] = value
-    for field, key, deeper, path in plan.nested:  # the others, in the mapping's order
-        value = get(key)
-        for inner in deeper:
-            value = value.get(inner) if isinstance(value, dict) else None
-        if value is not None:
-            if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:
-                reader = reader or UsageReader(client)
-                value = reader.count(value, f"{where}.{path}")
-            counts[field] = value
+    for field, key, deeper, path in plan.steps:
+        value: Any = raw.get(key)
+        if deeper:  # (no iterator made for a top-level count)
+            for inner in deeper:
+                value = value.get(inner) if isinstance(value, dict) else None
+        if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
+            reader = reader or UsageReader(client)
+            value = reader.count(value, f"{where}.{path}")  # refused: None and a warning
+        counts[field] = value
     warnings = () if reader is None else tuple(reader.warnings)
     if not plan.known:  # a field Usage does not have: validation says so
         return Usage(**{f: counts[f] for f in fields}), warnings
@@ -95,26 +85,19 @@ _NO_COUNTS: dict[str, int | None] = dict.fromkeys(_USAGE_FIELDS)
 class _Plan:
     """How `read_usage` reads one ``fields`` mapping: worked out once per mapping."""
 
-    __slots__ = ("fields", "known", "nested", "shared_set", "snapshot", "top")
+    __slots__ = ("fields", "known", "shared_set", "snapshot", "steps")
 
     def __init__(self, fields: Mapping[str, str]) -> None:
         self.fields = fields
         """The mapping itself (held, so its id is not reused while the plan is kept)."""
         self.snapshot = dict(fields)
         """Its items when planned: a mapping changed since is planned again."""
-        top: list[tuple[str, str]] = []
-        rest: list[tuple[str, str, tuple[str, ...], str]] = []
+        steps = []
         for field, path in fields.items():
             first, *deeper = path.split(".")
-            if deeper or rest:
-                rest.append((field, first, tuple(deeper), path))
-            else:
-                top.append((field, first))
-        self.top = tuple(top)
-        """(field, key) of the top-level counts before the first nested one, in order."""
-        self.nested = tuple(rest)
-        """(field, first key, the keys below it, the dotted path) of the others, in order
-        (so warnings come in the mapping's order)."""
+            steps.append((field, first, tuple(deeper), path))
+        self.steps: tuple[tuple[str, str, tuple[str, ...], str], ...] = tuple(steps)
+        """(field, first key, the keys below it, the dotted path) per field, in order."""
         self.shared_set = set(fields)
         """``model_fields_set`` of every `Usage` read by this plan: one set shared by all of
         them (`build_model` allows it: `Usage` is frozen), not a new one per answer."""
@@ -126,8 +109,11 @@ _PLANS: dict[int, _Plan] = {}
 """Each ``fields`` mapping's plan, by id (the providers' few mappings; bounded)."""
 
 
-def _new_plan(fields: Mapping[str, str]) -> _Plan:
-    """Plan ``fields`` (first use, or the mapping changed since) and keep the plan by its id."""
+def _plan(fields: Mapping[str, str]) -> _Plan:
+    """The plan of ``fields`` (made on first use, and again when the mapping changed)."""
+    plan = _PLANS.get(id(fields))
+    if plan is not None and plan.fields is fields and plan.snapshot == fields:
+        return plan
     if len(_PLANS) >= 256:  # mappings made per call: never grows without bound
         _PLANS.clear()
     plan = _PLANS[id(fields)] = _Plan(fields)
