@@ -132,7 +132,7 @@ def dumps(value: dict[str, Any]) -> bytes:
     """
     if _ENCODE is not None and type(value) is dict:
         try:
-            return "".join(_ENCODE(value, 0)).encode()
+            return "".join(_ENCODE(value, 0)).encode()  # `_encoded`, without a call per request
         except Exception:
             pass  # json.dumps raises its own error for it (or encodes it)
     return json.dumps(value).encode()
@@ -168,20 +168,21 @@ def _parts(body: dict[Any, Any]) -> str:
     run: dict[str, Any] = {}
     for key, item in body.items():
         if type(key) is not str:
-            return "".join(_ENCODE(body, 0))  # json.dumps writes other keys its own way
+            return _encoded(body)  # json.dumps writes other keys its own way
         if type(item) is dict:
             if run:
-                parts.append("".join(_ENCODE(run, 0))[1:-1])
+                parts.append(_encoded(run)[1:-1])
                 run = {}
             parts.append(f"{_KEY(key)}: {_OBJECTS.text(item, _encoded)}")
         else:
             run[key] = item
     if run:
-        parts.append("".join(_ENCODE(run, 0))[1:-1])
+        parts.append(_encoded(run)[1:-1])
     return "{" + ", ".join(parts) + "}"
 
 
 def _encoded(value: Any) -> str:
+    """``json.dumps(value)`` by the C encoder built once (`_ENCODE`: its errors its own)."""
     return "".join(_ENCODE(value, 0))
 
 
