@@ -16,7 +16,9 @@ concurrency 100 each):
   work without aiohttp's; minus ``floor``);
 * ``chat_plain`` / ``chat_struct``: `Evaluator.run` of an `LLMJudge` (plain / ``output_model=``)
   on that `OpenAIChat` (W4's judged call without aiohttp: the schema in the request body and
-  the structured answer's decoding and checks included).
+  the structured answer's decoding and checks included);
+* ``chat_plain_budget`` / ``chat_struct_budget``: the same under a token `Budget` (each
+  request's bound estimated, reserved and settled; minus ``chat_plain`` / ``chat_struct``).
 
 ``--alive`` holds ``CONCURRENCY`` calls at the client and counts the objects the garbage
 collector tracks that are alive per case in flight (the ``eval_*``, ``judge_*``, ``chat_*`` and
@@ -53,6 +55,7 @@ from pydantic import BaseModel
 
 import agentjudge
 from agentjudge import Context, Evaluator, Judgment, LLMJudge, Message, ModelRequest, OpenAIChat
+from agentjudge.engine import Budget
 from agentjudge.models import ModelResponse, Usage
 from agentjudge.models._transport import Poster, Response, Session
 
@@ -173,8 +176,8 @@ def direct(call: Callable[[Any], Awaitable[Any]]) -> Run:
     return run
 
 
-def evaluated(subject: Any) -> Run:
-    evaluator = Evaluator(subject, max_concurrency=CONCURRENCY)
+def evaluated(subject: Any, budget: Budget | None = None) -> Run:
+    evaluator = Evaluator(subject, max_concurrency=CONCURRENCY, budget=budget)
 
     async def run(contexts: list[Context]) -> None:
         passed = 0
@@ -271,6 +274,8 @@ VARIANTS: dict[str, Callable[[], Run]] = {
     "client_fixed": lambda: client(False),
     "chat_plain": lambda: evaluated(chat_judge(False)),
     "chat_struct": lambda: evaluated(chat_judge(True)),
+    "chat_plain_budget": lambda: evaluated(chat_judge(False), Budget(tokens=10**15)),
+    "chat_struct_budget": lambda: evaluated(chat_judge(True), Budget(tokens=10**15)),
 }
 
 

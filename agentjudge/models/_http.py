@@ -21,7 +21,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -57,7 +56,7 @@ from agentjudge.models._failures import (
 )
 from agentjudge.models._headers import CapacitySignals, header_signals, parse_retry_after
 from agentjudge.models._json import dumps as json_dumps
-from agentjudge.models._json import dumps_structured
+from agentjudge.models._json import dumps_structured, dumps_text
 from agentjudge.models._json import loads as json_loads
 from agentjudge.models._loop import LoopLocal
 from agentjudge.models._options import ClientKeywords, ClientOptions
@@ -418,7 +417,7 @@ class HTTPModelClient(ProviderHooks):
         chars = sum(len(m.content) for m in messages)
         if request.response_schema is not None:
             schema = plain_json(request.response_schema) if plain_schema is None else plain_schema
-            chars += len(json.dumps(schema))
+            chars += len(dumps_text(schema))  # written once per schema value
         return chars // 4 + (self._output_allowance(request) or _DEFAULT_OUTPUT_ESTIMATE)
 
     def _output_allowance(self, request: ModelRequest) -> int | None:

@@ -39,7 +39,15 @@ try:
 except ImportError:  # pragma: no cover - a dependency, but the fallback stays exact
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["FAST_JSON", "TextMemo", "dumps", "dumps_structured", "loads"]
+__all__ = [
+    "FAST_JSON",
+    "TextMemo",
+    "dumps",
+    "dumps_structured",
+    "dumps_text",
+    "loads",
+    "sorted_text",
+]
 
 FAST_JSON: bool = orjson is not None
 """True when orjson is installed and decodes the bodies it reads exactly as ``json.loads``."""
@@ -121,6 +129,33 @@ class TextMemo:
 
 _OBJECTS = TextMemo()
 """The JSON texts of objects at the top of request bodies (`dumps`)."""
+
+
+_TEXTS = TextMemo()
+"""`dumps_text`'s texts."""
+_SORTED_TEXTS = TextMemo()
+"""`sorted_text`'s texts."""
+
+
+def dumps_text(value: Any) -> str:
+    """``json.dumps(value)``, written once per value (`TextMemo`): the same text, or its error.
+
+    For a value sent again and again whose text is only measured (a judge's schema, in every
+    token estimate of a client with a token budget).
+    """
+    return _TEXTS.text(value, json.dumps)
+
+
+def sorted_text(value: Any) -> str:
+    """``json.dumps(value, sort_keys=True)``, written once per value (`TextMemo`), or its error.
+
+    For a judge's schema in a budget's estimate of every request (`estimate_input_tokens`).
+    """
+    return _SORTED_TEXTS.text(value, _sorted_dumps)
+
+
+def _sorted_dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def dumps(value: dict[str, Any]) -> bytes:

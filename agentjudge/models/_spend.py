@@ -22,7 +22,6 @@ bound of each request before it is sent and settles it with the answer's real us
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import os
@@ -32,10 +31,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from weakref import WeakKeyDictionary
 
-import anyio
-
+from agentjudge._compat import loop_time
 from agentjudge.core import Message
 from agentjudge.judging import SpendGate, SpendHold, add_queued
+from agentjudge.models._json import sorted_text
 from agentjudge.models._prices import _PER_TOKEN, cache_apart, prices, reported_cost
 from agentjudge.models._types import Usage
 
@@ -58,6 +57,8 @@ CHARS_PER_TOKEN = 4
 """The estimator without a tokenizer: one token per 4 characters (rounded up)."""
 DEFAULT_OUTPUT_TOKENS = 256
 """Output tokens assumed per call when the request sets no ``max_tokens``."""
+KEPT_COUNTS = 256
+"""The most (model, text) token counts a `TokenCounter` keeps (`TokenCounter.count_kept`)."""
 MAX_INPUT_RATIO = 8.0
 """The most a budget scales an input estimate by after answers showed it was low."""
 
@@ -82,6 +83,8 @@ class TokenCounter:
         self.kind, self._module = _tokenizer()
         """``"tiktoken"`` or ``"chars/4"``."""
         self._encodings: dict[str, Any] = {}
+        self._kept: dict[tuple[str, str], int] = {}
+        """`count_kept`'s counts by (model, text)."""
 
     def count(self, model: str, text: str) -> int:
         """Tokens of ``text`` for ``model`` (a client name such as ``"openai:gpt-4o"``)."""
@@ -103,6 +106,24 @@ class TokenCounter:
                 return math.ceil(len(text) / CHARS_PER_TOKEN)
             self._encodings[model] = encoding
         return len(encoding.encode(text, disallowed_special=()))
+
+    def count_kept(self, model: str, text: str) -> int:
+        """`count`, kept per (model, text): for a text counted again and again (a schema).
+
+        Counted by tiktoken once per pair (at most `KEPT_COUNTS` kept); characters / 4 is
+        counted every time (it costs less than the lookup).
+        """
+        if self._module is None:
+            return math.ceil(len(text) / CHARS_PER_TOKEN)
+        key = (model, text)
+        tokens = self._kept.get(key)
+        if tokens is None:
+            tokens = self.count(model, text)
+            if self._module is not None:  # not fallen back to characters / 4 just now
+                if len(self._kept) >= KEPT_COUNTS:
+                    self._kept.clear()
+                self._kept[key] = tokens
+        return tokens
 
     def _encoding(self, model: str) -> Any:
         try:
@@ -162,7 +183,8 @@ def estimate_input_tokens(
     counter = counter or _shared_counter()
     tokens = sum(counter.count(client, m.content) for m in messages)
     if schema is not None:
-        tokens += counter.count(client, json.dumps(schema, sort_keys=True))
+        # the same schema on every call of a judge: its text written and counted once
+        tokens += counter.count_kept(client, sorted_text(schema))
     return tokens
 
 
@@ -281,9 +303,9 @@ class Reservation:
 async def reserve(gate: SpendGate, pricing: Pricing) -> Reservation:
     """Reserve the bound of one request (the wait for room is reported as queueing)."""
     bound = price_request(pricing)
-    started = anyio.current_time()
+    started = loop_time()  # anyio.current_time(), without its backend lookup
     hold = await gate.reserve(pricing.client, bound.usd, bound.tokens)
-    add_queued(anyio.current_time() - started)
+    add_queued(loop_time() - started)
     return Reservation(pricing, bound, hold)
 
 

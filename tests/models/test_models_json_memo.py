@@ -189,3 +189,23 @@ def test_a_structured_chat_body_is_encoded_as_before() -> None:
     for _ in range(2):
         assert dumps_structured(body) == json.dumps(body).encode()
     assert _json.dumps(body) == dumps_structured(body)
+
+
+@settings(max_examples=60)
+@given(values=st.lists(OBJECTS | VALUES, max_size=8))
+def test_kept_texts_are_json_dumps_in_any_sequence(values: list[Any]) -> None:
+    """`dumps_text` and `sorted_text` of values met again: json.dumps's text, or its error."""
+    for value in [*values, *values]:
+        assert _outcome(_json.dumps_text, value) == _outcome(json.dumps, value)
+        sort = _outcome(lambda v: json.dumps(v, sort_keys=True), value)
+        assert _outcome(_json.sorted_text, value) == sort
+
+
+def test_kept_texts_follow_a_schema_changed_in_place() -> None:
+    """The schema edited between calls: the new text, never the kept one."""
+    schema: dict[str, Any] = {"type": "object", "properties": {"x": {"type": "integer"}}}
+    assert _json.dumps_text(schema) == json.dumps(schema)
+    schema["properties"]["x"]["type"] = "number"
+    assert _json.dumps_text(schema) == json.dumps(schema)
+    assert _json.sorted_text(schema) == json.dumps(schema, sort_keys=True)
+    assert "number" in _json.sorted_text(schema)
