@@ -211,18 +211,8 @@ class LeafRunner:
         """Run the plan's root leaf to the evaluation's verdict (`run` and the verdict in one).
 
         The evaluation's own coroutine is then the leaf's: one frame fewer alive while the
-        judge waits than a scheduler coroutine awaiting `run`. A sampled leaf without a
-        deadline or a metering budget (every `Evaluator.run` case of one LLM judge) is its
-        first attempt's own coroutine (`_guarded` with ``root``), which records the result and
-        builds the verdict itself: one more frame fewer, and what `_run` would do, in the same
-        order (`tests/engine/test_engine_lane.py` pins `run()` to `evaluate()`).
+        judge waits than a scheduler coroutine awaiting `run`.
         """
-        if (
-            run.deadline is None
-            and run.sampled[leaf.index]
-            and (self.budget is None or not leaf.metered)
-        ):
-            return self._guarded(leaf, LeafStats(), run, None, True)  # type: ignore[return-value]
         return self._run(leaf, run, None, None, True)  # type: ignore[return-value]
 
     async def _run(
@@ -295,7 +285,7 @@ class LeafRunner:
         """
         budget = self.budget
         if budget is None or not leaf.metered:
-            return self._guarded(leaf, stats, run, None)  # type: ignore[return-value]  # a judgment
+            return self._guarded(leaf, stats, run, None)
         return self._metered(budget, leaf, run, stats)
 
     async def _metered(
@@ -308,7 +298,7 @@ class LeafRunner:
             raise
         token = spend_gate.set(budget.gate(leaf.name))  # its model requests reserve there
         try:
-            return await self._guarded(leaf, stats, run, None)  # type: ignore[return-value]
+            return await self._guarded(leaf, stats, run, None)
         finally:
             spend_gate.reset(token)
 
@@ -336,8 +326,7 @@ class LeafRunner:
         stats: LeafStats,
         run: RunState,
         carried: Carried | None,
-        root: bool = False,
-    ) -> Judgment | Verdict:
+    ) -> Judgment:
         """One attempt: take its slots, call the judge under the timeout, give the slots back.
 
         A fresh attempt (``carried`` None) counts itself, checks that its evaluation was not
@@ -349,87 +338,74 @@ class LeafRunner:
         the attempt's own, or the run worker's `Lane` (kept entered when the attempt ends
         without its scope being cancelled).
         """
-        try:
-            if carried is None:
-                stats.attempts += 1
-                started, stats.since = stats.since or perf_counter(), 0.0
-                # A member started after its group was cancelled must not reach the judge
-                # just because a slot is free (acquiring without waiting is no checkpoint). A
-                # reservation still held here is released by the group if this raises.
-                await checkpoint_if_cancelled()
-                waiting = self._slots(leaf, stats)
-                if waiting is not None:
-                    await waiting  # a resource slot first, or wait for one
-            else:
-                started = carried.began
-            try:
-                timeout = self.timeouts[leaf.index]
-                lane = None if timeout is None else run.lane
-                clock, token = start_attempt() if lane is None else start_attempt(lane.owner)
-                began = perf_counter()
-                stats.queued += began - started
-                scope: anyio.CancelScope | None = None
-                armed: Armed | None = None
-                ended = 0.0
-                try:
-                    # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive
-                    # for as long as the judge waits (one object per case every collection walks)
-                    scope = (
-                        None
-                        if timeout is None
-                        else (lane.scope if lane is not None and lane.scope else _entered(lane))
-                    )
-                    try:
-                        coro, first, value = self._begin(leaf, run.ctx, carried)
-                        if value is _SUSPENDED:
-                            # a scope is made only for a timeout
-                            armed = None if scope is None else arm(scope, timeout, began)  # type: ignore[arg-type]
-                            try:
-                                value = await (coro if first is _UNSTEPPED else Resume(coro, first))
-                            except BaseException as exc:
-                                if is_stray_cancellation(exc):
-                                    raise stray(leaf, exc) from exc
-                                raise
-                        # a sound Judgment is what `coerce_judgment` returns: it is
-                        # checked without that call (anything else goes through it)
-                        judgment = (
-                            value
-                            if leaf.coerce_as is None
-                            or (type(value) is Judgment and judgment_problem(value) is None)
-                            else coerce_judgment(value, leaf.coerce_as)
-                        )
-                    except BaseException as exc:  # the scope swallows its own cancellation
-                        if not _leave(scope, lane, exc, armed):
-                            raise
-                    else:
-                        _leave(scope, lane, None, armed)
-                    # Also when the judge swallowed the deadline's cancellation and returned, or
-                    # blocked past the deadline without suspending: an attempt that overran its
-                    # timeout is a TimeoutError whatever the judge returned.
-                    if scope is not None and (
-                        scope.cancel_called or (ended := perf_counter()) - began > timeout  # type: ignore[operator]
-                    ):
-                        raise self.timed_out(leaf, stats.attempts)
-                finally:
-                    queued = end_attempt(clock, token)
-                    # the clock read for the timeout check when there was one (the same end)
-                    stats.working += (ended or perf_counter()) - began - queued
-                    stats.queued += queued
-            finally:
-                self.admission.release(leaf, stats)
-        except Exception as exc:
-            if not root:
-                raise
-            outcome: Judgment | Exception = await self._recover(leaf, run, stats, exc)
+        if carried is None:
+            stats.attempts += 1
+            started, stats.since = stats.since or perf_counter(), 0.0
+            # A member started after its group was cancelled must not reach the judge
+            # just because a slot is free (acquiring without waiting is no checkpoint). A
+            # reservation still held here is released by the group if this raises.
+            await checkpoint_if_cancelled()
+            waiting = self._slots(leaf, stats)
+            if waiting is not None:
+                await waiting  # a resource slot first, or wait for one
         else:
-            if not root:
-                return judgment  # a judgment, coerced or returned
-            outcome = judgment
-        result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
-        if self.on_result is not None:
-            await self.notify(leaf, result)
-        # `run.verdict_of` of a one-leaf plan: its one result, no tiers (sampled: a judgment)
-        return Verdict.fast(judgment=result.judgment, results=(result,), tiers=())  # type: ignore[arg-type]
+            started = carried.began
+        try:
+            timeout = self.timeouts[leaf.index]
+            lane = None if timeout is None else run.lane
+            clock, token = start_attempt() if lane is None else start_attempt(lane.owner)
+            began = perf_counter()
+            stats.queued += began - started
+            scope: anyio.CancelScope | None = None
+            armed: Armed | None = None
+            ended = 0.0
+            try:
+                # ``with scope`` written out: a ``with`` keeps the bound ``__exit__`` alive
+                # for as long as the judge waits (one object per case every collection walks)
+                scope = (
+                    None
+                    if timeout is None
+                    else (lane.scope if lane is not None and lane.scope else _entered(lane))
+                )
+                try:
+                    coro, first, value = self._begin(leaf, run.ctx, carried)
+                    if value is _SUSPENDED:
+                        # a scope is made only for a timeout
+                        armed = None if scope is None else arm(scope, timeout, began)  # type: ignore[arg-type]
+                        try:
+                            value = await (coro if first is _UNSTEPPED else Resume(coro, first))
+                        except BaseException as exc:
+                            if is_stray_cancellation(exc):
+                                raise stray(leaf, exc) from exc
+                            raise
+                    # a sound Judgment is what `coerce_judgment` returns: it is
+                    # checked without that call (anything else goes through it)
+                    judgment = (
+                        value
+                        if leaf.coerce_as is None
+                        or (type(value) is Judgment and judgment_problem(value) is None)
+                        else coerce_judgment(value, leaf.coerce_as)
+                    )
+                except BaseException as exc:  # the scope swallows its own cancellation
+                    if not _leave(scope, lane, exc, armed):
+                        raise
+                else:
+                    _leave(scope, lane, None, armed)
+                # Also when the judge swallowed the deadline's cancellation and returned, or
+                # blocked past the deadline without suspending: an attempt that overran its
+                # timeout is a TimeoutError whatever the judge returned.
+                if scope is not None and (
+                    scope.cancel_called or (ended := perf_counter()) - began > timeout  # type: ignore[operator]
+                ):
+                    raise self.timed_out(leaf, stats.attempts)
+            finally:
+                queued = end_attempt(clock, token)
+                # the clock read for the timeout check when there was one (the same end)
+                stats.working += (ended or perf_counter()) - began - queued
+                stats.queued += queued
+        finally:
+            self.admission.release(leaf, stats)
+        return judgment  # a judgment, coerced or returned
 
     def _slots(self, leaf: Leaf, stats: LeafStats) -> Awaitable[None] | None:
         """Take a fresh attempt's slots at once, or return the wait for them (`_admit`).
@@ -496,7 +472,7 @@ class LeafRunner:
         if run.deadline is not None:  # the fast path never starts under a deadline
             raise AssertionError("agentjudge engine: a carried attempt under a deadline")
         try:
-            outcome = await self._guarded(leaf, stats, run, carried)  # type: ignore[assignment]
+            outcome = await self._guarded(leaf, stats, run, carried)
         except Exception as exc:
             outcome = await self._recover(leaf, run, stats, exc)
         result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
