@@ -46,7 +46,9 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # fourteenth session 117-130 s over seven runs (parallel part 114-126 s), and back to back at
 # 19:40 UTC: 124.8 s at 7b1489a (the session's start), 121.4 s at its end; in the fifteenth
 # session (fewer Ray daemons, cheaper docs build) 120.4 s at 3c62463 and 118.6 s and 126.5 s at
-# the end (parallel part 113-123 s): at the 2-minute line, not under it reliably.
+# the end (parallel part 113-123 s): at the 2-minute line, not under it reliably. In the
+# sixteenth session the machine was about three times faster per request (raw aiohttp's CPU
+# per W4 call 0.08-0.095 ms against 0.29-0.31 ms): 53.5 s at d57d53f (parallel part 52-53 s).
 # `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
 # `xdist_group` on one worker, and `--no-loadscope-reorder` hands the work out in the order
 # tests/conftest.py sorts it: the longest groups first (the Ray tests: one local Ray instance,
