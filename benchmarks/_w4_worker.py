@@ -20,7 +20,9 @@ Variants (each warmed up on 100 calls first, then ``--requests`` calls at ``--co
 ``raw_aiohttp`` (the reference: one aiohttp session, POST + JSON decode), ``chat``
 (`OpenAIChat.complete`), ``plain`` (an `LLMJudge` through an `Evaluator`), ``structured``
 (``LLMJudge(output_model=...)``), ``jury`` (3 `LLMJudge`s in a `Jury`, ``requests / 3``
-cases, so the same number of calls). Clients and Evaluators get ``max_concurrency`` equal to
+cases, so the same number of calls), ``budget`` (the plain judge's Evaluator with a token
+`Budget` it never reaches: every request's bound estimated, reserved and settled).
+Clients and Evaluators get ``max_concurrency`` equal to
 the concurrency: a client's default (16) would otherwise cap every variant.
 """
 
@@ -40,6 +42,7 @@ from pydantic import BaseModel
 
 import agentjudge
 from agentjudge import Context, Evaluator, Jury, LLMJudge, Message, ModelRequest, OpenAIChat
+from agentjudge.engine import Budget
 
 ANSWER = "The answer matches the reference.\nAnswer: YES"
 PROMPT = "Question: {{input}}\nAnswer: {{output}}\nIs the answer correct?"
@@ -157,14 +160,15 @@ async def judged(base_url: str, total: int, concurrency: int, variant: str) -> T
     async with OpenAIChat(
         "judge", base_url=base_url, api_key="test", max_concurrency=concurrency
     ) as model:
-        if variant == "plain":
+        if variant in ("plain", "budget"):
             subject: Any = LLMJudge("correct", model, PROMPT)
         elif variant == "structured":
             subject = LLMJudge("graded", model, PROMPT, output_model=Grade)
         else:
             subject = Jury([LLMJudge(f"juror-{k}", model, PROMPT) for k in range(3)])
         per_case = 3 if variant == "jury" else 1
-        evaluator = Evaluator(subject, max_concurrency=concurrency)
+        budget = Budget(tokens=10**15) if variant == "budget" else None
+        evaluator = Evaluator(subject, max_concurrency=concurrency, budget=budget)
         contexts = [Context(input=f"what is {i}+{i}?", output=str(2 * i)) for i in range(total)]
         cases = max(1, concurrency // per_case)
 
@@ -207,5 +211,5 @@ if __name__ == "__main__":
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--requests", type=int, default=1_000)
     parser.add_argument("--concurrency", type=int, default=100)
-    parser.add_argument("--variants", default="raw_aiohttp,chat,plain,structured,jury")
+    parser.add_argument("--variants", default="raw_aiohttp,chat,plain,structured,jury,budget")
     anyio.run(main, parser.parse_args())

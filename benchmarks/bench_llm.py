@@ -3,8 +3,9 @@
 W4: 1,000 chat calls at concurrency 100 to a fake provider answering after 20 ms, running in
     a SEPARATE process (`--serve`), measured by `_w4_worker.py` in a fresh process per tree and
     round: raw aiohttp POSTs (the reference), `OpenAIChat.complete`, a plain `LLMJudge` and a
-    structured ``LLMJudge(output_model=...)`` through an `Evaluator`, and a 3-judge `Jury`
-    (the same number of calls). The same workload runs on the previous commit's package
+    structured ``LLMJudge(output_model=...)`` through an `Evaluator`, a 3-judge `Jury` (the
+    same number of calls), and the plain judge under a token `Budget` (no target). The same
+    workload runs on the previous commit's package
     (``--baseline-ref``, default ``HEAD~1``, checked out with `git worktree` under /tmp) in the
     same run; rounds alternate which tree goes first, and medians are reported (the machine is
     shared). Targets: `OpenAIChat` <= 1.15x raw aiohttp, both judges <= 1.35x.
@@ -96,7 +97,7 @@ async def pool(total: int, concurrency: int, call: Callable[[int], Awaitable[Non
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-W4_VARIANTS = ("raw_aiohttp", "chat", "plain", "structured", "jury")
+W4_VARIANTS = ("raw_aiohttp", "chat", "plain", "structured", "jury", "budget")
 W4_TARGETS = {"chat": 1.15, "plain": 1.35, "structured": 1.35}
 W4_LABELS = {
     "raw_aiohttp": "raw aiohttp (reference)",
@@ -104,6 +105,7 @@ W4_LABELS = {
     "plain": "`LLMJudge` through an `Evaluator`",
     "structured": "`LLMJudge(output_model=...)` through an `Evaluator`",
     "jury": "`Jury` of 3 `LLMJudge`s (a third as many cases, as many calls)",
+    "budget": "`LLMJudge` through an `Evaluator` with a token `Budget`",
 }
 
 
