@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import random
@@ -118,7 +119,11 @@ def _answer(body: Any) -> FakeResponse:
 
 async def serve() -> None:
     """``--serve``: run the W4 provider, print its base URL, serve until ended."""
-    async with FakeModelServer(_answer) as server:
+    # nothing kept per request, and what the server imported and built frozen out of the
+    # collector's work: before, its full collections (20-72 ms, longer as the requests it
+    # kept piled up) stalled the provider in the middle of measured rounds
+    async with FakeModelServer(_answer, record=False) as server:
+        gc.freeze()
         print(server.base_url, flush=True)
         await anyio.sleep_forever()
 

@@ -282,6 +282,9 @@ class FakeModelServer:
         rate_limit: A hidden provider-like rate limit (see `FakeRateLimit`); None: unlimited.
             Change it mid-run with `set_rate_limit`. Refused requests are recorded too and
             counted in `throttled`.
+        record: Keep every request received (`requests`, `received`). False keeps none: for
+            long benchmark runs, where each kept request is memory and work for every later
+            garbage collection of the server's process.
     """
 
     def __init__(
@@ -291,8 +294,10 @@ class FakeModelServer:
         host: str = "127.0.0.1",
         port: int = 0,
         rate_limit: FakeRateLimit | None = None,
+        record: bool = True,
     ) -> None:
         self.default: Responder = default
+        self._record = record
         self._limiter = _Limiter(rate_limit) if rate_limit is not None else None
         self.throttled = 0
         """Requests answered 429 by the rate limit."""
@@ -440,7 +445,8 @@ class FakeModelServer:
             invalid_json = True
         else:
             invalid_json = False
-        self._received.append(ReceivedRequest(method, path, headers, data, time.monotonic()))
+        if self._record:
+            self._received.append(ReceivedRequest(method, path, headers, data, time.monotonic()))
         target, _, query = path.partition("?")
         route = _AZURE_ROUTE.sub("/v1/chat/completions", target.rstrip("/"))
         if FakeBedrockBatch.handles(method, route, headers):  # S3 and Bedrock jobs

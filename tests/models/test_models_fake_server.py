@@ -46,6 +46,19 @@ async def test_openai_shape_and_recorded_requests() -> None:
     assert server.received[0].headers["content-type"] == "application/json"
 
 
+async def test_a_server_that_records_nothing_still_answers() -> None:
+    """record=False: the same answers, nothing kept (a long benchmark's memory stays flat)."""
+    async with FakeModelServer(FakeResponse(text="PASS"), record=False) as server:
+        server.enqueue(FakeResponse(text="first"))
+        async with httpx.AsyncClient() as http:
+            texts = []
+            for _ in range(2):
+                r = await http.post(f"{server.base_url}/chat/completions", json=CHAT)
+                texts.append(r.json()["choices"][0]["message"]["content"])
+        assert texts == ["first", "PASS"]
+        assert server.requests == [] and server.received == []
+
+
 async def test_enqueue_is_fifo_then_default() -> None:
     """Queued answers are served first-in first-out, then the default."""
     async with FakeModelServer(FakeResponse(text="default")) as server:
