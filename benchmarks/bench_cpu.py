@@ -17,6 +17,8 @@ concurrency 100 each):
 * ``chat_plain`` / ``chat_struct``: `Evaluator.run` of an `LLMJudge` (plain / ``output_model=``)
   on that `OpenAIChat` (W4's judged call without aiohttp: the schema in the request body and
   the structured answer's decoding and checks included);
+* ``chat_jury``: `Evaluator.run` of a `Jury` of 3 plain `LLMJudge`s on that `OpenAIChat`
+  (three calls per case; W4's jury);
 * ``chat_plain_budget`` / ``chat_struct_budget``: the same under a token `Budget` (each
   request's bound estimated, reserved and settled; minus ``chat_plain`` / ``chat_struct``).
 
@@ -54,7 +56,16 @@ from multidict import CIMultiDict, CIMultiDictProxy
 from pydantic import BaseModel
 
 import agentjudge
-from agentjudge import Context, Evaluator, Judgment, LLMJudge, Message, ModelRequest, OpenAIChat
+from agentjudge import (
+    Context,
+    Evaluator,
+    Judgment,
+    Jury,
+    LLMJudge,
+    Message,
+    ModelRequest,
+    OpenAIChat,
+)
 from agentjudge.engine import Budget
 from agentjudge.models import ModelResponse, Usage
 from agentjudge.models._transport import Poster, Response, Session
@@ -251,6 +262,12 @@ def chat_judge(structured: bool) -> LLMJudge:
     return LLMJudge("j", model, PROMPT, output_model=Grade if structured else None)
 
 
+def chat_jury() -> Jury:
+    """W4's jury: 3 plain `LLMJudge`s on one `AtOnceChat` (three calls per case)."""
+    model = chat(W4_BODY)
+    return Jury([LLMJudge(f"juror-{k}", model, PROMPT) for k in range(3)])
+
+
 def client(adaptive: bool) -> Run:
     model = chat()
     model.adaptive = adaptive
@@ -274,6 +291,7 @@ VARIANTS: dict[str, Callable[[], Run]] = {
     "client_fixed": lambda: client(False),
     "chat_plain": lambda: evaluated(chat_judge(False)),
     "chat_struct": lambda: evaluated(chat_judge(True)),
+    "chat_jury": lambda: evaluated(chat_jury()),
     "chat_plain_budget": lambda: evaluated(chat_judge(False), Budget(tokens=10**15)),
     "chat_struct_budget": lambda: evaluated(chat_judge(True), Budget(tokens=10**15)),
 }

@@ -437,6 +437,9 @@ class _Members:
             self.admission.release(leaf, carried.stats)
         for entry in self.queued:
             entry.dead = True
+        # each entry's launch closes over this object: dropped now, the group's objects are
+        # freed as it ends instead of by the garbage collector (a cycle per queued case)
+        self.queued.clear()
         for m, held in zip(self.members, self.stats, strict=True):
             if held is not None and held.reserved:
                 self.admission.unreserve(cast(Leaf, m), held)

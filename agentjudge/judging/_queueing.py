@@ -18,6 +18,7 @@ seconds to one fresh clock per attempt.
 
 from __future__ import annotations
 
+import weakref
 from contextvars import ContextVar, Token
 from typing import Any
 
@@ -28,15 +29,34 @@ class QueueClock:
     """Seconds reported as queueing during one attempt.
 
     Args:
-        owner: The task whose attempts may reuse it (None: not reused).
+        owner: The task whose attempts may reuse it (None, or an object without weak
+            references: not reused).
     """
 
     __slots__ = ("busy", "owner", "seconds")
 
     def __init__(self, owner: object = None) -> None:
         self.seconds = 0.0
-        self.owner = owner
+        self.owner = _weak(owner)
+        """The owner, held weakly: the clock sits in the task's own context, so a strong
+        reference would make a cycle (task -> context -> clock -> task) that only the
+        garbage collector frees, with the task's frames and everything they held (a jury
+        member's task per case: ~80 objects per case left to the collector)."""
         self.busy = True
+
+    def owned_by(self, owner: object) -> bool:
+        """True if ``owner`` (not None) is the task this clock belongs to."""
+        ref = self.owner
+        return ref is not None and ref() is owner
+
+
+def _weak(owner: object) -> weakref.ref[Any] | None:
+    if owner is None:
+        return None
+    try:
+        return weakref.ref(owner)
+    except TypeError:  # no weak references to it: the clock is not reused
+        return None
 
 
 queue_clock: ContextVar[QueueClock | None] = ContextVar("agentjudge_queue_clock", default=None)
@@ -82,7 +102,7 @@ def start_attempt(owner: object = _FIND) -> tuple[QueueClock, Token[QueueClock |
     held = queue_clock.get()
     if owner is _FIND:
         owner = _task()
-    if held is not None and not held.busy and owner is not None and held.owner is owner:
+    if held is not None and not held.busy and owner is not None and held.owned_by(owner):
         held.busy = True
         held.seconds = 0.0
         return held, None
@@ -99,6 +119,7 @@ def end_attempt(clock: QueueClock, token: Token[QueueClock | None] | None) -> fl
     clock.busy = False
     if token is not None:
         outer = token.old_value
-        if clock.owner is None or (type(outer) is QueueClock and outer.owner is clock.owner):
+        ref = clock.owner
+        if ref is None or (type(outer) is QueueClock and outer.owned_by(ref())):
             queue_clock.reset(token)
     return clock.seconds
