@@ -16,7 +16,8 @@ depend on the machine's load. ``cpu_s`` is this process's CPU time over the meas
 a shared machine it is steadier than the wall time, which also counts time the process waited
 for a core.
 
-Variants (each warmed up on 100 calls first, then ``--requests`` calls at ``--concurrency``):
+Variants (each warmed up on `WARM_UP` calls first, then ``--requests`` calls at
+``--concurrency``):
 ``raw_aiohttp`` (the reference: one aiohttp session, POST + JSON decode), ``chat``
 (`OpenAIChat.complete`), ``plain`` (an `LLMJudge` through an `Evaluator`), ``structured``
 (``LLMJudge(output_model=...)``), ``jury`` (3 `LLMJudge`s in a `Jury`, ``requests / 3``
@@ -52,7 +53,13 @@ BODY = {
         {"role": "user", "content": "Question: what is 2+2?\nAnswer: 4\nIs the answer correct?"}
     ],
 }
-WARM_UP = 100
+WARM_UP = 300
+"""Calls before the measured ones: enough for an adaptive client to open all its connections.
+
+Its slow start admits 4 requests at first and one more per answer, so after 100 calls it
+had opened 40-51 of its 100 connections and opened the rest inside the measured calls, where
+raw aiohttp had opened all 100 in its warm-up (W4 read that as the client's cost: OpenAIChat
+1.04-1.28x over raw aiohttp with 100, 1.01-1.17x with 300, 2026-11-26)."""
 
 
 class Grade(BaseModel):
