@@ -18,7 +18,9 @@ with a ``Retry-After`` header) is waited exactly that long, even beyond ``max_de
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -165,10 +167,53 @@ async def call_with_retry(
         sleep=anyio.sleep,
         reraise=True,
     )
-    async for attempt in retrying:
-        with attempt:
-            value = await fn()
-        outcome = attempt.retry_state.outcome
-        if outcome is not None and not outcome.failed:
-            return value, attempts_made + attempt.retry_state.attempt_number
+    state: RetryCallState | None = None
+    try:
+        async for attempt in retrying:
+            state = attempt.retry_state
+            with attempt:
+                value = await fn()
+            # (the outcome is not kept in a local: a failed one holds its error, whose
+            # traceback holds this frame)
+            if state.outcome is not None and not state.outcome.failed:
+                return value, attempts_made + state.attempt_number
+    except BaseException as exc:
+        _skip_tenacity_frames(exc)
+        raise
+    finally:
+        # tenacity's retrying object and its state refer to each other (cycles only the
+        # garbage collector frees, ~40 of tenacity's own objects per retried call): without
+        # the outcome they hold no error, traceback or frame of the attempts
+        if state is not None:
+            state.outcome = None
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _skip_tenacity_frames(exc: BaseException) -> None:
+    """Unlink tenacity's own frames from the traceback of the error it re-raised.
+
+    tenacity re-raises the last attempt's error through frames whose locals hold its retry
+    state, which holds the error: a reference cycle (error -> traceback -> tenacity's frame ->
+    state -> error) that only the garbage collector frees, with every frame of the failed
+    attempts (~100 objects per timed-out judge call). The traceback keeps this frame and the
+    attempt's own frames (where the error happened); only the entries between them, in
+    tenacity and in `concurrent.futures` (its result holder), are skipped.
+    """
+    entry = exc.__traceback__  # this frame's
+    if entry is None:
+        return
+    machinery = _machinery()
+    after = entry.tb_next
+    while after is not None and after.tb_frame.f_code.co_filename.startswith(machinery):
+        after = after.tb_next
+    entry.tb_next = after
+
+
+@functools.cache
+def _machinery() -> tuple[str, ...]:
+    """The source files of tenacity's frames: its package's folder, `concurrent.futures`."""
+    import concurrent.futures._base as futures_base
+
+    import tenacity
+
+    return (os.path.dirname(tenacity.__file__) + os.sep, futures_base.__file__)

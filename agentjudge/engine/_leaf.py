@@ -238,6 +238,9 @@ class LeafRunner:
             if failed is not None:
                 outcome = await self._recover(leaf, run, stats, failed)
         result = self.record(leaf, run, outcome, stats.attempts, stats.working, stats.queued)
+        # an exception held here holds its traceback, which holds this frame: dropped, the
+        # failure's frames are freed now instead of by the garbage collector
+        outcome = failed = None
         if self.on_result is not None:
             await self.notify(leaf, result)
         if verdict:

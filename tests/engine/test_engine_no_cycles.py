@@ -7,11 +7,19 @@ task), keeping the task's frames and all they referenced alive, and a group's qu
 closed over the group (group -> queued entry -> launch closure -> group). The collector's
 young collections per 1,000 W4 calls were 3.5 times the plain judge's. These tests run
 evaluations with the collector off and saving what it finds, then count it.
+
+A failure held the same way: the leaf kept its error in a local after recording it (error ->
+traceback -> the leaf's frame -> error), and tenacity re-raised a retried call's last error
+through frames whose locals hold its state, which holds the error; a timed-out judge with
+retries left ~120 objects per case, every frame of its attempts among them. tenacity's own
+objects still form cycles per retried call (its retrying object and state refer to each
+other), but they no longer hold an error, a traceback or a frame.
 """
 
 from __future__ import annotations
 
 import gc
+import types
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
@@ -19,7 +27,18 @@ import anyio
 import pytest
 from engine_support import new_objects_only
 
-from agentjudge import Cascade, Context, Evaluator, Judgment, Jury, Tier, TierPolicy, judge
+from agentjudge import (
+    Cascade,
+    Context,
+    Evaluator,
+    Judgment,
+    Jury,
+    RetryPolicy,
+    Tier,
+    TierPolicy,
+    judge,
+)
+from agentjudge.exceptions import RetryableError
 
 
 @judge(name="slow_pass")
@@ -99,3 +118,57 @@ def test_evaluate_leaves_no_cyclic_garbage() -> None:
                 tg.start_soon(evaluator.evaluate, ctx)
 
     assert _cyclic_garbage(work) == Counter()
+
+
+@judge(name="boom")
+async def boom(ctx: Context) -> Judgment:
+    await anyio.sleep(0)
+    raise RuntimeError("the judge failed")
+
+
+@judge(name="flaky")
+async def flaky(ctx: Context) -> Judgment:
+    await anyio.sleep(0)
+    raise RetryableError("the provider is overloaded")
+
+
+@judge(name="hangs")
+async def hangs(ctx: Context) -> Judgment:
+    await anyio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+NO_WAIT = RetryPolicy(attempts=2, initial_delay=0.0, max_delay=0.0, jitter=False)
+
+
+def test_a_failing_judge_leaves_no_cyclic_garbage() -> None:
+    """A judge that raises (no retries): its error and frames are freed as the case ends."""
+    found = _cyclic_garbage(_run(boom, 4, concurrency=8))
+    assert found == Counter()
+
+
+def _failure_kinds(found: Counter[str]) -> Counter[str]:
+    """What an error's cycle keeps alive: errors, tracebacks and frames."""
+    kept = (types.FrameType.__qualname__, types.TracebackType.__qualname__)
+    return Counter({kind: n for kind, n in found.items() if kind in kept or kind.endswith("Error")})
+
+
+@pytest.mark.parametrize(
+    ("subject", "options"),
+    [
+        (flaky, {"retry": NO_WAIT}),
+        (hangs, {"retry": NO_WAIT, "timeout": 0.001}),
+    ],
+    ids=["raises, retried", "times out, retried"],
+)
+def test_a_retried_failure_keeps_no_error_or_frame_in_a_cycle(
+    subject: object, options: dict[str, object]
+) -> None:
+    """Retried through tenacity: no error, traceback or frame left for the collector."""
+
+    async def work() -> None:
+        evaluator = Evaluator(subject, max_concurrency=4, **options)  # type: ignore[arg-type]
+        async for case in evaluator.run(CASES[:16], concurrency=8):
+            assert case.verdict.results[0].attempts == 2
+
+    assert _failure_kinds(_cyclic_garbage(work)) == Counter()
