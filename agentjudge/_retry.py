@@ -144,12 +144,16 @@ async def call_with_retry(
     remaining = policy.attempts - attempts_made
     if remaining <= 0:
         assert last_error is not None
-        raise last_error
+        try:
+            raise last_error
+        finally:
+            del last_error  # the error's traceback holds this frame: no cycle through it
     if attempts_made and last_error is not None:
         delay = retry_delay(policy, attempts_made, last_error)
         if on_retry is not None:
             on_retry(attempts_made, last_error, delay)
         await anyio.sleep(delay)
+    del last_error  # (its traceback holds this frame, which a later error's holds too)
     from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
     def wait(state: RetryCallState) -> float:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections import Counter
 
 import pytest
 import tenacity
+from gc_support import failure_kinds, garbage_of
 
 from agentjudge._retry import RetryPolicy, call_with_retry
 from agentjudge.exceptions import RetryableError
@@ -45,3 +47,19 @@ async def test_an_error_not_retried_keeps_its_traceback_whole() -> None:
         await call_with_retry(POLICY, refuses)
     names = [entry.name for entry in traceback.extract_tb(info.value.__traceback__)]
     assert names[-1] == "refuses", names
+
+
+async def test_a_retried_call_keeps_no_error_or_frame_in_a_cycle() -> None:
+    """Every attempt fails: the errors and frames are freed with the last error (only
+    tenacity's own objects, which refer to each other, are left to the collector)."""
+    raised = []
+
+    async def calls() -> None:
+        for _ in range(4):
+            with pytest.raises(RetryableError) as info:
+                await call_with_retry(POLICY, failing_attempt)
+            raised.append(type(info.value).__name__)
+            del info  # (pytest's record of it, not the retry layer's)
+
+    assert failure_kinds(await garbage_of(calls)) == Counter()
+    assert raised == ["RetryableError"] * 4

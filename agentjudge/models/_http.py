@@ -437,7 +437,10 @@ class HTTPModelClient(ProviderHooks):
                 return await self._once(content, headers, estimate, tally), 1, tally.queued
             except Exception as exc:
                 first = exc
-            reply, attempts = await self._retried(first, content, headers, estimate, tally)
+            try:
+                reply, attempts = await self._retried(first, content, headers, estimate, tally)
+            finally:
+                del first  # an error's traceback holds this frame: no cycle through it
         except RetryableStatus as exc:
             policy = self.retry
             attempts_allowed = policy.attempts if policy is not None else 1
@@ -477,14 +480,17 @@ class HTTPModelClient(ProviderHooks):
                         raise
                     tally.throttled += 1
 
-        if isinstance(first, RetryableStatus) and self._retries_throttle(first):
-            tally.throttled += 1  # still the first attempt
-            return await call_with_retry(policy, attempt, retryable=retryable)
-        if policy is None or policy.attempts <= 1 or not retryable(first):
-            raise first
-        return await call_with_retry(
-            policy, attempt, attempts_made=1, last_error=first, retryable=retryable
-        )
+        try:
+            if isinstance(first, RetryableStatus) and self._retries_throttle(first):
+                tally.throttled += 1  # still the first attempt
+                return await call_with_retry(policy, attempt, retryable=retryable)
+            if policy is None or policy.attempts <= 1 or not retryable(first):
+                raise first
+            return await call_with_retry(
+                policy, attempt, attempts_made=1, last_error=first, retryable=retryable
+            )
+        finally:
+            del first  # an error's traceback holds this frame: no cycle through it
 
     async def _once(
         self, content: bytes, headers: Mapping[str, str], estimate: int, tally: _Tally

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import anyio
+from gc_support import new_objects_only  # (moved there; still importable from here)
 
 from agentjudge import Evaluator
 
@@ -44,25 +43,3 @@ def idle(evaluator: Evaluator, *resources: str) -> bool:
         if limiter.borrowed_tokens != 0 or limiter.statistics().tasks_waiting != 0:
             return False
     return True
-
-
-@contextmanager
-def new_objects_only() -> Iterator[None]:
-    """Inside, `gc.collect` and `gc.get_objects` see only the objects made inside.
-
-    What existed before moves to the collector's permanent generation (`gc.freeze`) until the
-    block ends: a full collection of a test worker's heap (every module, test and fixture
-    loaded so far, ~0.3 s of CPU under ``make test``) then walks only the test's own objects.
-    Garbage made inside is collected as before; garbage made before is not looked at.
-    """
-    frozen_before = gc.get_freeze_count()
-    gc.freeze()
-    try:
-        yield
-    finally:
-        # Under pytest the heap is frozen already (tests/conftest.py freezes what collection
-        # built, sdk_support what an SDK import built): unfreezing would hand all of it back to
-        # every later full collection of the worker, so it stays frozen, with what survived
-        # the block. Elsewhere the heap is given back as it was.
-        if not frozen_before:
-            gc.unfreeze()

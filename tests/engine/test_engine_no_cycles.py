@@ -18,14 +18,12 @@ other), but they no longer hold an error, a traceback or a frame.
 
 from __future__ import annotations
 
-import gc
-import types
 from collections import Counter
 from collections.abc import Awaitable, Callable
 
 import anyio
 import pytest
-from engine_support import new_objects_only
+from gc_support import cyclic_garbage, failure_kinds
 
 from agentjudge import (
     Cascade,
@@ -51,26 +49,6 @@ async def slow_pass(ctx: Context) -> Judgment:
 async def slow_fail(ctx: Context) -> Judgment:
     await anyio.sleep(0)
     return Judgment.failed("no", score=0.1, confidence=0.9)
-
-
-def _cyclic_garbage(work: Callable[[], Awaitable[None]]) -> Counter[str]:
-    """The kinds of objects ``work`` left for the garbage collector (after a warm-up run)."""
-    anyio.run(work)  # first: what is made once (caches, learned paths) is made here
-    with new_objects_only():
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
-            anyio.run(work)
-            gc.collect()
-            found = Counter(type(o).__qualname__ for o in gc.garbage)
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
-            if enabled:
-                gc.enable()
-    return found
 
 
 CASES = [Context(input=str(i), output="a") for i in range(40)]
@@ -103,12 +81,12 @@ def _run(subject: object, max_concurrency: int, concurrency: int) -> Callable[[]
         ),
     ],
 )
-def test_run_leaves_no_cyclic_garbage(name: str, subject: object, max_concurrency: int) -> None:
+def test_run_leaves_nocyclic_garbage(name: str, subject: object, max_concurrency: int) -> None:
     """`Evaluator.run`: every object a case made is freed by reference counting."""
-    assert _cyclic_garbage(_run(subject, max_concurrency, concurrency=8)) == Counter(), name
+    assert cyclic_garbage(_run(subject, max_concurrency, concurrency=8)) == Counter(), name
 
 
-def test_evaluate_leaves_no_cyclic_garbage() -> None:
+def test_evaluate_leaves_nocyclic_garbage() -> None:
     """`Evaluator.evaluate` of a jury, cases in tasks of their own (as a web service's)."""
 
     async def work() -> None:
@@ -117,7 +95,7 @@ def test_evaluate_leaves_no_cyclic_garbage() -> None:
             for ctx in CASES:
                 tg.start_soon(evaluator.evaluate, ctx)
 
-    assert _cyclic_garbage(work) == Counter()
+    assert cyclic_garbage(work) == Counter()
 
 
 @judge(name="boom")
@@ -141,16 +119,10 @@ async def hangs(ctx: Context) -> Judgment:
 NO_WAIT = RetryPolicy(attempts=2, initial_delay=0.0, max_delay=0.0, jitter=False)
 
 
-def test_a_failing_judge_leaves_no_cyclic_garbage() -> None:
+def test_a_failing_judge_leaves_nocyclic_garbage() -> None:
     """A judge that raises (no retries): its error and frames are freed as the case ends."""
-    found = _cyclic_garbage(_run(boom, 4, concurrency=8))
+    found = cyclic_garbage(_run(boom, 4, concurrency=8))
     assert found == Counter()
-
-
-def _failure_kinds(found: Counter[str]) -> Counter[str]:
-    """What an error's cycle keeps alive: errors, tracebacks and frames."""
-    kept = (types.FrameType.__qualname__, types.TracebackType.__qualname__)
-    return Counter({kind: n for kind, n in found.items() if kind in kept or kind.endswith("Error")})
 
 
 @pytest.mark.parametrize(
@@ -171,4 +143,4 @@ def test_a_retried_failure_keeps_no_error_or_frame_in_a_cycle(
         async for case in evaluator.run(CASES[:16], concurrency=8):
             assert case.verdict.results[0].attempts == 2
 
-    assert _failure_kinds(_cyclic_garbage(work)) == Counter()
+    assert failure_kinds(cyclic_garbage(work)) == Counter()
