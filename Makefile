@@ -48,7 +48,8 @@ run: install ## Run the shipped example end to end (offline) and print its repor
 # session (fewer Ray daemons, cheaper docs build) 120.4 s at 3c62463 and 118.6 s and 126.5 s at
 # the end (parallel part 113-123 s): at the 2-minute line, not under it reliably. In the
 # sixteenth session the machine was about three times faster per request (raw aiohttp's CPU
-# per W4 call 0.08-0.095 ms against 0.29-0.31 ms): 53.5 s at d57d53f, 56.5 s at b2e16f8 (parallel part 52-55 s).
+# per W4 call 0.08-0.095 ms against 0.29-0.31 ms): 53.5 s at d57d53f, 56.5 s at b2e16f8, 58.5 s at 9d5ff17 (parallel part
+# 52-57 s).
 # `--durations` prints the slowest tests of each part. `--dist loadgroup` keeps the tests of one
 # `xdist_group` on one worker, and `--no-loadscope-reorder` hands the work out in the order
 # tests/conftest.py sorts it: the longest groups first (the Ray tests: one local Ray instance,
