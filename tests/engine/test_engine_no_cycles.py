@@ -144,3 +144,34 @@ def test_a_retried_failure_keeps_no_error_or_frame_in_a_cycle(
             assert case.verdict.results[0].attempts == 2
 
     assert failure_kinds(cyclic_garbage(work)) == Counter()
+
+
+def test_streams_leave_no_cyclic_garbage() -> None:
+    """`Evaluator.stream` of a jury, read to the end."""
+    results: list[str] = []
+
+    async def work() -> None:
+        evaluator = Evaluator(Jury([slow_pass, slow_fail, slow_pass]), max_concurrency=4)
+        for ctx in CASES[:10]:
+            async with evaluator.stream(ctx) as feed:
+                async for result in feed:
+                    results.append(result.name)
+
+    assert cyclic_garbage(work) == Counter()
+    assert len(results) == 2 * 10 * 3  # (the warm-up run and the counted one)
+
+
+def test_a_cancelled_evaluation_leaves_no_cyclic_garbage() -> None:
+    """The caller gives up on `evaluate` (its own timeout): cancellation propagates, and
+    what the evaluation made is freed as it unwinds."""
+    cancelled: list[bool] = []
+
+    async def work() -> None:
+        evaluator = Evaluator(hangs, max_concurrency=4)
+        for ctx in CASES[:10]:
+            with anyio.move_on_after(0.001) as scope:
+                await evaluator.evaluate(ctx)
+            cancelled.append(scope.cancelled_caught)
+
+    assert cyclic_garbage(work) == Counter()
+    assert cancelled == [True] * 20

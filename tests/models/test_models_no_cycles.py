@@ -70,3 +70,36 @@ async def test_a_call_that_succeeds_leaves_no_cyclic_garbage() -> None:
     OUTCOMES.clear()
     assert await _garbage_of_calls(FakeResponse(text="PASS"), attempts=1) == Counter()
     assert dict(OUTCOMES) == {"answered": 16}
+
+
+async def test_a_throttled_call_retried_by_the_client_leaves_no_cyclic_garbage() -> None:
+    """Every other answer a 429 (retried by the adaptive client, under a deadline)."""
+    answered = [0]
+
+    def answer(body: object) -> FakeResponse:
+        answered[0] += 1
+        if answered[0] % 2:
+            error = {"error": {"message": "slow down"}}
+            return FakeResponse(status=429, json=error, headers={"retry-after-ms": "1"})
+        return FakeResponse(text="PASS")
+
+    async with (
+        FakeModelServer(answer, record=False) as server,
+        OpenAIChat("m", base_url=server.base_url, api_key="sk-test") as model,
+    ):
+
+        async def calls() -> None:
+            async with anyio.create_task_group() as tg:
+                for _ in range(8):
+                    tg.start_soon(_call_within_a_deadline, model)
+
+        await calls()
+        OUTCOMES.clear()
+        assert await garbage_of(calls) == Counter()
+    assert dict(OUTCOMES) == {"answered": 8}
+    assert answered[0] >= 24  # some of them were throttled and sent again
+
+
+async def _call_within_a_deadline(model: OpenAIChat) -> None:
+    with anyio.fail_after(10):  # the adaptive client retries throttled calls until a deadline
+        await _call(model)
