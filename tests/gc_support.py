@@ -10,7 +10,13 @@ from contextlib import contextmanager
 
 import anyio
 
-__all__ = ["cyclic_garbage", "failure_kinds", "garbage_of", "new_objects_only"]
+__all__ = [
+    "cyclic_garbage",
+    "failure_kinds",
+    "garbage_of",
+    "new_objects_only",
+    "saving_garbage",
+]
 
 
 @contextmanager
@@ -38,24 +44,12 @@ def new_objects_only() -> Iterator[None]:
 def cyclic_garbage(work: Callable[[], Awaitable[None]]) -> Counter[str]:
     """The kinds of objects ``work`` (run in a new event loop) left for the garbage collector.
 
-    ``work`` runs twice: first to make what is made once (caches, learned paths), then with
-    the collector off and saving what its collection finds, which is counted by type name.
+    ``work`` runs twice: first to make what is made once (caches, learned paths), then under
+    `saving_garbage`, which counts what it left by type name.
     """
     anyio.run(work)
-    with new_objects_only():
-        gc.collect()
-        enabled = gc.isenabled()
-        gc.disable()
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        try:
-            anyio.run(work)
-            gc.collect()
-            found = Counter(type(o).__qualname__ for o in gc.garbage)
-        finally:
-            gc.set_debug(0)
-            gc.garbage.clear()
-            if enabled:
-                gc.enable()
+    with saving_garbage() as found:
+        anyio.run(work)
     return found
 
 
@@ -63,23 +57,37 @@ async def garbage_of(calls: Callable[[], Awaitable[None]]) -> Counter[str]:
     """The kinds of objects ``calls`` left for the garbage collector, in the running loop.
 
     For calls whose set-up (a server, a client) must not be counted: it is made before, and
-    ``calls`` is awaited with the collector off and saving what its collection finds.
+    ``calls`` is awaited under `saving_garbage`.
     """
+    with saving_garbage() as found:
+        await calls()
+    return found
+
+
+@contextmanager
+def saving_garbage() -> Iterator[Counter[str]]:
+    """Inside, the collector is off; as the block ends, what it collects is counted.
+
+    The counter yielded is filled by type name with every object a collection finds (it
+    saves them instead of freeing them: ``DEBUG_SAVEALL``) when the block ends without an
+    error. Only objects made inside are looked at (`new_objects_only`); the collector's
+    state is restored whatever happens.
+    """
+    found: Counter[str] = Counter()
     with new_objects_only():
         gc.collect()
         enabled = gc.isenabled()
         gc.disable()
         gc.set_debug(gc.DEBUG_SAVEALL)
         try:
-            await calls()
+            yield found
             gc.collect()
-            found = Counter(type(o).__qualname__ for o in gc.garbage)
+            found.update(type(o).__qualname__ for o in gc.garbage)
         finally:
             gc.set_debug(0)
             gc.garbage.clear()
             if enabled:
                 gc.enable()
-    return found
 
 
 def failure_kinds(found: Counter[str]) -> Counter[str]:
