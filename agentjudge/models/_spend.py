@@ -114,7 +114,7 @@ class TokenCounter:
         counted every time (it costs less than the lookup).
         """
         if self._module is None:
-            return math.ceil(len(text) / CHARS_PER_TOKEN)
+            return self.count(model, text)
         key = (model, text)
         tokens = self._kept.get(key)
         if tokens is None:
